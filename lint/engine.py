@@ -1,0 +1,232 @@
+"""Lint one source text with one set of enabled rules: the single call every face uses.
+
+gate (raw text) -> parse once -> one traversal for facts -> every rule -> positions of the
+findings only -> noqa. Fixing re-runs this until the text stops changing.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import traceback
+import warnings
+from collections.abc import Collection, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from odelint import fix as fixing
+from odelint import noqa
+from odelint.facts import Facts
+from odelint.finding import Finding, Span
+from odelint.registry import SyntaxErrorRule, all_rules, is_python_file
+from odelint.rule import BaseRule, FileContext, Rule, TextRule, all_node_types
+from odelint.scopes import build_scope_index
+
+MAX_FIX_ROUNDS = 10
+# The dataflow needs these whatever the rules ask for.
+_FACT_NODE_TYPES = frozenset({cst.Call})
+
+
+@dataclasses.dataclass
+class RuleCrash:
+    """A rule raised on this file: reported, never fatal."""
+
+    code: str
+    path: str
+    error: str
+
+    def message(self) -> str:
+        return f"internal error in rule {self.code}: {self.error} (this is a bug in odelint; please report it)"
+
+
+@dataclasses.dataclass
+class LintResult:
+    findings: list[Finding]
+    crashes: list[RuleCrash] = dataclasses.field(default_factory=list)
+    parsed: bool = False
+
+
+@dataclasses.dataclass
+class FixResult:
+    source: str
+    findings: list[Finding]            # what remains after fixing
+    applied: int = 0
+    crashes: list[RuleCrash] = dataclasses.field(default_factory=list)
+
+    def changed(self, original: str) -> bool:
+        return self.source != original
+
+
+def rules_for(path: str, codes: Collection[str] | None, python: bool) -> list[type[BaseRule]]:
+    """The enabled rules that look at this kind of file (codes None: every rule)."""
+    filename = os.path.basename(path) or path
+    chosen = []
+    for rule in all_rules():
+        if rule is SyntaxErrorRule or (codes is not None and rule.code not in codes):
+            continue
+        if issubclass(rule, Rule) if python else (issubclass(rule, TextRule) and rule.applies_to(filename)):
+            chosen.append(rule)
+    return chosen
+
+
+def lint_source(source: str, path: str, codes: Collection[str] | None = None,
+                python: bool | None = None) -> LintResult:
+    """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
+
+    `python` says whether the text is Python; by default it is guessed from the name."""
+    python = is_python_file(path) if python is None else python
+    rules = rules_for(path, codes, python)
+    if python:
+        return _lint_python(source, path, rules, check_syntax=codes is None or SyntaxErrorRule.code in codes)
+    return _lint_text(source, path, rules)
+
+
+def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]]) -> LintResult:
+    result = LintResult([])
+    context = FileContext(path, source)
+    for rule_class in rules:
+        if not (issubclass(rule_class, TextRule) and rule_class.triggered_by(source)):
+            continue
+        rule = rule_class(context)
+        try:
+            rule.check_text()
+        except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
+            result.crashes.append(_crash(rule_class.code, path, error))
+            continue
+        result.findings.extend(rule.findings)
+    result.findings = sorted(noqa.unsuppressed(result.findings, source), key=Finding.sort_key)
+    return result
+
+
+def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool) -> LintResult:
+    triggered = [rule for rule in rules if rule.triggered_by(source)]
+    if not triggered:
+        error = _syntax_error(source, path) if check_syntax else None
+        return LintResult([error] if error else [])
+    parsed = parse(source, path)
+    if isinstance(parsed, Finding):
+        return LintResult([parsed] if check_syntax else [])
+    return run_rules(parsed, source, path, triggered)
+
+
+def parse(source: str, path: str) -> cst.Module | Finding:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        return syntax_finding(path, error.raw_line, error.raw_column + 1, error.message)
+    except RecursionError:
+        return syntax_finding(path, 1, 1, "the file is nested too deeply to parse")
+
+
+def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
+    first_line = message.strip().splitlines()[0] if message.strip() else "invalid syntax"
+    return Finding(SyntaxErrorRule.code, SyntaxErrorRule.name, f"SyntaxError: {first_line}",
+                   Span(line, column, line, column), path)
+
+
+def _syntax_error(source: str, path: str) -> Finding | None:
+    """The cheap syntax check for files no rule needs to parse with LibCST."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source, filename=path)
+    except SyntaxError as error:
+        return syntax_finding(path, error.lineno or 1, error.offset or 1, error.msg or "invalid syntax")
+    except (RecursionError, MemoryError, ValueError):
+        return syntax_finding(path, 1, 1, "the file is nested too deeply to parse")
+    return None
+
+
+def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]]) -> LintResult:
+    """One traversal for facts, then every rule's visitors over the indexed nodes."""
+    result = LintResult([], parsed=True)
+    try:
+        index = build_scope_index(module, all_node_types(rules) | _FACT_NODE_TYPES)
+    except RecursionError:
+        return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
+    context = FileContext(path, source, module, Facts(index))
+    for rule_class in rules:
+        rule = rule_class(context)
+        try:
+            for node_type, method in rule_class.node_types().items():
+                visit = getattr(rule, method)
+                for node, site in index.of_type(node_type):
+                    visit(node, site)
+            rule.finish()
+        except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
+            result.crashes.append(_crash(rule_class.code, path, error))
+            continue
+        result.findings.extend(rule.findings)
+    if result.findings:
+        _locate(module, result.findings)
+    result.findings = sorted(noqa.unsuppressed(result.findings, source), key=Finding.sort_key)
+    return result
+
+
+def _locate(module: cst.Module, findings: list[Finding]) -> None:
+    """Positions are computed only for files that have findings."""
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    for finding in findings:
+        where = positions.get(finding.node) if finding.node is not None else None
+        if where is not None:
+            finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+
+
+def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
+    frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+    where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
+    return RuleCrash(code, path, f"{type(error).__name__}: {error}{where}")
+
+
+def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
+               unsafe: bool = False, only: Finding | None = None, python: bool | None = None) -> FixResult:
+    """Apply fixes until nothing fixable is left (at most MAX_FIX_ROUNDS rounds).
+
+    `only` restricts the first round to the fix of one finding (an editor quick fix).
+    A round whose result would not parse is dropped and reported as a crash.
+    """
+    python = is_python_file(path) if python is None else python
+    current = source
+    applied = 0
+    crashes: list[RuleCrash] = []
+    for round_number in range(MAX_FIX_ROUNDS):
+        module, findings, round_crashes = _lint_for_fix(current, path, codes, python)
+        crashes.extend(round_crashes)
+        if module is None:
+            return FixResult(current, findings, applied, crashes)
+        candidates = findings
+        if only is not None:
+            if round_number > 0:
+                return FixResult(current, findings, applied, crashes)
+            candidates = [f for f in findings if (f.code, f.span) == (only.code, only.span)]
+        chosen = fixing.choose(candidates, unsafe)
+        if not chosen:
+            return FixResult(current, findings, applied, crashes)
+        try:
+            new_module = fixing.apply(module, [finding.fix.build() for finding in chosen])  # type: ignore[union-attr]
+            new_source = new_module.code
+            cst.parse_module(new_source)
+        except Exception as error:  # noqa: BLE001 - keep the last good text
+            crashes.append(_crash(",".join(sorted({f.code for f in chosen})), path, error))
+            return FixResult(current, findings, applied, crashes)
+        if new_source == current:
+            return FixResult(current, findings, applied, crashes)
+        applied += len(chosen)
+        current = new_source
+    _, findings, round_crashes = _lint_for_fix(current, path, codes, python)
+    return FixResult(current, findings, applied, crashes + round_crashes)
+
+
+def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool):
+    """Like lint_source, but also hands back the parsed module the findings point into."""
+    rules = [rule for rule in rules_for(path, codes, python) if issubclass(rule, Rule) and rule.triggered_by(source)]
+    if not python or not rules:
+        result = lint_source(source, path, codes, python)
+        return None, result.findings, result.crashes
+    parsed = parse(source, path)
+    if isinstance(parsed, Finding):
+        return None, [parsed], []
+    result = run_rules(parsed, source, path, rules)
+    return parsed, result.findings, result.crashes

@@ -1,0 +1,206 @@
+"""Lint (or fix) many files: read, consult the cache, fan out to worker processes, write back."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import difflib
+import multiprocessing
+import os
+from collections.abc import Sequence
+
+from odelint import cache as result_cache
+from odelint import engine, noqa
+from odelint.config import ConfigError, ConfigResolver
+from odelint.discover import Target, discover
+from odelint.fileio import SourceError, atomic_write, decode, encode
+from odelint.finding import Finding, Safety
+from odelint.registry import file_patterns, is_python_file
+
+CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    mode: str = CHECK
+    jobs: int | None = None
+    use_cache: bool = True
+    cache_dir: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    path: str
+    data: bytes
+    codes: frozenset[str]
+    python: bool
+    mode: str
+    unsafe: bool
+
+
+@dataclasses.dataclass
+class Outcome:
+    path: str
+    findings: list[dict] = dataclasses.field(default_factory=list)
+    error: str | None = None
+    crashes: list[str] = dataclasses.field(default_factory=list)
+    new_data: bytes | None = None
+    diff: str | None = None
+    applied: int = 0
+
+
+@dataclasses.dataclass
+class RunResult:
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    internal_errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    fixes_applied: int = 0
+    changed: list[str] = dataclasses.field(default_factory=list)
+    diffs: list[str] = dataclasses.field(default_factory=list)
+    files: int = 0
+    stdout_data: bytes | None = None  # fixed stdin, for `--fix -`
+
+
+def process(task: Task) -> Outcome:
+    """Everything that happens to one file's bytes; runs in a worker process."""
+    outcome = Outcome(task.path)
+    try:
+        source = decode(task.data, task.python)
+    except SourceError as error:
+        outcome.error = str(error)
+        return outcome
+    text = source.text
+    python = task.python
+    try:
+        if task.mode in (FIX, DIFF):
+            fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python)
+            findings, crashes, new_text = fixed.findings, fixed.crashes, fixed.source
+            outcome.applied = fixed.applied
+        else:
+            result = engine.lint_source(text, task.path, task.codes, python=python)
+            findings, crashes, new_text = result.findings, result.crashes, text
+            if task.mode == ADD_NOQA:
+                new_text = noqa.add_noqa(text, findings)
+                if new_text != text:
+                    findings = engine.lint_source(new_text, task.path, task.codes, python=python).findings
+    except RecursionError:
+        outcome.findings = [engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse").to_dict()]
+        return outcome
+    outcome.findings = [finding.to_dict() for finding in findings]
+    outcome.crashes = [crash.message() for crash in crashes]
+    if new_text != text:
+        outcome.new_data = encode(source, new_text)
+        outcome.diff = "".join(difflib.unified_diff(
+            text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+            fromfile=f"a/{task.path}", tofile=f"b/{task.path}"))
+    return outcome
+
+
+def _run_tasks(tasks: Sequence[Task], jobs: int) -> list[Outcome]:
+    if jobs <= 1 or len(tasks) < 4 * jobs:
+        return [process(task) for task in tasks]
+    context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+    chunk = max(1, min(16, len(tasks) // (jobs * 8)))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        return list(pool.map(process, tasks, chunksize=chunk))
+
+
+def _fixable(findings: list[dict], unsafe: bool) -> bool:
+    return any(f["fixable"] and (unsafe or f["fix_safety"] == Safety.SAFE.value) for f in findings)
+
+
+def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
+        stdin: tuple[str, bytes] | None = None) -> RunResult:
+    """Lint or fix `paths` (and stdin, given as (display path, bytes))."""
+    result = RunResult()
+    discovered = discover([p for p in paths if p != "-"], resolver, file_patterns())
+    result.errors.extend(discovered.errors)
+    targets = list(discovered.targets)
+    if stdin is not None:
+        targets.append(Target(stdin[0], True))
+    cache = result_cache.Cache(options.cache_dir or os.path.join(resolver.cwd, result_cache.CACHE_DIR)) \
+        if options.use_cache else None
+
+    tasks: list[Task] = []
+    cached: list[tuple[str, list[dict]]] = []
+    keys: dict[str, str] = {}
+    for target in targets:
+        try:
+            settings = resolver.for_path(target.path if target.path != "-" else resolver.cwd)
+        except ConfigError as error:
+            result.errors.append((target.path, str(error)))
+            continue
+        if stdin is not None and target.path == stdin[0]:
+            data = stdin[1]
+        else:
+            try:
+                with open(target.path, "rb") as handle:
+                    data = handle.read()
+            except OSError as error:
+                result.errors.append((target.path, error.strerror or str(error)))
+                continue
+        result.files += 1
+        codes = settings.enabled(target.path)
+        python = is_python_file(target.path)
+        unsafe = settings.unsafe_fixes
+        cache_key = result_cache.key(data, target.path, codes, python)
+        hit = cache.get(cache_key) if cache is not None and target.path != stdin_path(stdin) else None
+        if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
+            cached.append((target.path, hit))
+            continue
+        keys[target.path] = cache_key
+        tasks.append(Task(target.path, data, codes, python, options.mode, unsafe))
+
+    outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1)
+    for path, findings in cached:
+        result.findings.extend(_findings(path, findings))
+    for task, outcome in zip(tasks, outcomes):
+        _collect(task, outcome, options, result, stdin)
+        if cache is not None and outcome.error is None and not outcome.crashes and outcome.new_data is None \
+                and task.path != stdin_path(stdin):
+            cache.put(keys[task.path], outcome.findings)
+    if cache is not None:
+        cache.save()
+    result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def stdin_path(stdin: tuple[str, bytes] | None) -> str | None:
+    return stdin[0] if stdin is not None else None
+
+
+def _needs_work(findings: list[dict], mode: str, unsafe: bool) -> bool:
+    if mode == ADD_NOQA:
+        return bool(findings)
+    return _fixable(findings, unsafe)
+
+
+def _findings(path: str, dicts: list[dict]) -> list[Finding]:
+    return [Finding.from_dict({**d, "path": path}) for d in dicts]
+
+
+def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
+             stdin: tuple[str, bytes] | None) -> None:
+    if outcome.error is not None:
+        result.errors.append((task.path, outcome.error))
+        return
+    result.internal_errors.extend((task.path, message) for message in outcome.crashes)
+    result.findings.extend(_findings(task.path, outcome.findings))
+    if outcome.new_data is None:
+        return
+    result.fixes_applied += outcome.applied
+    if options.mode == DIFF:
+        result.diffs.append(outcome.diff or "")
+        result.changed.append(task.path)
+        return
+    if task.path == stdin_path(stdin):
+        result.stdout_data = outcome.new_data
+        result.changed.append(task.path)
+        return
+    try:
+        atomic_write(task.path, outcome.new_data)
+    except (SourceError, OSError) as error:
+        result.errors.append((task.path, str(error) if isinstance(error, SourceError) else
+                              f"cannot write: {error.strerror or error}"))
+        return
+    result.changed.append(task.path)

@@ -1,0 +1,303 @@
+"""One traversal that learns what every name means: scopes, bindings and imports.
+
+LibCST's ScopeProvider + QualifiedNameProvider cost about seven parses (see
+shared/performance.md), so odelint keeps its own lighter table: which names each scope
+binds, from what, and in which order. The same traversal indexes the node types the
+enabled rules asked for, so rules never walk the tree themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import libcst as cst
+
+MODULE, FUNCTION, CLASS, LAMBDA, COMPREHENSION = "module", "function", "class", "lambda", "comprehension"
+
+
+@dataclasses.dataclass(eq=False)
+class Binding:
+    """One place where a name gets a value.
+
+    `value` is the right-hand side of an assignment and `path` the position inside a tuple
+    unpacking (`a, (b, c) = ...` gives `c` the path (1, 1)); `qualname` is set for imports.
+    """
+
+    name: str
+    scope: "Scope"
+    order: int
+    kind: str
+    node: cst.CSTNode
+    value: cst.BaseExpression | None = None
+    path: tuple[int, ...] = ()
+    qualname: str | None = None
+    annotation: cst.BaseExpression | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class Scope:
+    kind: str
+    node: cst.CSTNode
+    parent: "Scope | None"
+    bindings: dict[str, list[Binding]] = dataclasses.field(default_factory=dict)
+    global_names: set[str] = dataclasses.field(default_factory=set)
+    nonlocal_names: set[str] = dataclasses.field(default_factory=set)
+
+    @property
+    def module(self) -> "Scope":
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Site:
+    """Where a node sits: its scope, and its place in evaluation order."""
+
+    scope: Scope
+    order: int
+
+
+class ScopeIndex:
+    """The result of the one traversal."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.module_scope = Scope(MODULE, module, None)
+        self.nodes: dict[type, list[tuple[cst.CSTNode, Site]]] = {}
+        self.body_scopes: dict[int, Scope] = {}
+
+    def of_type(self, node_type: type) -> list[tuple[cst.CSTNode, Site]]:
+        return self.nodes.get(node_type, [])
+
+    def body_scope(self, node: cst.CSTNode) -> Scope | None:
+        """The scope that a function, lambda or class body opens."""
+        return self.body_scopes.get(id(node))
+
+    def lookup(self, name: str, scope: Scope) -> list[Binding]:
+        """Python's name lookup (LEGB, class bodies invisible to nested functions)."""
+        if name in scope.global_names:
+            return scope.module.bindings.get(name, [])
+        current: Scope | None = scope
+        first = True
+        while current is not None:
+            if current.kind == CLASS and not first:
+                current = current.parent
+                continue
+            found = current.bindings.get(name)
+            if found:
+                return found
+            current = current.parent
+            first = False
+        return []
+
+    def all_bindings(self) -> Iterable[Binding]:
+        for scope in (self.module_scope, *self.body_scopes.values()):
+            for bindings in scope.bindings.values():
+                yield from bindings
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` as text, or None for anything that is not a plain attribute chain."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _module_name(node: cst.BaseExpression | None, dots: int) -> str:
+    text = dotted_name(node) if node is not None else ""
+    return "." * dots + (text or "")
+
+
+class ScopeBuilder(cst.CSTVisitor):
+    """Builds a ScopeIndex in one pass; indexes nodes of the requested types with their Site."""
+
+    def __init__(self, index: ScopeIndex, wanted: frozenset[type]) -> None:
+        self.index = index
+        self.wanted = wanted
+        self.scope = index.module_scope
+        self.order = 0
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.order += 1
+        node_type = type(node)
+        if node_type in self.wanted:
+            self.index.nodes.setdefault(node_type, []).append((node, Site(self.scope, self.order)))
+        return super().on_visit(node)
+
+    def _bind(self, name: str, kind: str, node: cst.CSTNode, **extra) -> None:
+        scope = self.scope
+        if name in scope.global_names:
+            scope = scope.module
+        binding = Binding(name, scope, self.order, kind, node, **extra)
+        scope.bindings.setdefault(name, []).append(binding)
+
+    def _bind_target(self, target: cst.BaseExpression, kind: str, node: cst.CSTNode,
+                     value: cst.BaseExpression | None, path: tuple[int, ...] = (),
+                     annotation: cst.BaseExpression | None = None) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, kind, node, value=value, path=path, annotation=annotation)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for position, element in enumerate(target.elements):
+                inner = element.value
+                if isinstance(element, cst.StarredElement):
+                    self._bind_target(inner, kind, node, None)
+                else:
+                    self._bind_target(inner, kind, node, value, path + (position,))
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, kind, node, None)
+
+    def _open(self, kind: str, node: cst.CSTNode) -> Scope:
+        scope = Scope(kind, node, self.scope)
+        self.index.body_scopes[id(node)] = scope
+        self.scope = scope
+        return scope
+
+    def _close(self, scope: Scope) -> None:
+        self.scope = scope.parent  # type: ignore[assignment]
+
+    def _visit_all(self, nodes: Iterable[cst.CSTNode | None]) -> None:
+        for node in nodes:
+            if node is not None:
+                node.visit(self)
+
+    def _bind_parameters(self, params: cst.Parameters, kind: str = "param") -> None:
+        ordered = [*params.posonly_params, *params.params]
+        for position, param in enumerate(ordered):
+            self._bind(param.name.value, kind, param, annotation=_annotation(param),
+                       path=(position,))
+        for param in params.kwonly_params:
+            self._bind(param.name.value, kind, param, annotation=_annotation(param))
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self._bind(star.name.value, "star-param", star)
+
+    def _outer_parts_of_parameters(self, params: cst.Parameters) -> list[cst.CSTNode | None]:
+        parts: list[cst.CSTNode | None] = []
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params,
+                      params.star_arg, params.star_kwarg]:
+            if isinstance(param, cst.Param):
+                parts.append(param.annotation)
+                parts.append(param.default)
+        return parts
+
+    # -- scopes --------------------------------------------------------------------------
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._visit_all(node.decorators)
+        self._visit_all(self._outer_parts_of_parameters(node.params))
+        self._visit_all([node.returns])
+        self._bind(node.name.value, "def", node)
+        scope = self._open(FUNCTION, node)
+        self._bind_parameters(node.params)
+        node.body.visit(self)
+        self._close(scope)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self._visit_all(self._outer_parts_of_parameters(node.params))
+        scope = self._open(LAMBDA, node)
+        self._bind_parameters(node.params)
+        node.body.visit(self)
+        self._close(scope)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._visit_all(node.decorators)
+        self._visit_all(node.bases)
+        self._visit_all(node.keywords)
+        scope = self._open(CLASS, node)
+        node.body.visit(self)
+        self._close(scope)
+        self._bind(node.name.value, "class", node)
+        return False
+
+    def _visit_comprehension(self, node: cst.CSTNode) -> bool:
+        self._open(COMPREHENSION, node)
+        return True
+
+    def _leave_comprehension(self, node: cst.CSTNode) -> None:
+        self._close(self.scope)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _visit_comprehension
+    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _leave_comprehension
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind_target(node.target, "for", node, None)
+
+    # -- statements that bind ------------------------------------------------------------
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.scope.global_names.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.scope.nonlocal_names.update(item.name.value for item in node.names)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind_target(target.target, "assign", node, node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind_target(node.target, "assign", node, node.value,
+                          annotation=node.annotation.annotation)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind_target(node.target, "augassign", node, None)
+
+    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind_target(node.target, "assign", node, node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_target(node.target, "for", node, None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind_target(node.asname.name, "with", node, None)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._bind_target(node.name.name, "except", node, None)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self._bind(node.name.value, "match", node)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self._bind(alias.asname.name.value, "import", node, qualname=full)
+            else:
+                top = full.split(".")[0]
+                self._bind(top, "import", node, qualname=top)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        base = _module_name(node.module, len(node.relative))
+        for alias in node.names:
+            imported = dotted_name(alias.name) or ""
+            local = imported
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            qualname = f"{base}.{imported}" if not base.endswith(".") else base + imported
+            self._bind(local, "import", node, qualname=qualname)
+
+
+def _annotation(param: cst.Param) -> cst.BaseExpression | None:
+    return param.annotation.annotation if param.annotation is not None else None
+
+
+def build_scope_index(module: cst.Module, wanted: Iterable[type] = ()) -> ScopeIndex:
+    index = ScopeIndex(module)
+    module.visit(ScopeBuilder(index, frozenset(wanted)))
+    return index

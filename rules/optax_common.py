@@ -1,0 +1,63 @@
+"""What the optimiser rules (ODL201-ODL204) share: spotting optax calls and building the filter fix."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from odelint.facts import Facts
+from odelint.finding import Edits, Replace
+from odelint.scopes import Site
+
+# optax transformations whose `update` raises without `params`
+# ("You are using a transformation that requires the current value of parameters"),
+# checked against optax 0.2.8. Matched on the last dotted component under `optax.`.
+NEED_PARAMS = frozenset({
+    "adamw", "adamaxw", "nadamw", "adan", "lion", "lamb", "lars", "adadelta", "fromage", "adafactor",
+    "add_decayed_weights", "lookahead", "adaptive_grad_clip", "keep_params_nonnegative",
+    "scale_by_trust_ratio", "scale_by_param_block_norm", "scale_by_param_block_rms",
+    "scale_by_factored_rms", "prodigy", "dadapt_adamw", "mechanize", "madgrad", "scale_by_madgrad",
+    "momo", "momo_adam",
+})
+
+
+def needs_params(constructors: frozenset[str] | None) -> list[str]:
+    """The constructors (sorted) among those given that make `update` need params."""
+    return sorted(name for name in constructors or () if name.rsplit(".", 1)[-1] in NEED_PARAMS)
+
+
+def filtered(facts: Facts, value: cst.BaseExpression, site: Site) -> tuple[cst.Call, tuple]:
+    """`eqx.filter(value, eqx.is_array)` spelt with the file's own equinox alias."""
+    filter_ref, imports = facts.reference("equinox.filter", site)
+    is_array_ref, more = facts.reference("equinox.is_array", site)
+    call = cst.Call(filter_ref, [cst.Arg(value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                 cst.Arg(is_array_ref)])
+    return call, (*imports, *more)
+
+
+def wrap_in_filter(facts: Facts, value: cst.BaseExpression, site: Site) -> Edits:
+    call, imports = filtered(facts, value, site)
+    return Edits([Replace(value, call)], imports)
+
+
+def positional(call: cst.Call) -> list[cst.Arg] | None:
+    """Positional arguments, or None when `*args` makes positions unknowable."""
+    args = []
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            args.append(arg)
+    return args
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:
+    text = module.code_for_node(node) if module is not None else "..."
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
