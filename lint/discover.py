@@ -83,6 +83,7 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
     seen: set[str] = set()
 
     def add(path: str, explicit: bool) -> None:
+        path = os.path.normpath(path)  # `./pkg/a.py` is shown as `pkg/a.py`
         key = os.path.abspath(path)
         if key not in seen:
             seen.add(key)

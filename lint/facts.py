@@ -83,12 +83,12 @@ class Facts:
         for binding in bindings:
             if binding.kind == "import":
                 names.add(binding.qualname)
-            elif (binding.kind == "assign" and not binding.path
-                  and isinstance(binding.value, (cst.Name, cst.Attribute))):
-                names.add(self.qualname(binding.value, binding.scope))
             elif (binding.kind == "assign" and isinstance(binding.value, cst.Name)
                   and binding.value.value == "None"):
                 continue
+            elif (binding.kind == "assign" and not binding.path
+                  and isinstance(binding.value, (cst.Name, cst.Attribute))):
+                names.add(self.qualname(binding.value, binding.scope))
             else:
                 return None
         return names.pop() if len(names) == 1 else None
@@ -212,7 +212,10 @@ class Facts:
     def _unpacked_call_kind(self, value: cst.BaseExpression, path: tuple[int, ...], site: Site) -> Kind:
         if not isinstance(value, cst.Call) or len(path) != 1:
             return Kind.UNKNOWN
-        qualname = self.qualname(value.func, site.scope)
+        func = value.func
+        if isinstance(func, cst.Call):  # eqx.nn.make_with_state(Cls)(...)
+            func = func.func
+        qualname = self.qualname(func, site.scope)
         if qualname == "equinox.partition":
             return Kind.FILTERED if path == (0,) else Kind.OTHER
         if qualname == "equinox.nn.make_with_state":
