@@ -20,7 +20,11 @@ from odelint.selection import SelectionError, check_selectors
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # Subcommands that live in their own modules: each has add_arguments(parser) and run(args).
 # Their modules import heavy or optional dependencies only inside run().
-EXTRA_COMMANDS: dict[str, tuple[str, str]] = {}
+EXTRA_COMMANDS: dict[str, tuple[str, str]] = {
+    "confirm": ("odelint.confirm", "run"),
+    "doctor": ("odelint.doctor", "run"),
+    "server": ("odelint.server", "run"),
+}
 
 
 class UsageError(Exception):
@@ -50,6 +54,8 @@ def _check_parser(sub) -> None:
     files = check.add_argument_group("files")
     files.add_argument("--exclude", type=lambda v: [p for p in v.split(",") if p], help="replace exclude patterns")
     files.add_argument("--extend-exclude", type=lambda v: [p for p in v.split(",") if p], default=[])
+    files.add_argument("--force-exclude", action="store_true", default=None,
+                       help="apply exclude patterns to files named on the command line too")
     files.add_argument("--stdin-filename", help="the path that standard input stands for")
     files.add_argument("--config", help="use this pyproject.toml for every file")
     files.add_argument("--isolated", action="store_true", help="ignore every configuration file")
@@ -144,6 +150,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         extend_exclude=tuple(args.extend_exclude),
         per_file_ignores=per_file,
         unsafe_fixes=args.unsafe_fixes,
+        force_exclude=args.force_exclude,
         config=args.config,
         isolated=args.isolated,
     )

@@ -19,7 +19,7 @@ DEFAULT_EXCLUDE = (
 )
 
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-_BOOL_KEYS = ("unsafe-fixes", "respect-gitignore")
+_BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude")
 KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, "per-file-ignores")
 
 
@@ -38,6 +38,7 @@ class Overrides:
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     unsafe_fixes: bool | None = None
+    force_exclude: bool | None = None
     config: str | None = None
     isolated: bool = False
 
@@ -55,6 +56,7 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
     unsafe_fixes: bool
     respect_gitignore: bool
+    force_exclude: bool
     codes: tuple[str, ...]
 
     @functools.cached_property
@@ -62,12 +64,12 @@ class Settings:
         return resolve(self.codes, [self.file_layer, self.overrides.layer()])
 
     @functools.cached_property
-    def _exclude_spec(self) -> pathspec.PathSpec:
-        return pathspec.PathSpec.from_lines("gitwildmatch", self.exclude)
+    def _exclude_spec(self) -> pathspec.GitIgnoreSpec:
+        return pathspec.GitIgnoreSpec.from_lines(self.exclude)
 
     @functools.cached_property
-    def _per_file(self) -> tuple[tuple[pathspec.PathSpec, frozenset[str]], ...]:
-        return tuple((pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), matching(self.codes, selectors))
+    def _per_file(self) -> tuple[tuple[pathspec.GitIgnoreSpec, frozenset[str]], ...]:
+        return tuple((pathspec.GitIgnoreSpec.from_lines([pattern]), matching(self.codes, selectors))
                      for pattern, selectors in self.per_file_ignores)
 
     def relative(self, path: str) -> str:
@@ -158,6 +160,8 @@ def build_settings(root: str, path: str | None, table: Mapping, overrides: Overr
         per_file_ignores=(*table.get("per_file_ignores", ()), *overrides.per_file_ignores),
         unsafe_fixes=unsafe,
         respect_gitignore=table.get("respect_gitignore", True),
+        force_exclude=(overrides.force_exclude if overrides.force_exclude is not None
+                       else table.get("force_exclude", False)),
         codes=tuple(codes),
     )
 

@@ -97,11 +97,21 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
             found.errors.append((path, "no such file or directory"))
             continue
         if not os.path.isdir(path):
-            add(path, True)
+            if not _force_excluded(path, resolver):
+                add(path, True)
             continue
         for file_path in _walk(path, resolver, gitignore, patterns, found.errors):
             add(file_path, False)
     return found
+
+
+def _force_excluded(path: str, resolver: ConfigResolver) -> bool:
+    """With `force-exclude`, files named explicitly (as pre-commit does) obey `exclude` too."""
+    try:
+        settings = resolver.for_path(path)
+    except ConfigError:
+        return False  # reported when the file itself is linted
+    return settings.force_exclude and settings.excluded(path)
 
 
 def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Sequence[str],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from odelint import confirmations
 from odelint.rule import BaseRule
 
 DOCS_URL = "https://github.com/odelint/odelint/blob/main/docs/rules.md"
@@ -16,8 +17,10 @@ def fix_label(rule: type[BaseRule]) -> str:
 
 
 def render(rule: type[BaseRule]) -> str:
-    """The full page for `odelint rule CODE`."""
-    return f"# {rule.code} {rule.name} ({fix_label(rule)})\n\n{rule.docs()}"
+    """The full page for `odelint rule CODE`, with the last recorded `odelint confirm` run."""
+    page = f"# {rule.code} {rule.name} ({fix_label(rule)})\n\n{rule.docs()}"
+    confirmed = confirmations.describe(rule.code)
+    return page + (f"\n## Last confirmation\n{confirmed}\n" if confirmed else "")
 
 
 def as_dict(rule: type[BaseRule]) -> dict:

@@ -1,4 +1,8 @@
-"""Lint (or fix) many files: read, consult the cache, fan out to worker processes, write back."""
+"""Lint (or fix) many files: consult the cache, fan out to worker processes, write back.
+
+The parent hashes each file for the cache lookup and keeps no file contents: workers read
+the files they lint (and key their results by the bytes they read), so no source text is
+pickled through the pool and no worker is forked holding the whole tree in memory."""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ class Options:
 @dataclasses.dataclass(frozen=True)
 class Task:
     path: str
-    data: bytes
+    data: bytes | None           # None: the worker reads `path`
     codes: frozenset[str]
     python: bool
     mode: str
@@ -47,6 +51,7 @@ class Outcome:
     new_data: bytes | None = None
     diff: str | None = None
     applied: int = 0
+    cache_key: str | None = None  # of the bytes the findings are for; None for stdin
 
 
 @dataclasses.dataclass
@@ -64,8 +69,12 @@ class RunResult:
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
     outcome = Outcome(task.path)
+    data = task.data
     try:
-        source = decode(task.data, task.python)
+        if data is None:
+            data = _read(task.path)
+            outcome.cache_key = result_cache.key(data, task.path, task.codes, task.python)
+        source = decode(data, task.python)
     except SourceError as error:
         outcome.error = str(error)
         return outcome
@@ -96,6 +105,14 @@ def process(task: Task) -> Outcome:
     return outcome
 
 
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise SourceError(error.strerror or str(error)) from None
+
+
 def _run_tasks(tasks: Sequence[Task], jobs: int) -> list[Outcome]:
     if jobs <= 1 or len(tasks) < 4 * jobs:
         return [process(task) for task in tasks]
@@ -123,42 +140,39 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
 
     tasks: list[Task] = []
     cached: list[tuple[str, list[dict]]] = []
-    keys: dict[str, str] = {}
     for target in targets:
         try:
             settings = resolver.for_path(target.path if target.path != "-" else resolver.cwd)
         except ConfigError as error:
             result.errors.append((target.path, str(error)))
             continue
-        if stdin is not None and target.path == stdin[0]:
-            data = stdin[1]
-        else:
-            try:
-                with open(target.path, "rb") as handle:
-                    data = handle.read()
-            except OSError as error:
-                result.errors.append((target.path, error.strerror or str(error)))
-                continue
-        result.files += 1
         codes = settings.enabled(target.path)
         python = is_python_file(target.path)
         unsafe = settings.unsafe_fixes
-        cache_key = result_cache.key(data, target.path, codes, python)
-        hit = cache.get(cache_key) if cache is not None and target.path != stdin_path(stdin) else None
-        if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
-            cached.append((target.path, hit))
+        if stdin is not None and target.path == stdin[0]:
+            tasks.append(Task(target.path, stdin[1], codes, python, options.mode, unsafe))
             continue
-        keys[target.path] = cache_key
-        tasks.append(Task(target.path, data, codes, python, options.mode, unsafe))
+        if cache is not None:
+            try:
+                data = _read(target.path)
+            except SourceError as error:
+                result.errors.append((target.path, str(error)))
+                continue
+            hit = cache.get(result_cache.key(data, target.path, codes, python))
+            if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
+                cached.append((target.path, hit))
+                continue
+        tasks.append(Task(target.path, None, codes, python, options.mode, unsafe))
 
     outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1)
+    result.files = len(cached) + sum(outcome.error is None for outcome in outcomes)
     for path, findings in cached:
         result.findings.extend(_findings(path, findings))
     for task, outcome in zip(tasks, outcomes):
         _collect(task, outcome, options, result, stdin)
-        if cache is not None and outcome.error is None and not outcome.crashes and outcome.new_data is None \
-                and task.path != stdin_path(stdin):
-            cache.put(keys[task.path], outcome.findings)
+        if cache is not None and outcome.cache_key is not None and outcome.error is None \
+                and not outcome.crashes and outcome.new_data is None:
+            cache.put(outcome.cache_key, outcome.findings)
     if cache is not None:
         cache.save()
     result.findings.sort(key=Finding.sort_key)

@@ -4,11 +4,18 @@ LibCST's ScopeProvider + QualifiedNameProvider cost about seven parses (see
 shared/performance.md), so odelint keeps its own lighter table: which names each scope
 binds, from what, and in which order. The same traversal indexes the node types the
 enabled rules asked for, so rules never walk the tree themselves.
+
+The traversal does not use `CSTVisitor`: LibCST's `node.visit()` rebuilds every node it
+passes (its `_visit_and_replace_children` serves transformers too), which costs about half
+a parse. `children_of` reads the child fields directly, in LibCST's order, and skips the
+whitespace and punctuation fields unless a rule asks for those node types.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from collections.abc import Iterable
 
 import libcst as cst
@@ -111,28 +118,113 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+# Node types that hold only layout: whitespace, comments, brackets, commas, operators.
+TRIVIA: tuple[type, ...] = (
+    cst.BaseParenthesizableWhitespace, cst.Comment, cst.EmptyLine, cst.Newline, cst.TrailingWhitespace,
+    cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.Asynchronous,
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace,
+    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
+)
+# Where field order is not source order, LibCST visits in source order; so does odelint.
+_SOURCE_ORDER: dict[type, tuple[str, ...]] = {
+    cst.Arg: ("keyword", "value"),
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
+    cst.Parameters: ("posonly_params", "posonly_ind", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    cst.MatchCase: ("pattern", "guard", "body"),
+    cst.TypeAlias: ("name", "type_parameters", "value"),
+}
+_LEAVES = (type(None), cst.MaybeSentinel, str, bool, int)
+
+
+def _node_types_in(hint: object) -> Iterable[type]:
+    origin = typing.get_origin(hint)
+    if origin is None:
+        if isinstance(hint, type) and issubclass(hint, cst.CSTNode):
+            yield hint
+        return
+    if origin is not typing.Literal:
+        for argument in typing.get_args(hint):
+            yield from _node_types_in(argument)
+
+
+@functools.cache
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The fields of `node_type` that can hold non-layout child nodes, in LibCST's visiting order."""
+    names = _SOURCE_ORDER.get(node_type) or tuple(field.name for field in dataclasses.fields(node_type))
+    hints = typing.get_type_hints(node_type)
+    kept = []
+    for name in names:
+        types = list(_node_types_in(hints.get(name)))
+        if types and not all(issubclass(child_type, TRIVIA) for child_type in types):
+            kept.append(name)
+    return tuple(kept)
+
+
+def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node.children` minus layout nodes, without rebuilding the node as `.children` does."""
+    found: list[cst.CSTNode] = []
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, (list, tuple)):
+            found.extend(value)
+        elif not isinstance(value, _LEAVES):
+            found.append(value)
+    return found
+
+
 def _module_name(node: cst.BaseExpression | None, dots: int) -> str:
     text = dotted_name(node) if node is not None else ""
     return "." * dots + (text or "")
 
 
-class ScopeBuilder(cst.CSTVisitor):
-    """Builds a ScopeIndex in one pass; indexes nodes of the requested types with their Site."""
+class ScopeBuilder:
+    """Builds a ScopeIndex in one pass; indexes nodes of the requested types with their Site.
+
+    `visit_<Type>` runs before a node's children (returning False skips them) and
+    `leave_<Type>` after, as with LibCST's visitors."""
 
     def __init__(self, index: ScopeIndex, wanted: frozenset[type]) -> None:
         self.index = index
         self.wanted = wanted
+        self.trivia = any(issubclass(node_type, TRIVIA) for node_type in wanted)
         self.scope = index.module_scope
         self.order = 0
+        self._plans: dict[type, tuple] = {}
 
     # -- bookkeeping ---------------------------------------------------------------------
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def _plan(self, node_type: type) -> tuple:
+        name = node_type.__name__
+        plan = (getattr(self, f"visit_{name}", None), getattr(self, f"leave_{name}", None),
+                None if self.trivia else child_fields(node_type))
+        self._plans[node_type] = plan
+        return plan
+
+    def walk(self, node: cst.CSTNode) -> None:
         self.order += 1
         node_type = type(node)
         if node_type in self.wanted:
             self.index.nodes.setdefault(node_type, []).append((node, Site(self.scope, self.order)))
-        return super().on_visit(node)
+        visit, leave, fields = self._plans.get(node_type) or self._plan(node_type)
+        if visit is None or visit(node) is not False:
+            if fields is None:  # a rule wants layout nodes: LibCST's own (slower) child list
+                for child in node.children:
+                    self.walk(child)
+            else:
+                for name in fields:
+                    value = getattr(node, name)
+                    if isinstance(value, (list, tuple)):
+                        for child in value:
+                            self.walk(child)
+                    elif not isinstance(value, _LEAVES):
+                        self.walk(value)
+        if leave is not None:
+            leave(node)
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode, **extra) -> None:
         scope = self.scope
@@ -168,7 +260,7 @@ class ScopeBuilder(cst.CSTVisitor):
     def _visit_all(self, nodes: Iterable[cst.CSTNode | None]) -> None:
         for node in nodes:
             if node is not None:
-                node.visit(self)
+                self.walk(node)
 
     def _bind_parameters(self, params: cst.Parameters, kind: str = "param") -> None:
         ordered = [*params.posonly_params, *params.params]
@@ -199,7 +291,7 @@ class ScopeBuilder(cst.CSTVisitor):
         self._bind(node.name.value, "def", node)
         scope = self._open(FUNCTION, node)
         self._bind_parameters(node.params)
-        node.body.visit(self)
+        self.walk(node.body)
         self._close(scope)
         return False
 
@@ -207,7 +299,7 @@ class ScopeBuilder(cst.CSTVisitor):
         self._visit_all(self._outer_parts_of_parameters(node.params))
         scope = self._open(LAMBDA, node)
         self._bind_parameters(node.params)
-        node.body.visit(self)
+        self.walk(node.body)
         self._close(scope)
         return False
 
@@ -216,7 +308,7 @@ class ScopeBuilder(cst.CSTVisitor):
         self._visit_all(node.bases)
         self._visit_all(node.keywords)
         scope = self._open(CLASS, node)
-        node.body.visit(self)
+        self.walk(node.body)
         self._close(scope)
         self._bind(node.name.value, "class", node)
         return False
@@ -299,5 +391,5 @@ def _annotation(param: cst.Param) -> cst.BaseExpression | None:
 
 def build_scope_index(module: cst.Module, wanted: Iterable[type] = ()) -> ScopeIndex:
     index = ScopeIndex(module)
-    module.visit(ScopeBuilder(index, frozenset(wanted)))
+    ScopeBuilder(index, frozenset(wanted)).walk(module)
     return index

@@ -239,6 +239,15 @@ def test_config_unsafe_fixes_and_exclude(project: Path) -> None:
     assert (project / "skipped" / "train.py").read_text() == HAZARD
 
 
+def test_force_exclude_applies_to_files_named_on_the_command_line(project: Path) -> None:
+    (project / "pyproject.toml").write_text("[tool.odelint]\nextend-exclude = ['pkg/train.py']\n")
+    assert odelint("check", "pkg/train.py", cwd=project).returncode == 1, "named files are linted by default"
+    result = odelint("check", "--force-exclude", "pkg/train.py", "pkg/clean.py", cwd=project)
+    assert result.returncode == 0 and "All checks passed!" in result.stdout
+    (project / "pyproject.toml").write_text("[tool.odelint]\nextend-exclude = ['pkg/train.py']\nforce-exclude = true\n")
+    assert odelint("check", "pkg/train.py", cwd=project).returncode == 0
+
+
 @pytest.mark.parametrize("content, message", [
     ("[tool.odelint]\nselekt = ['ODL201']\n", "unknown key(s) in [tool.odelint]: selekt"),
     ("[tool.odelint]\nselect = ['ODL999']\n", "unknown rule code or prefix 'ODL999'"),

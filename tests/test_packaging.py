@@ -19,6 +19,7 @@ def test_wheel_contains_only_the_odelint_package(tmp_path: Path) -> None:
     assert tops == {"odelint", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
     assert "odelint/cli.py" in names and "odelint/rules/optimizer_init_unfiltered.py" in names
     assert "odelint/report/sarif.py" in names
+    assert "odelint/rules/known_bad_versions.toml" in names, "the ODL501 table is package data"
     assert not any(name.startswith(("lint/", "rules/", "tests/")) for name in names)
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("entry_points.txt"))).decode()

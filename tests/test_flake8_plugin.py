@@ -1,0 +1,119 @@
+"""The flake8 face, through the real `flake8` executable: same findings, same columns as `odelint check`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from odelint.registry import all_rules
+from odelint.rule import Flag, Rule
+
+BIN = Path(sys.executable).parent
+FLAKE8 = shutil.which("flake8", path=str(BIN)) or shutil.which("flake8")
+ODELINT = shutil.which("odelint", path=str(BIN)) or shutil.which("odelint")
+pytestmark = pytest.mark.skipif(FLAKE8 is None or ODELINT is None, reason="flake8 or odelint not installed")
+
+ADAMW = "import optax\n\noptim = optax.adamw(1e-3)\n"
+# The call starts after non-ASCII text (4 code points, one of them outside the BMP).
+NON_ASCII = ADAMW + 'w = "αβγ😀"; u, s = optim.update({"w": 1.0}, None)\n'
+
+
+def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, encoding="utf-8", timeout=120)
+
+
+def flake8(cwd: Path, *args: str) -> list[str]:
+    done = _run([FLAKE8, "--isolated", *args], cwd)
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout.splitlines()
+
+
+def odelint_lines(cwd: Path, *files: str) -> list[str]:
+    done = _run([ODELINT, "check", "--no-cache", "--format", "json", *files], cwd)
+    assert done.returncode in (0, 1), done.stderr
+    return [f"{f['path']}:{f['line']}:{f['column']}: {f['code']} {f['message']}" for f in json.loads(done.stdout)]
+
+
+def _normpath(line: str) -> str:
+    """`./new.py:4:8: ...` and `new.py:4:8: ...` name the same file."""
+    path, rest = line.split(":", 1)
+    return f"{os.path.normpath(path)}:{rest}"
+
+
+def test_plugin_is_registered_under_odl():
+    done = _run([FLAKE8, "--version"], Path.cwd())
+    assert "odelint:" in done.stdout
+
+
+def test_every_rule_example_reports_the_same_lines_as_odelint_check(tmp_path):
+    files = []
+    for rule in all_rules():
+        if not issubclass(rule, Rule):
+            continue
+        for number, example in enumerate(e for e in rule.examples if isinstance(e, Flag)):
+            name = f"{rule.code.lower()}_{number}.py"
+            (tmp_path / name).write_text(example.code, encoding="utf-8")
+            files.append(name)
+    (tmp_path / "non_ascii.py").write_text(NON_ASCII, encoding="utf-8")
+    files.append("non_ascii.py")
+    assert len(files) > 4
+
+    expected = odelint_lines(tmp_path, *files)
+    assert expected, "the examples must produce findings"
+    assert sorted(flake8(tmp_path, "--select", "ODL", *files)) == sorted(expected)
+
+
+def test_columns_count_code_points_like_odelint_check(tmp_path):
+    (tmp_path / "m.py").write_text(NON_ASCII, encoding="utf-8")
+    column = NON_ASCII.splitlines()[3].index("optim.update") + 1
+    assert column == 20
+    [line] = flake8(tmp_path, "--select", "ODL", "m.py")
+    assert line.startswith(f"m.py:4:{column}: ODL203 ")
+    assert odelint_lines(tmp_path, "m.py") == [line]
+
+
+def test_noqa_is_read_by_flake8(tmp_path):
+    source = ADAMW + "u, s = optim.update({}, None)  # noqa: ODL203\nu, s = optim.update({}, None)  # noqa: E501\n"
+    (tmp_path / "m.py").write_text(source, encoding="utf-8")
+    assert [line.split(": ")[0] for line in flake8(tmp_path, "--select", "ODL", "m.py")] == ["m.py:5:8"]
+    # `--disable-noqa` is flake8's switch, so the plugin must not filter by itself.
+    shown = flake8(tmp_path, "--select", "ODL", "--disable-noqa", "m.py")
+    assert [line.split(": ")[0] for line in shown] == ["m.py:4:8", "m.py:5:8"]
+
+
+def test_select_and_extend_select(tmp_path):
+    (tmp_path / "m.py").write_text(ADAMW + "u, s = optim.update({}, None)\n", encoding="utf-8")
+    assert flake8(tmp_path, "--select", "E501", "m.py") == []
+    assert [line.split(" ")[1] for line in flake8(tmp_path, "--select", "E501", "--extend-select", "ODL", "m.py")] \
+        == ["ODL203"]
+    assert flake8(tmp_path, "--select", "ODL", "--ignore", "ODL2", "m.py") == []
+
+
+def test_syntax_errors_are_left_to_flake8(tmp_path):
+    (tmp_path / "bad.py").write_text("import optax\ndef step(model:\n    pass\n", encoding="utf-8")
+    lines = flake8(tmp_path, "--select", "E9,ODL", "bad.py")
+    assert len(lines) == 1 and " E999 " in lines[0]
+
+
+def test_tool_odelint_decides_which_rules_run(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.odelint]\nper-file-ignores = { "legacy/*" = ["ODL203"] }\n', encoding="utf-8")
+    (tmp_path / "legacy").mkdir()
+    for name in ("legacy/old.py", "new.py"):
+        (tmp_path / name).write_text(ADAMW + "u, s = optim.update({}, None)\n", encoding="utf-8")
+    shown = [_normpath(line) for line in flake8(tmp_path, "--select", "ODL", ".")]
+    assert shown == [_normpath(line) for line in odelint_lines(tmp_path, ".")]
+    assert [line.split(":")[0] for line in shown] == ["new.py"]
+
+
+def test_stdin_uses_the_display_name(tmp_path):
+    done = subprocess.run([FLAKE8, "--isolated", "--select", "ODL", "--stdin-display-name", "piped.py", "-"],
+                          cwd=tmp_path, input=ADAMW + "u, s = optim.update({}, None)\n", capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.startswith("piped.py:4:8: ODL203 "), done.stderr
