@@ -20,7 +20,17 @@ CUSTOM = {"jax.custom_jvp": "jvp", "jax.custom_vjp": "vjp",
 PARTIALS = frozenset({"equinox.Partial", "jax.tree_util.Partial"})
 ARRAY_TYPES = frozenset({"jax.Array", "jax.numpy.ndarray", "jaxtyping.Array", "jaxtyping.PyTree"})
 ARRAY_MAKERS = ("jax.numpy.", "jax.random.")
-NOT_ARRAYS = frozenset({"jax.numpy.vectorize", "jax.numpy.frompyfunc"})
+# jax.numpy / jax.random functions whose result is metadata (a dtype, a shape, a flag, a
+# function or a printout), never an array: `jnp.result_type(x)` is a static dtype argument.
+NOT_ARRAYS = frozenset(f"jax.numpy.{name}" for name in (
+    "result_type", "promote_types", "dtype", "finfo", "iinfo", "issubdtype", "isdtype", "can_cast",
+    "shape", "ndim", "size", "broadcast_shapes", "einsum_path", "iscomplexobj", "isrealobj", "isscalar",
+    "iterable", "vectorize", "frompyfunc", "ufunc", "array_repr", "array_str", "get_printoptions",
+    "printoptions", "set_printoptions", "save", "savez",
+)) | {"jax.random.key_impl"}
+# Annotations that say a parameter holds a dtype and no array. (`DTypeLike` is not one: it
+# admits any object with a `.dtype`, arrays included.)
+DTYPE_TYPES = frozenset({"jax.numpy.dtype", "numpy.dtype"})
 _LITERALS = (cst.BaseNumber, cst.BaseString)
 
 
@@ -203,10 +213,12 @@ class CustomJvpNondiffArrays(Rule):
             param = definition.params[position] if position < len(definition.params) else None
             label = param.name.value if param else f"argument {position}"
             if param is not None and param.annotation is not None:
-                what = self._annotation_carries(param.annotation.annotation, scope)
+                annotation = param.annotation.annotation
+                if self._is_dtype_type(annotation, scope):
+                    continue
+                what = self._annotation_carries(annotation, scope)
                 if what:
-                    source = source_of(self.context.module, param.annotation.annotation)
-                    return label, f"is annotated as {what} (`{source}`)"
+                    return label, f"is annotated as {what} (`{source_of(self.context.module, annotation)}`)"
             for call, site in self._calls(definition):
                 value = _argument(call, position, param)
                 what = self._carries(value, site) if value is not None else None
@@ -224,6 +236,19 @@ class CustomJvpNondiffArrays(Rule):
         if qualname in ARRAY_TYPES:
             return "an array"
         return "a `Partial`" if qualname in PARTIALS else None
+
+    def _is_dtype_type(self, annotation: cst.BaseExpression, scope) -> bool:
+        """`jnp.dtype`, `np.dtype`, and their `Optional[...]` / `X | None` forms."""
+        if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+            sides = (annotation.left, annotation.right)
+            return all(_is_none(side) or self._is_dtype_type(side, scope) for side in sides) \
+                and not all(_is_none(side) for side in sides)
+        optional = isinstance(annotation, cst.Subscript) and \
+            self.facts.qualname(annotation.value, scope) == "typing.Optional"
+        if optional:
+            element = annotation.slice[0].slice if len(annotation.slice) == 1 else None
+            return isinstance(element, cst.Index) and self._is_dtype_type(element.value, scope)
+        return self.facts.qualname(annotation, scope) in DTYPE_TYPES
 
     def _carries(self, value: cst.BaseExpression, site: Site, depth: int = 0) -> str | None:
         """What array-carrying kind of value this argument is, or None."""
@@ -455,6 +480,22 @@ class CustomJvpNondiffArrays(Rule):
             "def run(key, y):\n    mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)\n"
             "    return apply(y, f=mlp), plain(mlp, y), other(mlp, 3)\n"
         ),
+        # dtypes and shapes computed by jax.numpy are static metadata, not arrays; so is a
+        # parameter annotated as a dtype (distrax's von Mises sampler)
+        Pass(
+            "import functools\nfrom typing import Optional\nimport jax\nimport jax.numpy as jnp\n"
+            "import numpy as np\n\n"
+            "@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 2))\n"
+            "def sample(shape, c, dtype: jnp.dtype):\n    return jnp.zeros(shape, dtype) + c\n\n"
+            "@sample.defjvp\ndef sample_jvp(shape, dtype, primals, tangents):\n"
+            "    return sample(shape, primals[0], dtype), tangents[0]\n\n"
+            "@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))\n"
+            "def cdf(x, dtype: Optional[jnp.dtype] = None, like: np.dtype | None = None):\n    return x\n\n"
+            "class Dist:\n    def sample(self, x, loc):\n        dtype = jnp.result_type(x, loc)\n"
+            "        s = sample(jnp.shape(x), x, dtype)\n"
+            "        s = s + sample(x.shape, x, jnp.promote_types(x.dtype, loc.dtype))\n"
+            "        return s + cdf(x, jnp.dtype('float32'), jnp.finfo(dtype).dtype)\n"
+        ),
         # a local `partial` that is not functools', and a custom_jvp name that is not JAX's
         Pass(
             "import equinox as eqx\n\ndef partial(*a, **k):\n    return lambda f: f\n\n"
@@ -501,6 +542,10 @@ def _loaded_names(node: cst.CSTNode) -> Iterator[cst.Name]:
             stack.append(current.value)
         else:
             stack.extend(current.children)
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def _may_hold_array(binding: Binding) -> bool:
