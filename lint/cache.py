@@ -1,7 +1,8 @@
 """Per-file results keyed by content, odelint version, enabled rules and file kind.
 
-One JSON file per cache folder, read once at start and written atomically at the end, so
-a warm run over an unchanged tree reads and hashes files but parses none.
+One JSON file per cache folder, read once at start and written atomically at the end (only
+when something changed), so a warm run over an unchanged tree reads and hashes files but
+parses none and writes nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from odelint import __version__
 
 CACHE_DIR = ".odelint_cache"
 MAX_ENTRIES = 100_000
+REFRESH_SECONDS = 24 * 3600
 
 
 def key(data: bytes, filename: str, codes: Iterable[str], python: bool) -> str:
@@ -40,11 +42,15 @@ class Cache:
             self._entries = {}
 
     def get(self, cache_key: str) -> list[dict] | None:
+        """The stored findings; the entry's last use is refreshed at most daily, so a warm
+        run over an unchanged tree does not rewrite the cache file."""
         entry = self._entries.get(cache_key)
         if entry is None:
             return None
-        entry["used"] = int(time.time())
-        self._dirty = True
+        now = int(time.time())
+        if now - entry.get("used", 0) > REFRESH_SECONDS:
+            entry["used"] = now
+            self._dirty = True
         return entry["findings"]
 
     def put(self, cache_key: str, findings: list[dict]) -> None:

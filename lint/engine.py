@@ -14,17 +14,20 @@ import warnings
 from collections.abc import Collection, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from odelint import fix as fixing
 from odelint import noqa
 from odelint.facts import Facts
+from odelint.incremental import IncrementalParser
+from odelint.positions import locate
 from odelint.finding import Finding, Span
 from odelint.registry import SyntaxErrorRule, all_rules, is_python_file
 from odelint.rule import BaseRule, FileContext, Rule, TextRule, all_node_types
 from odelint.scopes import build_scope_index
 
 MAX_FIX_ROUNDS = 10
+TOO_DEEP = "the file is nested too deeply to parse"
+_NESTING = "too many nested parentheses"  # CPython's limit (200 levels)
 # The dataflow needs these whatever the rules ask for.
 _FACT_NODE_TYPES = frozenset({cst.Call})
 
@@ -55,6 +58,10 @@ class FixResult:
     applied: int = 0
     crashes: list[RuleCrash] = dataclasses.field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # Every fix round lints again: a rule that raises is reported once, not once a round.
+        self.crashes = list({(crash.code, crash.error): crash for crash in self.crashes}.values())
+
     def changed(self, original: str) -> bool:
         return self.source != original
 
@@ -72,16 +79,19 @@ def rules_for(path: str, codes: Collection[str] | None, python: bool) -> list[ty
 
 
 def lint_source(source: str, path: str, codes: Collection[str] | None = None,
-                python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True) -> LintResult:
+                python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True,
+                parser: IncrementalParser | None = None) -> LintResult:
     """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
 
     `python` says whether the text is Python; by default it is guessed from the name.
     `apply_noqa=False` leaves `# noqa` to a host that reads it itself (flake8).
-    `gate=False` runs every rule whatever its triggers (to test that the gate misses nothing)."""
+    `gate=False` runs every rule whatever its triggers (to test that the gate misses nothing).
+    `parser` keeps one document's previous tree (the editor) to re-parse only what changed."""
     python = is_python_file(path) if python is None else python
     rules = rules_for(path, codes, python)
     if python:
-        return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate)
+        return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate,
+                            parser)
     return _lint_text(source, path, rules, apply_noqa, gate)
 
 
@@ -105,24 +115,68 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
 
 
 def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool,
-                 apply_noqa: bool = True, gate: bool = True) -> LintResult:
+                 apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     if not triggered:
         error = _syntax_error(source, path) if check_syntax else None
         return LintResult([error] if error else [])
-    parsed = parse(source, path)
+    parsed = parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
     return run_rules(parsed, source, path, triggered, apply_noqa)
 
 
-def parse(source: str, path: str) -> cst.Module | Finding:
+def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cst.Module | Finding:
+    """LibCST's tree, or the ODL000 finding.
+
+    CPython looks first (compiling costs about a tenth of a LibCST parse): nesting it
+    refuses would take LibCST's native parser minutes or overflow its stack, a segfault
+    no `except` can catch (`x = 1+1+...` with 10,000 terms, 5,000 nested brackets)."""
+    complaint, libcst_may_try = _cpython_verdict(source, path)
+    if not libcst_may_try:
+        return complaint  # type: ignore[return-value]
+    return _libcst_parse(source, path, complaint, parser)
+
+
+def _libcst_parse(source: str, path: str, complaint: Finding | None,
+                  parser: IncrementalParser | None = None) -> cst.Module | Finding:
+    """CPython's complaint, when it has one, names the error the way `python` would."""
     try:
-        return cst.parse_module(source)
+        return parser.parse(source) if parser is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as error:
-        return syntax_finding(path, error.raw_line, error.raw_column + 1, error.message)
+        return complaint or syntax_finding(path, error.raw_line, error.raw_column + 1, error.message)
+    except cst.CSTValidationError as error:  # e.g. a str literal next to a bytes literal
+        return complaint or syntax_finding(path, 1, 1, str(error))
     except RecursionError:
-        return syntax_finding(path, 1, 1, "the file is nested too deeply to parse")
+        return syntax_finding(path, 1, 1, TOO_DEEP)
+
+
+def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:
+    """(CPython's syntax error or None, whether LibCST may still parse the text).
+
+    Compiling is about 3x faster than building `ast` objects but also rejects code that
+    parses (`return` outside a function), so only its failures are checked again with
+    `ast.parse`. What `ast` rejects for another reason than depth may be newer syntax
+    (`type X = int` on Python 3.11), which LibCST judges."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(source, path, "exec", dont_inherit=True)
+            return None, True
+        except (RecursionError, MemoryError):
+            return syntax_finding(path, 1, 1, TOO_DEEP), False
+        except (SyntaxError, ValueError):
+            pass
+        try:
+            ast.parse(source, filename=path)
+        except SyntaxError as error:
+            message = error.msg or "invalid syntax"
+            return syntax_finding(path, error.lineno or 1, error.offset or 1, message), _NESTING not in message
+        except (RecursionError, MemoryError):
+            return syntax_finding(path, 1, 1, TOO_DEEP), False
+        except ValueError as error:  # a NUL byte
+            return syntax_finding(path, 1, 1, str(error)), False
+    return None, True
 
 
 def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
@@ -132,25 +186,13 @@ def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
 
 
 def _syntax_error(source: str, path: str) -> Finding | None:
-    """The cheap syntax check for files no rule needs to parse with LibCST.
-
-    Compiling to bytecode is about 3x faster than building `ast` objects, but it also
-    rejects code that parses (`return` outside a function), so only its failures are
-    checked again with `ast.parse`, which accepts what LibCST's grammar accepts."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            compile(source, path, "exec", dont_inherit=True)
-            return None
-        except (SyntaxError, RecursionError, MemoryError, ValueError):
-            pass
-        try:
-            ast.parse(source, filename=path)
-        except SyntaxError as error:
-            return syntax_finding(path, error.lineno or 1, error.offset or 1, error.msg or "invalid syntax")
-        except (RecursionError, MemoryError, ValueError):
-            return syntax_finding(path, 1, 1, "the file is nested too deeply to parse")
-    return None
+    """The syntax check for files no rule needs to parse with LibCST: CPython decides, and
+    LibCST only re-checks what CPython rejects, so newer syntax is judged as in `parse`."""
+    complaint, libcst_may_try = _cpython_verdict(source, path)
+    if complaint is None or not libcst_may_try:
+        return complaint
+    parsed = _libcst_parse(source, path, complaint)
+    return parsed if isinstance(parsed, Finding) else None
 
 
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
@@ -162,30 +204,35 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
     context = FileContext(path, source, module, Facts(index))
+    visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
         rule = rule_class(context)
         try:
             for node_type, method in rule_class.node_types().items():
                 visit = getattr(rule, method)
                 for node, site in index.of_type(node_type):
+                    before = len(rule.findings)
                     visit(node, site)
+                    for finding in rule.findings[before:]:
+                        visited_at[id(finding)] = site.order
             rule.finish()
         except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
     if result.findings:
-        _locate(module, result.findings)
+        _locate(module, source, result.findings, [index.top_of(visited_at.get(id(f))) for f in result.findings])
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
 
 
-def _locate(module: cst.Module, findings: list[Finding]) -> None:
-    """Positions are computed only for files that have findings."""
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    for finding in findings:
-        where = positions.get(finding.node) if finding.node is not None else None
+def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None]) -> None:
+    """Positions are computed only for files that have findings, and only around them."""
+    located = [(finding, top) for finding, top in zip(findings, tops) if finding.node is not None]
+    positions = locate(module, source, [(finding.node, top) for finding, top in located])
+    for finding, _ in located:
+        where = positions.get(finding.node)
         if where is not None:
             finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
 

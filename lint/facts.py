@@ -56,6 +56,13 @@ class Facts:
     def lookup(self, name: str, scope: Scope) -> list[Binding]:
         return self.index.lookup(name, scope)
 
+    def binding_of(self, node: cst.FunctionDef | cst.ClassDef) -> Binding | None:
+        """The binding a `def` or `class` statement creates in the scope around it."""
+        scope = self.index.body_scope(node)
+        if scope is None or scope.parent is None:
+            return None
+        return next((b for b in scope.parent.bindings.get(node.name.value, []) if b.node is node), None)
+
     def qualname(self, node: cst.BaseExpression, scope: Scope) -> str | None:
         """The dotted name an expression refers to, resolved through imports and aliases."""
         if isinstance(node, cst.Attribute):
@@ -97,22 +104,26 @@ class Facts:
         """Spell `qualname` at `site` reusing the file's imports; else say which import to add.
 
         `equinox.filter` becomes `eq.filter` after `import equinox as eq`, `filter_` after
-        `from equinox import filter as filter_`, or `eqx.filter` plus `import equinox as eqx`.
+        `from equinox import filter as filter_`, `jax.lax.stop_gradient` after `import jax`,
+        or `eqx.filter` plus `import equinox as eqx`. The longest imported prefix wins.
         """
+        best: tuple[int, str] | None = None
+        for bindings in self.index.module_scope.bindings.values():
+            for candidate in bindings:
+                imported = candidate.qualname or ""
+                if (candidate.kind == "import" and _reachable(imported, qualname)
+                        and (best is None or len(imported) > best[0]) and self._visible(candidate, site)):
+                    best = (len(imported), candidate.name)
+        if best is not None:
+            rest = qualname[best[0]:].lstrip(".")
+            return _attribute_chain(best[1], rest), ()
         module, _, attr = qualname.rpartition(".")
-        for binding in self.index.module_scope.bindings.values():
-            for candidate in binding:
-                if candidate.kind != "import" or not self._visible(candidate, site):
-                    continue
-                if candidate.qualname == qualname:
-                    return cst.Name(candidate.name), ()
-                if candidate.qualname == module:
-                    return cst.Attribute(cst.Name(candidate.name), cst.Name(attr)), ()
-        alias = _CONVENTIONAL_ALIASES.get(module)
-        for local in (alias, module):
-            if local and "." not in local and not self._name_taken(local):
-                need = NeedImport(module, None if local == module else local)
-                return cst.Attribute(cst.Name(local), cst.Name(attr)), (need,)
+        top = module.split(".")[0]
+        for local, need in ((_CONVENTIONAL_ALIASES.get(module), None), (top, NeedImport(module, None))):
+            if local and not self._name_taken(local):
+                need = need or NeedImport(module, None if local == module else local)
+                spelled = local if need.alias or local == module else module
+                return _attribute_chain(spelled, attr), (need,)
         raise LookupError(f"no free name to import {module} under")
 
     def _visible(self, binding: Binding, site: Site) -> bool:
@@ -331,7 +342,7 @@ class Facts:
             return False
         is_method = binding.scope.parent.kind == CLASS
         for call, site in self.calls_of(function):
-            argument = _argument_for(call, binding, is_method)
+            argument = argument_for(call, binding, 1 if is_method else 0)
             if argument is not None and self.kind(argument, site) is Kind.MODULE:
                 return True
         return False
@@ -410,13 +421,42 @@ _CONVENTIONAL_ALIASES = {"equinox": "eqx", "jax.numpy": "jnp", "jax.lax": "lax",
                          "diffrax": "diffrax", "jax": "jax"}
 
 
-def _argument_for(call: cst.Call, param: Binding, is_method: bool) -> cst.BaseExpression | None:
+# Submodules that importing the package imports too (checked on jax 0.10, equinox 0.13,
+# optax 0.2.8), so `import jax` is enough to write `jax.lax.stop_gradient`.
+_LOADED_SUBMODULES = {
+    "jax": frozenset({"numpy", "lax", "nn", "random", "tree_util", "tree", "scipy", "debug", "dtypes"}),
+    "equinox": frozenset({"nn", "internal"}),
+    "optax": frozenset({"contrib", "transforms", "tree_utils", "losses", "schedules", "tree"}),
+}
+
+
+def _reachable(imported: str, qualname: str) -> bool:
+    """Can `qualname` be written as attributes of the imported name `imported`?"""
+    if qualname == imported:
+        return True
+    if not qualname.startswith(imported + "."):
+        return False
+    rest = qualname[len(imported) + 1:].split(".")
+    return len(rest) == 1 or (len(rest) == 2 and rest[0] in _LOADED_SUBMODULES.get(imported, ()))
+
+
+def _attribute_chain(base: str, rest: str) -> cst.BaseExpression:
+    """`jax` + `lax.stop_gradient` -> the expression `jax.lax.stop_gradient`."""
+    expression: cst.BaseExpression = cst.parse_expression(base)
+    for part in filter(None, rest.split(".")):
+        expression = cst.Attribute(expression, cst.Name(part))
+    return expression
+
+
+def argument_for(call: cst.Call, param: Binding, bound: int = 0) -> cst.BaseExpression | None:
+    """The expression `call` passes for parameter `param`; `bound` leading parameters are
+    already bound (a method's `self`, a `functools.partial`'s arguments)."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == param.name:
             return arg.value
     if not param.path:
         return None
-    position = param.path[0] - (1 if is_method else 0)
+    position = param.path[0] - bound
     positional = []
     for arg in call.args:
         if arg.keyword is not None:
@@ -425,6 +465,25 @@ def _argument_for(call: cst.Call, param: Binding, is_method: bool) -> cst.BaseEx
             return None
         positional.append(arg.value)
     return positional[position] if 0 <= position < len(positional) else None
+
+
+_NESTED_SCOPES = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.Name]:
+    """Names whose values `node` reads (not attribute names or keywords); lambdas and
+    comprehensions are entered only with `into_nested` (what a closure captures)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            yield current
+        elif isinstance(current, cst.Attribute):
+            stack.append(current.value)
+        elif isinstance(current, cst.Arg):
+            stack.append(current.value)
+        elif into_nested or not isinstance(current, _NESTED_SCOPES):
+            stack.extend(current.children)
 
 
 def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:

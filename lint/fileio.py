@@ -29,7 +29,9 @@ def decode(data: bytes, python: bool = True) -> SourceText:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         except SyntaxError as error:
-            raise SourceError(f"bad encoding declaration: {error}") from None
+            # No cookie and not UTF-8: the UTF-8 decode below names the offending byte.
+            if "invalid or missing encoding declaration" not in str(error):
+                raise SourceError(f"bad encoding declaration: {error}") from None
     try:
         return SourceText(data.decode(encoding), encoding)
     except UnicodeDecodeError as error:

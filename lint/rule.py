@@ -19,7 +19,6 @@ import libcst as cst
 
 from odelint.facts import Facts
 from odelint.finding import Edits, Finding, Fix, Safety, Span
-from odelint.scopes import Site
 
 CODE_PATTERN = re.compile(r"^ODL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

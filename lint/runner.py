@@ -9,8 +9,11 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import difflib
+import hashlib
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Sequence
 
 from odelint import cache as result_cache
@@ -52,6 +55,7 @@ class Outcome:
     diff: str | None = None
     applied: int = 0
     cache_key: str | None = None  # of the bytes the findings are for; None for stdin
+    read_digest: str | None = None  # sha256 of the bytes that new_data replaces
 
 
 @dataclasses.dataclass
@@ -99,6 +103,7 @@ def process(task: Task) -> Outcome:
     outcome.crashes = [crash.message() for crash in crashes]
     if new_text != text:
         outcome.new_data = encode(source, new_text)
+        outcome.read_digest = hashlib.sha256(data).hexdigest()
         outcome.diff = "".join(difflib.unified_diff(
             text.splitlines(keepends=True), new_text.splitlines(keepends=True),
             fromfile=f"a/{task.path}", tofile=f"b/{task.path}"))
@@ -113,13 +118,39 @@ def _read(path: str) -> bytes:
         raise SourceError(error.strerror or str(error)) from None
 
 
+def _size(task: Task) -> int:
+    if task.data is not None:
+        return len(task.data)
+    try:
+        return os.stat(task.path).st_size
+    except OSError:
+        return 0
+
+
 def _run_tasks(tasks: Sequence[Task], jobs: int) -> list[Outcome]:
+    """Outcomes in task order. Workers get the largest files first, in small chunks, so no
+    worker is left with a long file while the others idle at the end."""
     if jobs <= 1 or len(tasks) < 4 * jobs:
         return [process(task) for task in tasks]
     context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-    chunk = max(1, min(16, len(tasks) // (jobs * 8)))
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        return list(pool.map(process, tasks, chunksize=chunk))
+    order = sorted(range(len(tasks)), key=lambda index: _size(tasks[index]), reverse=True)
+    chunk = max(1, min(4, len(tasks) // (jobs * 16)))
+    outcomes: list[Outcome | None] = [None] * len(tasks)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                                                initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
+        for index, outcome in zip(order, pool.map(process, [tasks[i] for i in order], chunksize=chunk), strict=True):
+            outcomes[index] = outcome
+    return outcomes  # type: ignore[return-value]
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose parent was killed (SIGKILL runs no cleanup) stops instead of lingering."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="odelint-parent-watch").start()
 
 
 def _fixable(findings: list[dict], unsafe: bool) -> bool:
@@ -212,6 +243,8 @@ def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
         result.changed.append(task.path)
         return
     try:
+        if hashlib.sha256(_read(task.path)).hexdigest() != outcome.read_digest:
+            raise SourceError("changed on disk while odelint was fixing it; not written")
         atomic_write(task.path, outcome.new_data)
     except (SourceError, OSError) as error:
         result.errors.append((task.path, str(error) if isinstance(error, SourceError) else

@@ -13,6 +13,7 @@ whitespace and punctuation fields unless a rule asks for those node types.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import typing
@@ -75,6 +76,14 @@ class ScopeIndex:
         self.module_scope = Scope(MODULE, module, None)
         self.nodes: dict[type, list[tuple[cst.CSTNode, Site]]] = {}
         self.body_scopes: dict[int, Scope] = {}
+        self.top_orders: list[int] = []  # the order at which each top-level statement starts
+
+    def top_of(self, order: int | None) -> int | None:
+        """The index of the top-level statement that the node visited at `order` lies in."""
+        if order is None:
+            return None
+        position = bisect.bisect_right(self.top_orders, order) - 1
+        return position if position >= 0 else None
 
     def of_type(self, node_type: type) -> list[tuple[cst.CSTNode, Site]]:
         return self.nodes.get(node_type, [])
@@ -283,6 +292,17 @@ class ScopeBuilder:
         return parts
 
     # -- scopes --------------------------------------------------------------------------
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        """Walks the body itself to note where each top-level statement starts."""
+        for part in node.header if self.trivia else ():
+            self.walk(part)
+        for statement in node.body:
+            self.index.top_orders.append(self.order + 1)
+            self.walk(statement)
+        for part in node.footer if self.trivia else ():
+            self.walk(part)
+        return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._visit_all(node.decorators)

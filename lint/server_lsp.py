@@ -26,6 +26,7 @@ from pygls.workspace import TextDocument
 from odelint import __version__, docs, noqa
 from odelint.config import ConfigError, ConfigResolver, Overrides
 from odelint.engine import fix_source, lint_source
+from odelint.incremental import IncrementalParser
 from odelint.finding import Finding, Safety
 from odelint.registry import SyntaxErrorRule, all_rules, file_patterns, rules_by_code
 from odelint.server_text import Lines, minimal_edit
@@ -77,6 +78,7 @@ class OdelintServer(LanguageServer):
         self.resolver: ConfigResolver | None = None
         self.linted: dict[str, Linted] = {}
         self.pending: dict[str, asyncio.Task] = {}
+        self.parsers: dict[str, IncrementalParser] = {}  # each open document's last tree
         self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="odelint-lint")
 
     # documents -----------------------------------------------------------------------------
@@ -117,7 +119,8 @@ class OdelintServer(LanguageServer):
             return linted
         linted.codes = settings.enabled(path)
         linted.unsafe = settings.unsafe_fixes
-        result = lint_source(text, path, linted.codes)
+        parser = self.parsers.setdefault(uri, IncrementalParser())
+        result = lint_source(text, path, linted.codes, parser=parser)
         linted.findings = result.findings
         linted.crashes = [crash.message() for crash in result.crashes]
         return linted
@@ -180,6 +183,7 @@ class OdelintServer(LanguageServer):
         if task is not None:
             task.cancel()
         self.linted.pop(uri, None)
+        self.parsers.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def reload_config(self) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from odelint.facts import loaded_names
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Site
-from odelint.rules.differentiation_common import loaded_names
 from odelint.rules.equinox_common import instance_class, is_module_class, method_of
 from odelint.rules.optax_common import keyword, positional, source_of
 
@@ -68,7 +68,7 @@ class CallablePytreeInControlFlow(Rule):
     code = "ODL401"
     name = "callable-pytree-in-control-flow"
     summary = "An Equinox module, bound method or eqx.Partial is the function of lax control flow"
-    triggers = (("jax", "equinox"),)
+    triggers = tuple(("equinox", "lax", function) for function in ("while_loop", "fori_loop", "scan", "cond", "switch"))
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL401"
 

@@ -7,7 +7,7 @@ import libcst as cst
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import FileContext, Flag, Pass, Rule
 from odelint.scopes import Scope, Site
-from odelint.rules.differentiation_common import CALLBACKS, STOP_GRADIENT, differentiation, is_stop_gradient, spell
+from odelint.rules.differentiation_common import CALLBACKS, STOP_GRADIENT, differentiation, is_stop_gradient
 from odelint.rules.optax_common import source_of
 
 # keywords of the callback functions themselves, not forwarded to the callback
@@ -65,7 +65,9 @@ class CallbackWithoutStopGradient(Rule):
     code = "ODL301"
     name = "callback-without-stop-gradient"
     summary = "A host callback gets a value that may be differentiated, without stop_gradient"
-    triggers = (("jax", "_callback"), ("equinox", "_callback"))
+    # a callback, and something that differentiates (or a progress meter)
+    triggers = tuple((callback, transform) for callback in ("io_callback", "pure_callback")
+                     for transform in ("grad", "jvp", "vjp", "jac", "hessian", "linearize", "ProgressMeter"))
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL301"
 
@@ -102,7 +104,7 @@ class CallbackWithoutStopGradient(Rule):
                               f"pass {'it' if len(traced) == 1 else 'them'} through `jax.lax.stop_gradient`", fix=fix)
 
     def _stop(self, traced: list[cst.Arg], site: Site) -> Edits:
-        function, imports = spell(self.facts, STOP_GRADIENT, site)
+        function, imports = self.facts.reference(STOP_GRADIENT, site)
         return Edits([Replace(arg.value, cst.Call(function, [cst.Arg(arg.value)])) for arg in traced], imports)
 
     def _static(self, node: cst.BaseExpression, scope: Scope) -> bool:

@@ -72,17 +72,6 @@ def single_def(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.Functi
     return None
 
 
-def def_binding(facts: Facts, function: cst.FunctionDef) -> Binding | None:
-    """The binding that a `def` statement creates in the scope around it."""
-    scope = facts.index.body_scope(function)
-    if scope is None or scope.parent is None:
-        return None
-    for binding in scope.parent.bindings.get(function.name.value, []):
-        if binding.node is function:
-            return binding
-    return None
-
-
 def assigned_from(site: Site, value: cst.BaseExpression) -> Binding | None:
     """The plain `name = <value>` binding whose right-hand side is this very node."""
     for bindings in site.scope.bindings.values():

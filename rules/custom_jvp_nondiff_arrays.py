@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import libcst as cst
 
+from odelint.facts import loaded_names
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import FUNCTION, LAMBDA, Binding, Site
-from odelint.rules.custom_jvp_common import (Registration, Registrations, assigned_from, def_binding,
+from odelint.rules.custom_jvp_common import (Registration, Registrations, assigned_from,
                                              positional_params, single_def)
 from odelint.rules.equinox_common import instance_class, method_of
 from odelint.rules.optax_common import keyword, positional, source_of
@@ -144,7 +144,7 @@ class CustomJvpNondiffArrays(Rule):
             flavour = self._partial_flavour(spec, site)
             if flavour is not None:
                 self._declare(flavour, spec, positional_params(node.params),  # type: ignore[arg-type]
-                              def_binding(self.facts, node), function=node, decorator=decorator, site=site)
+                              self.facts.binding_of(node), function=node, decorator=decorator, site=site)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         self._registrations.visit_call(node, site)
@@ -289,7 +289,7 @@ class CustomJvpNondiffArrays(Rule):
         """A local of an enclosing function that this body reads (a possibly traced value)."""
         if scope is None:
             return None
-        for name in _loaded_names(body):
+        for name in loaded_names(body, into_nested=True):
             bindings = self.facts.lookup(name.value, scope)
             if not bindings or bindings[0].scope is scope or bindings[0].scope.kind not in (FUNCTION, LAMBDA):
                 continue
@@ -362,7 +362,7 @@ class CustomJvpNondiffArrays(Rule):
             return False
         if registration.decorator is not None and len(rule.decorators) != 1:
             return False
-        rule_binding = def_binding(self.facts, rule)
+        rule_binding = self.facts.binding_of(rule)
         uses = self._references(rule_binding) if rule_binding else None
         return uses is not None and len(uses) == (0 if registration.decorator is not None else 1)
 
@@ -527,21 +527,6 @@ def _argument(call: cst.Call, position: int, param: cst.Param | None) -> cst.Bas
             return named.value
     args = positional(call)
     return args[position].value if args is not None and position < len(args) else None
-
-
-def _loaded_names(node: cst.CSTNode) -> Iterator[cst.Name]:
-    """Names an expression or body reads (not attribute names or keywords)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            yield current
-        elif isinstance(current, cst.Attribute):
-            stack.append(current.value)
-        elif isinstance(current, cst.Arg):
-            stack.append(current.value)
-        else:
-            stack.extend(current.children)
 
 
 def _is_none(node: cst.BaseExpression) -> bool:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Iterator
 
 import libcst as cst
 
-from odelint.facts import Facts
+from odelint.facts import Facts, argument_for, loaded_names
 from odelint.scopes import CLASS, FUNCTION, LAMBDA, Binding, Scope, Site
 from odelint.rules.equinox_common import enclosing_class, instance_class, method_of
 
@@ -236,7 +235,7 @@ class Differentiation:
             if isinstance(function, cst.FunctionDef):
                 bound = 1 if enclosing_class(binding.scope) is not None else 0
                 for call, site in self.facts.calls_of(function):
-                    argument = _argument_for(call, binding, bound)
+                    argument = argument_for(call, binding, bound)
                     origin = self.differentiated_source(argument, site.scope) if argument is not None else None
                     if origin is not None:
                         return origin
@@ -292,33 +291,6 @@ def _argnums(node: cst.BaseExpression | None) -> set[int] | None:
     return None
 
 
-def _argument_for(call: cst.Call, parameter: Binding, bound: int) -> cst.BaseExpression | None:
-    """The expression a call passes for a parameter (`bound`: leading parameters already bound)."""
-    by_keyword = _keyword(call, parameter.name)
-    if by_keyword is not None or not parameter.path:
-        return by_keyword
-    if any(arg.star for arg in call.args):
-        return None
-    args = [arg.value for arg in call.args if arg.keyword is None]
-    position = parameter.path[0] - bound
-    return args[position] if 0 <= position < len(args) else None
-
-
-def loaded_names(node: cst.CSTNode) -> Iterator[cst.Name]:
-    """Names whose values an expression reads (not attribute names, keywords or lambda bodies)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            yield current
-        elif isinstance(current, cst.Attribute):
-            stack.append(current.value)
-        elif isinstance(current, cst.Arg):
-            stack.append(current.value)
-        elif not isinstance(current, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-            stack.extend(current.children)
-
-
 def _spelling(node: cst.BaseExpression) -> str:
     return cst.Module([]).code_for_node(node)
 
@@ -331,15 +303,3 @@ def _enclosing_function(scope: Scope | None) -> Function | None:
     while scope is not None and scope.kind not in (FUNCTION, LAMBDA):
         scope = scope.parent
     return scope.node if scope is not None else None  # type: ignore[return-value]
-
-
-def spell(facts: Facts, qualname: str, site: Site) -> tuple[cst.BaseExpression, tuple]:
-    """`facts.reference`, but reaching a submodule through an imported package first:
-    with `import jax`, `jax.lax.stop_gradient` rather than a new `import jax.lax as lax`."""
-    expression, imports = facts.reference(qualname, site)
-    parent, _, attr = qualname.rpartition(".")
-    if imports and "." in parent:
-        outer, outer_imports = spell(facts, parent, site)
-        if not outer_imports:
-            return cst.Attribute(outer, cst.Name(attr)), ()
-    return expression, imports

@@ -9,24 +9,13 @@ from __future__ import annotations
 import libcst as cst
 
 from odelint.facts import Facts
-from odelint.scopes import CLASS, FUNCTION, Binding, Scope
+from odelint.scopes import CLASS, FUNCTION, Scope
 
 _NOT_BOUND = frozenset({"staticmethod", "classmethod"})
 
 
-def class_binding(facts: Facts, cls: cst.ClassDef) -> Binding | None:
-    """The binding that names this class in the scope around it."""
-    scope = facts.index.body_scope(cls)
-    if scope is None or scope.parent is None:
-        return None
-    for binding in scope.parent.bindings.get(cls.name.value, []):
-        if binding.node is cls:
-            return binding
-    return None
-
-
 def is_module_class(facts: Facts, cls: cst.ClassDef) -> bool:
-    binding = class_binding(facts, cls)
+    binding = facts.binding_of(cls)
     return binding is not None and facts.is_module_class(binding)
 
 

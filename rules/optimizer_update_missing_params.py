@@ -8,7 +8,7 @@ from odelint.facts import method_call
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Site
-from odelint.rules.optax_common import filtered, keyword, needs_params, positional, source_of
+from odelint.rules.optax_common import NEED_PARAMS, filtered, keyword, needs_params, positional, source_of
 
 
 class OptimizerUpdateMissingParams(Rule):
@@ -49,7 +49,7 @@ class OptimizerUpdateMissingParams(Rule):
     code = "ODL203"
     name = "optimizer-update-missing-params"
     summary = "An optax update that needs params is called without them"
-    triggers = (("optax",),)
+    triggers = tuple(("optax", "update", name) for name in sorted(NEED_PARAMS))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL203"
 

@@ -65,7 +65,8 @@ class UncheckedNoneTangent(Rule):
     ## Fix safety
     Safe: a zero array is what the symbolic zero stands for, and the guard changes nothing
     when the tangent is present. It is inserted right after the unpacking, reusing the
-    file's alias for `jax.numpy` (adding `import jax.numpy as jnp` when there is none). For
+    file's own spelling of `jax.numpy` (`jnp`, or `jax.numpy` through `import jax`), and
+    adding `import jax.numpy as jnp` only when there is none. For
     `.defjvp`, which filled in those zeros itself, the rename to `.def_jvp` comes with the
     same guards, and is offered only when `tangents` is used in no other way.
     """
@@ -199,17 +200,17 @@ class UncheckedNoneTangent(Rule):
             message="tangents `tx`, `tb` of the `softplus.def_jvp` rule are used as arrays",
         ),
         # aliases, the call form of registration, subscripted tangents, a primal that is
-        # not unpacked, a jnp call; one tangent is already checked; jnp gets imported
+        # not unpacked, a jnp call; one tangent is already checked; `import jax as J` is reused
         Flag(
             "from equinox import filter_custom_jvp as fcj\nimport jax as J\n\n"
             "def _f(x, y, *, scale):\n    return scale * x * y\n\nf = fcj(_f)\n\n"
             "def f_jvp(p, t, *, scale):\n    x, y = p\n    ty = t[1]\n    tx = t[0]\n"
             "    out_t = J.numpy.sum(tx)\n    if ty is not None:\n        out_t = out_t + ty\n"
             "    return f(x, y, scale=scale), out_t\n\nf.def_jvp(f_jvp)\n",
-            fixed="from equinox import filter_custom_jvp as fcj\nimport jax as J\nimport jax.numpy as jnp\n\n"
+            fixed="from equinox import filter_custom_jvp as fcj\nimport jax as J\n\n"
             "def _f(x, y, *, scale):\n    return scale * x * y\n\nf = fcj(_f)\n\n"
             "def f_jvp(p, t, *, scale):\n    x, y = p\n    ty = t[1]\n    tx = t[0]\n"
-            "    tx = jnp.zeros_like(x) if tx is None else tx\n"
+            "    tx = J.numpy.zeros_like(x) if tx is None else tx\n"
             "    out_t = J.numpy.sum(tx)\n    if ty is not None:\n        out_t = out_t + ty\n"
             "    return f(x, y, scale=scale), out_t\n\nf.def_jvp(f_jvp)\n",
             message="tangent `tx` of the `f.def_jvp` rule is used as an array",

@@ -64,7 +64,7 @@ def test_imports_go_after_the_leading_imports(source: str, expected: str) -> Non
 
 def test_gate_skips_parsing_but_still_reports_syntax_errors(monkeypatch) -> None:
     parsed = []
-    monkeypatch.setattr(engine, "parse", lambda source, path: parsed.append(path) or cst.parse_module(source))
+    monkeypatch.setattr(engine, "parse", lambda source, path, parser=None: parsed.append(path) or cst.parse_module(source))
     assert engine.lint_source("import jax\nx = (1,\n", "a.py").findings[0].code == "ODL000"
     assert engine.lint_source("import jax\nx = 1\n", "a.py").findings == []
     assert parsed == [], "no rule is triggered, so LibCST must not parse"
@@ -96,3 +96,14 @@ def test_rules_are_registered_with_unique_codes_and_complete_docs() -> None:
 def test_generated_rule_docs_are_up_to_date() -> None:
     """docs/rules.md is `odelint rules --format markdown`; regenerate it when a rule changes."""
     assert (ROOT / "docs" / "rules.md").read_text() == docs.markdown(list(all_rules()))
+
+
+def test_text_snippet_of_a_very_long_line_is_a_window_around_the_finding() -> None:
+    from odelint.report import text
+
+    line = "x = 1; " * 2000 + "s = optax.adam(1.0).init(m)"
+    column = line.index("m)") + 1
+    finding = Finding("ODL201", "n", "msg", Span(1, column, 1, column + 1), "f.py")
+    shown, caret = text.render([finding], lines_of=lambda path: [line]).splitlines()[1:3]
+    assert len(shown) < 200 and shown.endswith("s = optax.adam(1.0).init(m)")
+    assert caret.index("^") == shown.index("m)")

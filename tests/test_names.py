@@ -128,3 +128,20 @@ def test_reference_ignores_a_shadowed_alias() -> None:
     expression, imports = facts.reference("equinox.filter", site)
     assert cst.Module([]).code_for_node(expression) == "equinox.filter"
     assert [(i.module, i.alias) for i in imports] == [("equinox", None)]
+
+
+def test_reference_uses_the_longest_imported_prefix() -> None:
+    facts, calls = _facts("import jax\nimport jax.numpy as jnp\nuse(1)\n")
+    _, site = calls[-1]
+    expression, imports = facts.reference("jax.lax.stop_gradient", site)
+    assert cst.Module([]).code_for_node(expression) == "jax.lax.stop_gradient" and imports == ()
+    expression, imports = facts.reference("jax.numpy.zeros_like", site)
+    assert cst.Module([]).code_for_node(expression) == "jnp.zeros_like" and imports == ()
+
+
+def test_reference_imports_a_dotted_module_when_its_alias_is_taken() -> None:
+    facts, calls = _facts("lax = 'taken'\nuse(1)\n")
+    _, site = calls[-1]
+    expression, imports = facts.reference("jax.lax.stop_gradient", site)
+    assert cst.Module([]).code_for_node(expression) == "jax.lax.stop_gradient"
+    assert [(i.module, i.alias) for i in imports] == [("jax.lax", None)]

@@ -39,8 +39,9 @@ def selected(hook: dict, name: str) -> bool:
 def test_two_hooks_check_and_fix():
     found = hooks()
     assert set(found) == {"odelint", "odelint-fix"}
-    assert found["odelint"]["entry"] == "odelint check"
-    assert found["odelint-fix"]["entry"] == "odelint check --fix"
+    # pre-commit names files explicitly: --force-exclude keeps `exclude` in force for them
+    assert found["odelint"]["entry"] == "odelint check --force-exclude"
+    assert found["odelint-fix"]["entry"] == "odelint check --fix --force-exclude"
     assert all(hook["language"] == "python" and hook["require_serial"] for hook in found.values())
 
 

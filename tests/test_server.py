@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 
 import pytest
@@ -14,6 +13,8 @@ from lsprotocol import types  # noqa: E402
 from pygls.protocol import default_converter  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # noqa: E402
+
+from lsp_raw import RawClient  # noqa: E402
 
 from odelint import docs  # noqa: E402
 from odelint.engine import fix_source, lint_source  # noqa: E402
@@ -303,31 +304,10 @@ async def test_syntax_error_is_a_diagnostic_and_the_server_carries_on(client: La
 
 async def test_malformed_messages_get_errors_and_the_server_carries_on(tmp_path):
     """Raw JSON-RPC over the server's pipes: bad params, bad JSON, an unknown method."""
-    server = await asyncio.create_subprocess_exec(*CONFIG.server_command, stdin=asyncio.subprocess.PIPE,
-                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-
-    async def send(message: dict | bytes) -> None:
-        body = message if isinstance(message, bytes) else json.dumps({"jsonrpc": "2.0", **message}).encode()
-        server.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        await server.stdin.drain()
-
-    async def receive() -> dict:
-        length = 0
-        while (header := await server.stdout.readline()) not in (b"\r\n", b""):
-            if header.lower().startswith(b"content-length:"):
-                length = int(header.split(b":")[1])
-        return json.loads(await server.stdout.readexactly(length))
-
-    async def wait_for(match) -> dict:
-        while not match(message := await asyncio.wait_for(receive(), 30)):
-            pass
-        return message
-
+    client = await RawClient.start()
+    send, wait_for = client.send, client.wait_for
     try:
-        initialize = {"processId": None, "capabilities": {}, "rootUri": tmp_path.as_uri()}
-        await send({"id": 1, "method": "initialize", "params": initialize})
-        assert "result" in await wait_for(lambda m: m.get("id") == 1)
-        await send({"method": "initialized", "params": {}})
+        await client.initialize(tmp_path.as_uri())
         await send({"id": 2, "method": "textDocument/codeAction", "params": {"textDocument": 42}})
         assert (await wait_for(lambda m: m.get("id") == 2))["error"]["code"] == -32602
         await send(b"{this is not json")
@@ -345,11 +325,9 @@ async def test_malformed_messages_get_errors_and_the_server_carries_on(tmp_path)
         await send({"id": 5, "method": "shutdown"})
         await wait_for(lambda m: m.get("id") == 5)
         await send({"method": "exit"})
-        assert await asyncio.wait_for(server.wait(), 30) == 0
+        assert await asyncio.wait_for(client.process.wait(), 30) == 0
     finally:
-        if server.returncode is None:
-            server.kill()
-            await server.wait()
+        await client.close()
 
 
 async def test_editor_with_resolve_support_gets_edits_lazily(editor: LanguageClient, tmp_path):

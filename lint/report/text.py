@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 
 from odelint.finding import Finding, Safety
 
+SNIPPET_WIDTH = 160
+
 
 def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] | None] = lambda path: None,
            unsafe_fixes: bool = False, quiet: bool = False, **_) -> str:
@@ -34,6 +36,9 @@ def _snippet(finding: Finding, lines: list[str] | None) -> list[str]:
     pad = " " * len(number)
     start = max(finding.span.column - 1, 0)
     end = finding.span.end_column - 1 if finding.span.end_line == finding.span.line else len(line)
+    if len(line) > SNIPPET_WIDTH:  # a generated or minified line: show a window around the finding
+        left = max(0, min(start - 20, len(line) - SNIPPET_WIDTH))
+        line, start, end = line[left:left + SNIPPET_WIDTH], start - left, min(end, left + SNIPPET_WIDTH) - left
     width = max(1, min(end, len(line)) - start)
     return [f" {number} | {line}", f" {pad} | {' ' * start}{'^' * width}"]
 

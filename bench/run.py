@@ -1,0 +1,382 @@
+"""Benchmark odelint against the LibCST floor and its peers on the JAX-ecosystem corpus.
+
+    python bench/run.py [--corpus /tmp/corpus] [--runs 3] [--slice 1] [--only CASES] [--out FILE]
+    python bench/run.py --check-gate [--slice 1]
+
+Every measurement is a whole child process, interleaved with the others run by run: wall
+seconds from a monotonic clock, CPU seconds (user + sys, workers included) and the peak
+RSS of the largest process from `wait4`. Tables report medians. Build the corpus first with
+`bash bench/make_corpus.sh /tmp/corpus`. fixit, ruff and a plain flake8 come from
+`--tools-venv`, a venv without odelint (so its flake8 runs without the ODL plugin) and with
+the same flake8 plugins as odelint's venv otherwise:
+
+    python3 -m venv /tmp/benchvenv
+    /tmp/benchvenv/bin/pip install fixit==2.2.1 ruff==0.17.6 flake8==7.5.0
+
+odelint, its flake8 plugin and the LibCST floor run under the interpreter running this script.
+
+Slices are every k-th file in sorted path order, so quarter ⊂ half ⊂ full. `--slice K`
+makes the base corpus every K-th file; the slow tools (fixit, LibCST metadata) run on every
+(K x --slow-step)-th file, and odelint and the parse floor are run on that slice too so
+their ratios compare the same files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+# -- children that the harness times -------------------------------------------------------
+
+def _python_files(folder: str) -> list[Path]:
+    return sorted(Path(folder).rglob("*.py"))
+
+
+def _child_parse(folder: str) -> None:
+    """The naive floor of any LibCST linter: parse every file, nothing else, one core."""
+    import libcst as cst
+
+    for path in _python_files(folder):
+        cst.parse_module(path.read_bytes())
+
+
+def _child_metadata(folder: str) -> None:
+    """Parse plus LibCST's scope and qualified-name metadata: what Fixit-style rules pay for."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
+
+    for path in _python_files(folder):
+        wrapper = MetadataWrapper(cst.parse_module(path.read_bytes()), unsafe_skip_copy=True)
+        wrapper.resolve_many([ScopeProvider, QualifiedNameProvider])
+
+
+CHILDREN = {"_parse": _child_parse, "_metadata": _child_metadata}
+
+
+# -- the corpus and its slices -------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Slice:
+    name: str
+    step: int
+    folder: str
+    files: int
+    lines: int
+
+
+def make_slice(corpus: Path, work: Path, step: int, name: str) -> Slice:
+    """Copy every `step`-th .py file of the corpus (sorted by path) into its own folder."""
+    files = _python_files(str(corpus))[::step]
+    folder = corpus if step == 1 else work / f"slice-{step}"
+    if step != 1:
+        wanted = {path.relative_to(corpus) for path in files}
+        present = {path.relative_to(folder) for path in _python_files(str(folder))} if folder.exists() else set()
+        if present != wanted:
+            shutil.rmtree(folder, ignore_errors=True)
+            for relative in sorted(wanted):
+                (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(corpus / relative, folder / relative)
+    lines = sum(path.read_bytes().count(b"\n") for path in files)
+    return Slice(name, step, str(folder), len(files), lines)
+
+
+# -- measuring one process -----------------------------------------------------------------
+
+@dataclasses.dataclass
+class Sample:
+    wall: float
+    cpu: float
+    peak_mib: float
+
+
+def measure(command: list[str], cwd: str) -> Sample:
+    start = time.monotonic()
+    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    errors = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode not in (0, 1):
+        tail = errors.decode(errors="replace")[-2000:]
+        raise RuntimeError(f"{shlex.join(command)} exited {child.returncode}: {tail}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+# -- what is measured ----------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    label: str
+    workers: str               # {cores} is filled in
+    command: tuple[str, ...]   # {dir}, {cache}, {python}, {tools}, {self} are filled in
+    warm: bool = False
+
+
+CASES = {case.name: case for case in (
+    Case("odelint-cold", "odelint, cold (`--no-cache`, default jobs)", "{cores} (default)",
+         ("{python}", "-m", "odelint", "check", "--isolated", "--no-cache", "--exit-zero", "-q", "{dir}")),
+    Case("odelint-cold-j1", "odelint, cold, `--jobs 1`", "1",
+         ("{python}", "-m", "odelint", "check", "--isolated", "--no-cache", "--exit-zero", "-q", "--jobs", "1",
+          "{dir}")),
+    Case("odelint-warm", "odelint, warm (unchanged tree, cache filled)", "{cores} (default)",
+         ("{python}", "-m", "odelint", "check", "--isolated", "--cache-dir", "{cache}", "--exit-zero", "-q",
+          "{dir}"), warm=True),
+    Case("parse", "LibCST parse only (`parse_module(bytes)`)", "1",
+         ("{python}", "{self}", "_parse", "{dir}")),
+    Case("metadata", "LibCST parse + ScopeProvider + QualifiedNameProvider", "1",
+         ("{python}", "{self}", "_metadata", "{dir}")),
+    Case("fixit", "`fixit lint` (Fixit 2, default rules)", "{cores} (its pool)",
+         ("{tools}/bin/fixit", "lint", "{dir}")),
+    Case("flake8", "`flake8` alone (pyflakes, pycodestyle, mccabe)", "{cores} (`-j auto`)",
+         ("{tools}/bin/flake8", "--isolated", "--exit-zero", "{dir}")),
+    Case("flake8-odl", "`flake8` with the ODL plugin", "{cores} (`-j auto`)",
+         ("{python}", "-m", "flake8", "--isolated", "--exit-zero", "{dir}")),
+    Case("ruff", "`ruff check --no-cache` (reference)", "{cores} threads",
+         ("{tools}/bin/ruff", "check", "--isolated", "--no-cache", "--exit-zero", "{dir}")),
+)}
+SLOW = ("fixit", "metadata")
+BASE = ("odelint-cold", "odelint-cold-j1", "odelint-warm", "parse", "flake8", "flake8-odl", "ruff")
+ON_SLOW_SLICE = ("fixit", "metadata", "odelint-cold", "parse")
+SCALING = ("odelint-cold", "odelint-warm")
+
+
+def plan(only: set[str] | None, slices: dict[str, Slice], scaling: bool) -> list[tuple[Case, Slice]]:
+    """(case, slice) pairs in the order one run executes them."""
+    pairs = [(CASES[name], slices["base"]) for name in BASE]
+    pairs += [(CASES[name], slices["slow"]) for name in ON_SLOW_SLICE]
+    if scaling:
+        pairs += [(CASES[name], slices[size]) for size in ("quarter", "half") for name in SCALING]
+    chosen, seen = [], set()
+    for case, part in pairs:
+        if (only is None or case.name in only) and (case.name, part.step) not in seen:
+            seen.add((case.name, part.step))
+            chosen.append((case, part))
+    return chosen
+
+
+def fill(case: Case, part: Slice, args: argparse.Namespace) -> list[str]:
+    values = {"{dir}": part.folder, "{cache}": str(Path(args.work) / f"cache-{part.step}"),
+              "{python}": sys.executable, "{tools}": args.tools_venv, "{self}": str(Path(__file__).resolve())}
+    filled = []
+    for word in case.command:
+        for placeholder, value in values.items():
+            word = word.replace(placeholder, value)
+        filled.append(word)
+    return filled
+
+
+# -- versions and the report ---------------------------------------------------------------
+
+def _output(command: list[str]) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"unavailable ({error})"
+    return " ".join((done.stdout or done.stderr).split())
+
+
+_VERSION_OF_LIBCST = "import importlib.metadata as m; print(m.version('libcst'))"
+
+
+def versions(args: argparse.Namespace) -> list[tuple[str, str]]:
+    from importlib import metadata
+
+    from odelint import __version__
+
+    commit = _output(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    dirty = _output(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    return [
+        ("machine", f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"),
+        ("python", platform.python_version()),
+        ("odelint", f"{__version__} (commit {commit}{', with uncommitted changes' if dirty else ''})"),
+        ("libcst", f"{metadata.version('libcst')} (odelint, parse floor); "
+                   f"{_output([f'{args.tools_venv}/bin/python', '-c', _VERSION_OF_LIBCST])} (fixit)"),
+        ("flake8 + ODL", _output([sys.executable, "-m", "flake8", "--version"])),
+        ("flake8 alone", _output([f"{args.tools_venv}/bin/flake8", "--version"])),
+        ("fixit", _output([f"{args.tools_venv}/bin/fixit", "--version"])),
+        ("ruff", _output([f"{args.tools_venv}/bin/ruff", "--version"])),
+    ]
+
+
+def _median(samples: list[Sample], field: str) -> float:
+    return statistics.median(getattr(sample, field) for sample in samples)
+
+
+def render(results: dict[tuple[str, int], list[Sample]], pairs: list[tuple[Case, Slice]],
+           slices: dict[str, Slice], args: argparse.Namespace, load: tuple[str, str]) -> str:
+    by_step = {part.step: part for part in slices.values()}
+    med = {key: (_median(s, "wall"), _median(s, "cpu"), max(x.peak_mib for x in s)) for key, s in results.items()}
+    lines = [f"Command: `{shlex.join(['python', 'bench/run.py', *sys.argv[1:]])}`  ",
+             f"Taken {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; load average at start {load[0]}, "
+             f"at end {load[1]} (on {os.cpu_count()} cores).", ""]
+    lines += ["| slice | files | lines |", "|---|---:|---:|"]
+    for part in sorted(by_step.values(), key=lambda p: p.step):
+        lines.append(f"| 1/{part.step} ({part.name}) | {part.files:,} | {part.lines:,} |")
+    lines += ["", "| what | slice | workers | n | wall s | CPU s | peak MiB | lines/s (wall) "
+                  "| × parse (wall) | × parse (CPU) |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for case, part in pairs:
+        key = (case.name, part.step)
+        if key not in med:
+            continue
+        wall, cpu, peak = med[key]
+        floor = med.get(("parse", part.step))
+        ratio_wall = f"{wall / floor[0]:.3f}" if floor else "-"
+        ratio_cpu = f"{cpu / floor[1]:.3f}" if floor else "-"
+        workers = case.workers.replace("{cores}", str(os.cpu_count()))
+        lines.append(f"| {case.label} | 1/{part.step} | {workers} | {len(results[key])} | {wall:.2f} | {cpu:.2f} | "
+                     f"{peak:.0f} | {part.lines / wall:,.0f} | {ratio_wall} | {ratio_cpu} |")
+    lines += ["", "Ratios (medians, wall; CPU in brackets):", ""]
+    lines += [f"- {text}" for text in ratios(med, slices)]
+    lines += ["", "Versions:", ""] + [f"- {name}: {value}" for name, value in versions(args)]
+    return "\n".join(lines) + "\n"
+
+
+def ratios(med: dict, slices: dict[str, Slice]) -> list[str]:
+    base, slow = slices["base"].step, slices["slow"].step
+    found = []
+
+    def pair(text: str, top: tuple[str, int], bottom: tuple[str, int], target: str) -> None:
+        if top in med and bottom in med:
+            found.append(f"{text}: {med[top][0] / med[bottom][0]:.3f} ({med[top][1] / med[bottom][1]:.3f}); "
+                         f"target {target}")
+
+    pair("odelint cold (default jobs) / LibCST parse-only (1 core)", ("odelint-cold", base), ("parse", base), "≤ 1.0")
+    pair("Fixit / odelint cold, same files", ("fixit", slow), ("odelint-cold", slow), "≥ 10")
+    pair("odelint cold / odelint warm", ("odelint-cold", base), ("odelint-warm", base), "≥ 20")
+    pair("flake8 + ODL / flake8 alone", ("flake8-odl", base), ("flake8", base), "≤ 1.3")
+    pair("LibCST parse + metadata / parse-only, same files", ("metadata", slow), ("parse", slow), "context")
+    pair("odelint cold `--jobs 1` / parse-only", ("odelint-cold-j1", base), ("parse", base), "context")
+    pair("odelint cold / ruff", ("odelint-cold", base), ("ruff", base), "context")
+    for name in SCALING:
+        sizes = [slices[size] for size in ("quarter", "half", "base") if size in slices]
+        steps = [part for part in sizes if (name, part.step) in med]
+        if len(steps) > 2:
+            found.append(f"scaling of {name} (CPU s): "
+                         + _linear_fit([(p.lines, med[(name, p.step)][1]) for p in steps]))
+    return found
+
+
+def _linear_fit(points: list[tuple[int, float]]) -> str:
+    """Least squares `cost = start + per_line x lines` over CPU seconds (less disturbed by
+    other load than wall seconds); linear growth leaves small residuals."""
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
+    start = mean_y - slope * mean_x
+    worst = max(abs(y - (start + slope * x)) / y for x, y in points)
+    costs = ", ".join(f"{x:,} lines {y:.2f} s" for x, y in points)
+    return (f"{costs}; fit {start:.2f} s + {slope * 1e6:.1f} µs/line, "
+            f"largest deviation from the line {worst:.0%}")
+
+
+# -- the gate check ------------------------------------------------------------------------
+
+def _gate_one(path: str) -> tuple[str, int, int, bool, bool]:
+    from odelint.engine import lint_source
+
+    text = Path(path).read_text(encoding="utf-8")
+    gated, ungated = lint_source(text, path), lint_source(text, path, gate=False)
+
+    def key(result) -> list[tuple]:
+        return sorted((f.code, f.span.line, f.span.column, f.message) if f.code != "ODL000" else ("ODL000",)
+                      for f in result.findings)
+
+    same = key(gated) == key(ungated) and not gated.crashes and not ungated.crashes
+    return path, len(gated.findings), len(ungated.findings), gated.parsed, same
+
+
+def check_gate(part: Slice, jobs: int) -> int:
+    """Lint every file with and without the gate; any difference is a missed finding."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    files = [str(path) for path in _python_files(part.folder)]
+    start = time.monotonic()
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        outcomes = list(pool.map(_gate_one, files, chunksize=8))
+    different = [path for path, _, _, _, same in outcomes if not same]
+    print(f"gate check on {part.files:,} files ({part.lines:,} lines), {time.monotonic() - start:.0f} s: "
+          f"{sum(o[3] for o in outcomes):,} files parsed with the gate; findings with the gate "
+          f"{sum(o[1] for o in outcomes):,}, without {sum(o[2] for o in outcomes):,}; "
+          f"{len(different)} file(s) differ")
+    for path in different:
+        print(f"  differs: {path}")
+    return 1 if different else 0
+
+
+# -- main ----------------------------------------------------------------------------------
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] in CHILDREN:
+        CHILDREN[sys.argv[1]](sys.argv[2])
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", default="/tmp/corpus", help="built by bench/make_corpus.sh")
+    parser.add_argument("--work", default="/tmp/odelint-bench", help="slices and caches go here")
+    parser.add_argument("--tools-venv", default="/tmp/benchvenv", help="venv with fixit, ruff and flake8")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs of every case (median reported)")
+    parser.add_argument("--slice", type=int, default=1, help="base corpus: every K-th file (1: all)")
+    parser.add_argument("--slow-step", type=int, default=16, help="slow tools run on every (K x this)-th file")
+    parser.add_argument("--only", type=lambda v: {n for n in v.split(",") if n}, help=f"cases: {', '.join(CASES)}")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the quarter and half runs")
+    parser.add_argument("--out", help="write the markdown report here (default: stdout)")
+    parser.add_argument("--check-gate", action="store_true", help="compare findings with and without the gate")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="workers of --check-gate")
+    args = parser.parse_args()
+    unknown = (args.only or set()) - set(CASES)
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(sorted(unknown))}; known: {', '.join(CASES)}")
+
+    corpus, work = Path(args.corpus).resolve(), Path(args.work).resolve()
+    if not corpus.is_dir():
+        parser.error(f"no corpus at {corpus}: run `bash bench/make_corpus.sh {corpus}` first")
+    work.mkdir(parents=True, exist_ok=True)
+    k = args.slice
+    slices = {"base": make_slice(corpus, work, k, "base" if k > 1 else "full"),
+              "slow": make_slice(corpus, work, k * args.slow_step, "slow")}
+    if args.check_gate:
+        return check_gate(slices["base"], args.jobs)
+    if not args.no_scaling:
+        slices["quarter"] = make_slice(corpus, work, 4 * k, "quarter")
+        slices["half"] = make_slice(corpus, work, 2 * k, "half")
+    pairs = plan(args.only, slices, not args.no_scaling)
+    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+    for case, part in pairs:  # fill the caches the warm runs read (untimed)
+        if case.warm:
+            shutil.rmtree(Path(args.work) / f"cache-{part.step}", ignore_errors=True)
+            measure(fill(case, part, args), str(work))
+    results: dict[tuple[str, int], list[Sample]] = {}
+    for run in range(args.runs):
+        for case, part in pairs:
+            sample = measure(fill(case, part, args), str(work))
+            results.setdefault((case.name, part.step), []).append(sample)
+            print(f"run {run + 1}/{args.runs}  {case.name:<16} 1/{part.step:<3} wall {sample.wall:8.2f}  "
+                  f"cpu {sample.cpu:8.2f}  peak {sample.peak_mib:6.0f} MiB", file=sys.stderr, flush=True)
+    report = render(results, pairs, slices, args, (load_start, " ".join(f"{x:.2f}" for x in os.getloadavg())))
+    if args.out:
+        Path(args.out).write_text(report, encoding="utf-8")
+    else:
+        sys.stdout.write(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Positions of reported nodes: rendering one top-level statement must give exactly what
+LibCST's whole-module PositionProvider gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from odelint.positions import locate
+
+ROOT = Path(__file__).resolve().parents[1]
+TRICKY = '''\
+"""Docstring."""
+# a comment above
+import os; import sys
+
+
+@decorator(
+    1,
+)
+# between decorator and def
+def f(a,
+      b):  # trailing
+    return (a +
+            b)
+
+
+class C(Base):
+    x: int = 1; y = 2
+
+    @property
+    def p(self): return self.x
+if True:
+    pass
+else: z = """multi
+line"""
+s = 'tab\\there'
+'''
+
+
+def _nodes(statement: cst.CSTNode) -> list[cst.CSTNode]:
+    found, stack = [], [statement]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(node.children)
+    return found
+
+
+@pytest.mark.parametrize("path", ["<tricky>", "lint/engine.py", "lint/facts.py", "examples/neural_ode/train.py",
+                                  "tests/fixtures/ODL101/hazard_scan_leak.py"])
+def test_every_node_has_the_whole_module_position(path: str) -> None:
+    source = TRICKY if path == "<tricky>" else (ROOT / path).read_text()
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    wanted = [(node, top) for top, statement in enumerate(module.body) for node in _nodes(statement)]
+    got = locate(module, source, wanted)
+    assert all(got[node] == expected[node] for node, _ in wanted)
+
+
+def test_a_wrong_or_missing_statement_hint_falls_back_to_the_whole_module() -> None:
+    module = cst.parse_module(TRICKY)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    inner = module.body[-1]
+    assert locate(module, TRICKY, [(inner, 0)])[inner] == expected[inner]
+    assert locate(module, TRICKY, [(inner, None)])[inner] == expected[inner]
