@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_contains_only_the_odelint_package(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
                     "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True, timeout=300)
     wheel = next(tmp_path.glob("odelint-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
