@@ -76,8 +76,9 @@ class Settings:
         relative = os.path.relpath(os.path.abspath(path), self.root)
         return relative.replace(os.sep, "/")
 
-    def excluded(self, path: str, is_dir: bool = False) -> bool:
-        relative = self.relative(path)
+    def excluded(self, path: str, is_dir: bool = False, relative: str | None = None) -> bool:
+        """Does `exclude` match? `relative` (to the root) may be passed when already known."""
+        relative = relative or self.relative(path)
         if relative.startswith("../"):
             relative = os.path.basename(os.path.abspath(path))
         return self._exclude_spec.match_file(relative + ("/" if is_dir else ""))

@@ -30,6 +30,7 @@ class GitIgnore:
     def __init__(self) -> None:
         self._specs: dict[str, pathspec.PathSpec | None] = {}
         self._roots: dict[str, str | None] = {}
+        self._chains: dict[str, list[tuple[str, pathspec.PathSpec]]] = {}
 
     def _spec(self, folder: str) -> pathspec.PathSpec | None:
         if folder not in self._specs:
@@ -52,24 +53,21 @@ class GitIgnore:
                 self._roots[folder] = None if parent == folder else self._root(parent)
         return self._roots[folder]
 
+    def _chain(self, folder: str) -> list[tuple[str, pathspec.PathSpec]]:
+        """The (folder, spec) pairs that apply inside `folder`, from the repository root down."""
+        if folder not in self._chains:
+            root = self._root(folder)
+            parent = os.path.dirname(folder)
+            above = [] if root is None or folder == root or parent == folder else self._chain(parent)
+            spec = self._spec(folder) if root is not None else None
+            self._chains[folder] = [*above, (folder, spec)] if spec is not None else above
+        return self._chains[folder]
+
     def ignored(self, path: str, is_dir: bool) -> bool:
         path = os.path.abspath(path)
-        root = self._root(os.path.dirname(path))
-        if root is None:
-            return False
-        folders = []
-        folder = os.path.dirname(path)
-        while True:
-            folders.append(folder)
-            if folder == root or os.path.dirname(folder) == folder:
-                break
-            folder = os.path.dirname(folder)
         decision = False
-        for folder in reversed(folders):
-            spec = self._spec(folder)
-            if spec is None:
-                continue
-            relative = os.path.relpath(path, folder).replace(os.sep, "/") + ("/" if is_dir else "")
+        for folder, spec in self._chain(os.path.dirname(path)):
+            relative = path[len(folder):].lstrip(os.sep).replace(os.sep, "/") + ("/" if is_dir else "")
             result = spec.check_file(relative)
             if result.include is not None:
                 decision = result.include
@@ -126,10 +124,16 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             errors.append((folder, str(error)))
             dirs[:] = []
             continue
+        base = settings.relative(folder)
+        inside = not base.startswith("..")
+
+        def relative(name: str) -> str | None:  # to the settings' root, without a relpath per file
+            return (name if base == "." else f"{base}/{name}") if inside else None
+
         kept = []
         for name in sorted(dirs):
             path = os.path.join(folder, name)
-            if settings.excluded(path, is_dir=True):
+            if settings.excluded(path, is_dir=True, relative=relative(name)):
                 continue
             if settings.respect_gitignore and gitignore.ignored(path, is_dir=True):
                 continue
@@ -139,6 +143,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             if not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
                 continue
             path = os.path.join(folder, name)
-            if settings.excluded(path) or (settings.respect_gitignore and gitignore.ignored(path, is_dir=False)):
+            if settings.excluded(path, relative=relative(name)) or (
+                    settings.respect_gitignore and gitignore.ignored(path, is_dir=False)):
                 continue
             yield path
