@@ -3,4 +3,8 @@
 Importing odelint never imports jax, equinox, diffrax or optax.
 """
 
+from odelint.deferred import defer
+
 __version__ = "0.1.0"
+
+defer("libcst")

@@ -15,7 +15,6 @@ from collections.abc import Collection, Sequence
 
 import libcst as cst
 
-from odelint import fix as fixing
 from odelint import noqa
 from odelint.facts import Facts
 from odelint.incremental import IncrementalParser
@@ -28,8 +27,6 @@ from odelint.scopes import build_scope_index
 MAX_FIX_ROUNDS = 10
 TOO_DEEP = "the file is nested too deeply to parse"
 _NESTING = "too many nested parentheses"  # CPython's limit (200 levels)
-# The dataflow needs these whatever the rules ask for.
-_FACT_NODE_TYPES = frozenset({cst.Call})
 
 
 @dataclasses.dataclass
@@ -200,7 +197,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     """One traversal for facts, then every rule's visitors over the indexed nodes."""
     result = LintResult([], parsed=True)
     try:
-        index = build_scope_index(module, all_node_types(rules) | _FACT_NODE_TYPES)
+        index = build_scope_index(module, all_node_types(rules) | {cst.Call})  # the dataflow needs calls
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
     context = FileContext(path, source, module, Facts(index))
@@ -250,6 +247,8 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
     `only` restricts the first round to the fix of one finding (an editor quick fix).
     A round whose result would not parse is dropped and reported as a crash.
     """
+    from odelint import fix as fixing  # only fixing needs it
+
     python = is_python_file(path) if python is None else python
     current = source
     applied = 0

@@ -127,7 +127,8 @@ class Facts:
         raise LookupError(f"no free name to import {module} under")
 
     def _visible(self, binding: Binding, site: Site) -> bool:
-        return self.lookup(binding.name, site.scope) == [binding]
+        """Does the import's name mean that import at `site` (repeated imports of it included)?"""
+        return self._name_qualname(binding.name, site.scope) == binding.qualname
 
     def _name_taken(self, name: str) -> bool:
         return any(b.name == name for b in self.index.all_bindings())
@@ -467,12 +468,10 @@ def argument_for(call: cst.Call, param: Binding, bound: int = 0) -> cst.BaseExpr
     return positional[position] if 0 <= position < len(positional) else None
 
 
-_NESTED_SCOPES = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-
-
 def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.Name]:
     """Names whose values `node` reads (not attribute names or keywords); lambdas and
     comprehensions are entered only with `into_nested` (what a closure captures)."""
+    nested = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
     stack = [node]
     while stack:
         current = stack.pop()
@@ -482,7 +481,7 @@ def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.N
             stack.append(current.value)
         elif isinstance(current, cst.Arg):
             stack.append(current.value)
-        elif into_nested or not isinstance(current, _NESTED_SCOPES):
+        elif into_nested or not isinstance(current, nested):
             stack.extend(current.children)
 
 

@@ -13,11 +13,17 @@ import ast
 import warnings
 from collections.abc import Iterable
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+if TYPE_CHECKING:
+    from libcst.metadata import CodeRange
 
 
 def _whole(module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
+    from libcst.metadata import MetadataWrapper, PositionProvider  # imported when first needed
+
     return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
 
 
@@ -53,14 +59,14 @@ def locate(module: cst.Module, source: str, nodes: Iterable[tuple[cst.CSTNode, i
     for top in sorted(tops):  # type: ignore[type-var]
         statement = module.body[top]
         alone = module.with_changes(header=(), body=(statement,), footer=())
-        ranges = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+        ranges = _whole(alone)
         shift = lines[top] - ranges[statement].start.line
         for node, node_top in wanted:
             where = ranges.get(node) if node_top == top else None
             if where is None:
                 continue
-            found[node] = CodeRange((where.start.line + shift, where.start.column),
-                                    (where.end.line + shift, where.end.column))
+            found[node] = type(where)((where.start.line + shift, where.start.column),
+                                      (where.end.line + shift, where.end.column))
     if len(found) < len({id(node) for node, _ in wanted}):
         return _whole(module)
     return found

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from odelint import cache as result_cache
 from odelint import engine, noqa
 from odelint.config import ConfigError, ConfigResolver
+from odelint.deferred import load
 from odelint.discover import Target, discover
 from odelint.fileio import SourceError, atomic_write, decode, encode
 from odelint.finding import Finding, Safety
@@ -132,6 +133,7 @@ def _run_tasks(tasks: Sequence[Task], jobs: int) -> list[Outcome]:
     worker is left with a long file while the others idle at the end."""
     if jobs <= 1 or len(tasks) < 4 * jobs:
         return [process(task) for task in tasks]
+    load("libcst")  # once, before forking, rather than once per worker
     context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
     order = sorted(range(len(tasks)), key=lambda index: _size(tasks[index]), reverse=True)
     chunk = max(1, min(4, len(tasks) // (jobs * 16)))

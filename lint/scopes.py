@@ -127,27 +127,38 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
-# Node types that hold only layout: whitespace, comments, brackets, commas, operators.
-TRIVIA: tuple[type, ...] = (
-    cst.BaseParenthesizableWhitespace, cst.Comment, cst.EmptyLine, cst.Newline, cst.TrailingWhitespace,
-    cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.Asynchronous,
-    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
-    cst.LeftCurlyBrace, cst.RightCurlyBrace,
-    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
-)
-# Where field order is not source order, LibCST visits in source order; so does odelint.
-_SOURCE_ORDER: dict[type, tuple[str, ...]] = {
-    cst.Arg: ("keyword", "value"),
-    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
-    cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns", "body"),
-    cst.IfExp: ("body", "test", "orelse"),
-    cst.ExceptHandler: ("type", "name", "body"),
-    cst.ExceptStarHandler: ("type", "name", "body"),
-    cst.Parameters: ("posonly_params", "posonly_ind", "params", "star_arg", "kwonly_params", "star_kwarg"),
-    cst.MatchCase: ("pattern", "guard", "body"),
-    cst.TypeAlias: ("name", "type_parameters", "value"),
-}
-_LEAVES = (type(None), cst.MaybeSentinel, str, bool, int)
+@functools.cache
+def trivia() -> tuple[type, ...]:
+    """Node types that hold only layout: whitespace, comments, brackets, commas, operators."""
+    return (
+        cst.BaseParenthesizableWhitespace, cst.Comment, cst.EmptyLine, cst.Newline, cst.TrailingWhitespace,
+        cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.Asynchronous,
+        cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+        cst.LeftCurlyBrace, cst.RightCurlyBrace,
+        cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
+    )
+
+
+@functools.cache
+def _source_order() -> dict[type, tuple[str, ...]]:
+    """Where field order is not source order, LibCST visits in source order; so does odelint."""
+    return {
+        cst.Arg: ("keyword", "value"),
+        cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+        cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns", "body"),
+        cst.IfExp: ("body", "test", "orelse"),
+        cst.ExceptHandler: ("type", "name", "body"),
+        cst.ExceptStarHandler: ("type", "name", "body"),
+        cst.Parameters: ("posonly_params", "posonly_ind", "params", "star_arg", "kwonly_params", "star_kwarg"),
+        cst.MatchCase: ("pattern", "guard", "body"),
+        cst.TypeAlias: ("name", "type_parameters", "value"),
+    }
+
+
+@functools.cache
+def leaves() -> tuple[type, ...]:
+    """Field values that are not nodes."""
+    return (type(None), cst.MaybeSentinel, str, bool, int)
 
 
 def _node_types_in(hint: object) -> Iterable[type]:
@@ -164,12 +175,12 @@ def _node_types_in(hint: object) -> Iterable[type]:
 @functools.cache
 def child_fields(node_type: type) -> tuple[str, ...]:
     """The fields of `node_type` that can hold non-layout child nodes, in LibCST's visiting order."""
-    names = _SOURCE_ORDER.get(node_type) or tuple(field.name for field in dataclasses.fields(node_type))
+    names = _source_order().get(node_type) or tuple(field.name for field in dataclasses.fields(node_type))
     hints = typing.get_type_hints(node_type)
     kept = []
     for name in names:
         types = list(_node_types_in(hints.get(name)))
-        if types and not all(issubclass(child_type, TRIVIA) for child_type in types):
+        if types and not all(issubclass(child_type, trivia()) for child_type in types):
             kept.append(name)
     return tuple(kept)
 
@@ -177,11 +188,12 @@ def child_fields(node_type: type) -> tuple[str, ...]:
 def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     """`node.children` minus layout nodes, without rebuilding the node as `.children` does."""
     found: list[cst.CSTNode] = []
+    not_nodes = leaves()
     for name in child_fields(type(node)):
         value = getattr(node, name)
         if isinstance(value, (list, tuple)):
             found.extend(value)
-        elif not isinstance(value, _LEAVES):
+        elif not isinstance(value, not_nodes):
             found.append(value)
     return found
 
@@ -200,7 +212,8 @@ class ScopeBuilder:
     def __init__(self, index: ScopeIndex, wanted: frozenset[type]) -> None:
         self.index = index
         self.wanted = wanted
-        self.trivia = any(issubclass(node_type, TRIVIA) for node_type in wanted)
+        self.trivia = any(issubclass(node_type, trivia()) for node_type in wanted)
+        self.leaves = leaves()
         self.scope = index.module_scope
         self.order = 0
         self._plans: dict[type, tuple] = {}
@@ -230,7 +243,7 @@ class ScopeBuilder:
                     if isinstance(value, (list, tuple)):
                         for child in value:
                             self.walk(child)
-                    elif not isinstance(value, _LEAVES):
+                    elif not isinstance(value, self.leaves):
                         self.walk(value)
         if leave is not None:
             leave(node)

@@ -31,7 +31,6 @@ NOT_ARRAYS = frozenset(f"jax.numpy.{name}" for name in (
 # Annotations that say a parameter holds a dtype and no array. (`DTypeLike` is not one: it
 # admits any object with a `.dtype`, arrays included.)
 DTYPE_TYPES = frozenset({"jax.numpy.dtype", "numpy.dtype"})
-_LITERALS = (cst.BaseNumber, cst.BaseString)
 
 
 @dataclasses.dataclass
@@ -538,7 +537,7 @@ def _may_hold_array(binding: Binding) -> bool:
         return False
     value = binding.value
     if binding.kind == "assign" and not binding.path and value is not None:
-        return not (isinstance(value, _LITERALS) or (isinstance(value, cst.Name)
+        return not (isinstance(value, (cst.BaseNumber, cst.BaseString)) or (isinstance(value, cst.Name)
                                                      and value.value in ("None", "True", "False")))
     return True
 

@@ -10,6 +10,7 @@ nested inside a differentiated function is as well. The analysis is built once p
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 import weakref
 
 import libcst as cst
@@ -35,7 +36,8 @@ _HOST_FUNCTION_TAKERS = frozenset({*CALLBACKS, "jax.debug.callback"})
 PROGRESS_METER = "diffrax.AbstractProgressMeter"
 STOP_GRADIENT = "jax.lax.stop_gradient"
 
-Function = cst.FunctionDef | cst.Lambda
+if TYPE_CHECKING:
+    Function = cst.FunctionDef | cst.Lambda
 
 
 @dataclasses.dataclass(frozen=True)

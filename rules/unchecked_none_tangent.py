@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import libcst as cst
 
@@ -157,7 +158,7 @@ class UncheckedNoneTangent(Rule):
         unpacks: dict[int, set[str]] = {}
         for name, tangent in found.items():
             unpacks.setdefault(id(tangent.binding.node), set()).add(name)
-        walker = _TangentUses(self, scope, unpacks, sources, tangents)
+        walker = _tangent_visitor()(self, scope, unpacks, sources, tangents)
         rule.body.visit(walker)
         return _Analysis(rule, scope, primals, {n: found[n] for n in walker.unchecked},
                          walker.unchecked, walker.escapes)
@@ -323,8 +324,9 @@ def _none_checked(expression: cst.CSTNode) -> dict[int, str]:
     return found
 
 
-class _TangentUses(cst.CSTVisitor):
-    """Walks one rule body in order: which raw tangents reach arithmetic unchecked."""
+class _TangentUses:
+    """Walks one rule body in order: which raw tangents reach arithmetic unchecked.
+    (The visitor methods; `_tangent_visitor` makes it a LibCST visitor when first used.)"""
 
     def __init__(self, owner: UncheckedNoneTangent, scope: Scope, unpacks: dict[int, set[str]],
                  sources: set[int], tangents: str) -> None:
@@ -447,3 +449,9 @@ class _TangentUses(cst.CSTVisitor):
         if ((node.value in self.raw and not self._guarded(node.value))
                 or (node.value == self.tangents and id(node) not in self.sources)):
             self.escapes = True
+
+
+@functools.cache
+def _tangent_visitor() -> type:
+    """Built on first use: importing the rule must not load LibCST (see odelint.deferred)."""
+    return type("TangentVisitor", (_TangentUses, cst.CSTVisitor), {})

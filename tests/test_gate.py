@@ -14,7 +14,7 @@ import pytest
 from odelint.engine import lint_source
 from odelint.registry import all_rules, file_patterns
 from odelint.rule import Rule
-from odelint.scopes import TRIVIA, build_scope_index, children_of
+from odelint.scopes import build_scope_index, children_of, trivia
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -136,7 +136,7 @@ def test_fast_children_match_libcst_order() -> None:
         stack: list[cst.CSTNode] = [module]
         while stack:
             node = stack.pop()
-            expected = [child for child in node.children if not isinstance(child, TRIVIA)]
+            expected = [child for child in node.children if not isinstance(child, trivia())]
             assert [id(c) for c in children_of(node)] == [id(c) for c in expected], (path, type(node).__name__)
             stack.extend(node.children)
 

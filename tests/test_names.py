@@ -145,3 +145,10 @@ def test_reference_imports_a_dotted_module_when_its_alias_is_taken() -> None:
     expression, imports = facts.reference("jax.lax.stop_gradient", site)
     assert cst.Module([]).code_for_node(expression) == "jax.lax.stop_gradient"
     assert [(i.module, i.alias) for i in imports] == [("jax.lax", None)]
+
+
+def test_reference_reuses_an_import_repeated_in_the_file() -> None:
+    facts, calls = _facts("import jax.numpy as jnp\nx = 1\nimport jax.numpy as jnp\nuse(1)\n")
+    _, site = calls[-1]
+    expression, imports = facts.reference("jax.numpy.zeros_like", site)
+    assert cst.Module([]).code_for_node(expression) == "jnp.zeros_like" and imports == ()
