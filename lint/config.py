@@ -65,7 +65,13 @@ class Settings:
 
     @functools.cached_property
     def _exclude_spec(self) -> pathspec.GitIgnoreSpec:
-        return pathspec.GitIgnoreSpec.from_lines(self.exclude)
+        return pathspec.GitIgnoreSpec.from_lines([p for p in self.exclude if p not in self._excluded_names])
+
+    @functools.cached_property
+    def _excluded_names(self) -> frozenset[str]:
+        """Patterns that are plain names (`.venv`, `build`): they match any path component,
+        which a set lookup decides without a regular expression per pattern and path."""
+        return frozenset(p for p in self.exclude if p and not any(c in p for c in "/*?[]!\\#") and p.strip() == p)
 
     @functools.cached_property
     def _per_file(self) -> tuple[tuple[pathspec.GitIgnoreSpec, frozenset[str]], ...]:
@@ -81,10 +87,14 @@ class Settings:
         relative = relative or self.relative(path)
         if relative.startswith("../"):
             relative = os.path.basename(os.path.abspath(path))
+        if not self._excluded_names.isdisjoint(relative.split("/")):
+            return True
         return self._exclude_spec.match_file(relative + ("/" if is_dir else ""))
 
     def enabled(self, path: str) -> frozenset[str]:
         """Rule codes on for this file (after per-file-ignores)."""
+        if not self.per_file_ignores:
+            return self.base_enabled
         relative = self.relative(path)
         ignored: set[str] = set()
         for spec, codes in self._per_file:

@@ -326,3 +326,12 @@ def test_linting_never_imports_the_jax_stack(project: Path) -> None:
             "print('HEAVY', heavy)\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=60)
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr
+
+
+def test_default_excludes_match_any_path_component(project: Path) -> None:
+    for folder in ("build", "pkg/.venv/lib", "pkg/sub/__pycache__"):
+        (project / folder).mkdir(parents=True)
+        (project / folder / "train.py").write_text(HAZARD)
+    (project / "pkg" / "build.py").write_text(HAZARD)  # only a whole component matches `build`
+    paths = {f["path"] for f in json.loads(odelint("check", ".", "--format", "json", cwd=project).stdout)}
+    assert paths == {"pkg/train.py", "pkg/build.py"}
