@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from odelint.calls import argument_for
 from odelint.finding import NeedImport
 from odelint.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site
 
@@ -447,25 +448,6 @@ def _attribute_chain(base: str, rest: str) -> cst.BaseExpression:
     for part in filter(None, rest.split(".")):
         expression = cst.Attribute(expression, cst.Name(part))
     return expression
-
-
-def argument_for(call: cst.Call, param: Binding, bound: int = 0) -> cst.BaseExpression | None:
-    """The expression `call` passes for parameter `param`; `bound` leading parameters are
-    already bound (a method's `self`, a `functools.partial`'s arguments)."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == param.name:
-            return arg.value
-    if not param.path:
-        return None
-    position = param.path[0] - bound
-    positional = []
-    for arg in call.args:
-        if arg.keyword is not None:
-            continue
-        if arg.star:
-            return None
-        positional.append(arg.value)
-    return positional[position] if 0 <= position < len(positional) else None
 
 
 def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.Name]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from odelint.calls import keyword_arg, positional_args, source_of
 from odelint.facts import loaded_names
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Site
 from odelint.rules.equinox_common import instance_class, is_module_class, method_of
-from odelint.rules.optax_common import keyword, positional, source_of
 
 # lax function -> its function arguments: (position, keyword, lambda parameters); None
 # parameters mean `lambda *a: f(*a)`; `branches` of switch is a list of such functions.
@@ -75,11 +75,11 @@ class CallablePytreeInControlFlow(Rule):
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
         slots = SLOTS.get(qualname)
-        args = positional(node)
+        args = positional_args(node)
         if slots is None or args is None:
             return
         for position, name, params in slots:
-            arg = keyword(node, name) or (args[position] if len(args) > position else None)
+            arg = keyword_arg(node, name) or (args[position] if len(args) > position else None)
             if arg is None:
                 continue
             if name == "branches":

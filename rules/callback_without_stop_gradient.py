@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from odelint.calls import source_of
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import FileContext, Flag, Pass, Rule
 from odelint.scopes import Scope, Site
 from odelint.rules.differentiation_common import CALLBACKS, STOP_GRADIENT, differentiation, is_stop_gradient
-from odelint.rules.optax_common import source_of
 
 # keywords of the callback functions themselves, not forwarded to the callback
 _OWN_KEYWORDS = frozenset({"sharding", "vmap_method", "vectorized", "ordered", "result_shape_dtypes"})

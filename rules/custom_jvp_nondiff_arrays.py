@@ -6,6 +6,7 @@ import dataclasses
 
 import libcst as cst
 
+from odelint.calls import keyword_arg, positional_args, source_of
 from odelint.facts import loaded_names
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
@@ -13,7 +14,6 @@ from odelint.scopes import FUNCTION, LAMBDA, Binding, Site
 from odelint.rules.custom_jvp_common import (Registration, Registrations, assigned_from,
                                              positional_params, single_def)
 from odelint.rules.equinox_common import instance_class, method_of
-from odelint.rules.optax_common import keyword, positional, source_of
 
 CUSTOM = {"jax.custom_jvp": "jvp", "jax.custom_vjp": "vjp",
           "jax.custom_derivatives.custom_jvp": "jvp", "jax.custom_derivatives.custom_vjp": "vjp"}
@@ -155,7 +155,7 @@ class CustomJvpNondiffArrays(Rule):
         if flavour is None:
             flavour = self._partial_flavour(node.func, site)
             spec = node.func  # type: ignore[assignment]
-        args = positional(node)
+        args = positional_args(node)
         if flavour is None or not args:
             return
         target = args[0].value
@@ -174,13 +174,13 @@ class CustomJvpNondiffArrays(Rule):
         """`functools.partial(jax.custom_jvp, nondiff_argnums=...)` -> "jvp"."""
         if not isinstance(node, cst.Call) or self.facts.qualname(node.func, site.scope) != "functools.partial":
             return None
-        args = positional(node)
+        args = positional_args(node)
         return CUSTOM.get(self.facts.qualname(args[0].value, site.scope) or "") if args else None
 
     def _declare(self, flavour: str, spec: cst.Call, params: list[cst.Param], binding: Binding | None,
                  **where) -> None:
         for name in ("nondiff_argnums", "nondiff_argnames"):
-            arg = keyword(spec, name)
+            arg = keyword_arg(spec, name)
             if arg is None:
                 continue
             nondiff = _positions(arg.value, params)
@@ -521,10 +521,10 @@ def _positions(node: cst.BaseExpression, params: list[cst.Param]) -> list[int]:
 
 def _argument(call: cst.Call, position: int, param: cst.Param | None) -> cst.BaseExpression | None:
     if param is not None:
-        named = keyword(call, param.name.value)
+        named = keyword_arg(call, param.name.value)
         if named is not None:
             return named.value
-    args = positional(call)
+    args = positional_args(call)
     return args[position].value if args is not None and position < len(args) else None
 
 
@@ -553,7 +553,7 @@ def _exported(facts, name: str) -> bool:
 
 def _moved_args(call: cst.Call, definition: _Definition) -> list[cst.Arg] | None:
     """The call's arguments with the non-differentiable ones passed by keyword, or None."""
-    args = positional(call)
+    args = positional_args(call)
     if args is None or any(arg.star for arg in call.args):
         return None
     names = [p.name.value for p in definition.params]

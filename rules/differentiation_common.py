@@ -15,7 +15,8 @@ import weakref
 
 import libcst as cst
 
-from odelint.facts import Facts, argument_for, loaded_names
+from odelint.calls import argument_for, keyword_arg, positional_args
+from odelint.facts import Facts, loaded_names
 from odelint.scopes import CLASS, FUNCTION, LAMBDA, Binding, Scope, Site
 from odelint.rules.equinox_common import enclosing_class, instance_class, method_of
 
@@ -76,9 +77,9 @@ class Differentiation:
     def _find_transform_roots(self) -> None:
         for call, site in self.facts.index.of_type(cst.Call):
             mode = DIFFERENTIATING.get(self.facts.qualname(call.func, site.scope) or "")
-            args = _positional(call)
+            args = positional_args(call, before_star=True)
             if mode is not None and args:
-                argnums = args[1].value if mode == "argnums" and len(args) > 1 else _keyword(call, "argnums")
+                argnums = args[1].value if mode == "argnums" and len(args) > 1 else _argnums_given(call)
                 self._add_root(args[0].value, site.scope, mode, argnums, call.func)
         for scope in list(self.facts.index.body_scopes.values()):
             if scope.kind == FUNCTION:
@@ -88,16 +89,16 @@ class Differentiation:
     def _decorator_root(self, function: cst.FunctionDef, decorator: cst.BaseExpression, scope: Scope) -> None:
         qualname = self.facts.qualname(decorator.func if isinstance(decorator, cst.Call) else decorator, scope)
         if isinstance(decorator, cst.Call) and qualname == "functools.partial":
-            args = _positional(decorator)
+            args = positional_args(decorator, before_star=True)
             if args:
                 transform = args[0].value
                 mode = DIFFERENTIATING.get(self.facts.qualname(transform, scope) or "")
                 if mode is not None:
-                    self._record(function, 0, mode, _keyword(decorator, "argnums"), transform)
+                    self._record(function, 0, mode, _argnums_given(decorator), transform)
             return
         mode = DIFFERENTIATING.get(qualname or "")
         if mode is not None:
-            argnums = _keyword(decorator, "argnums") if isinstance(decorator, cst.Call) else None
+            argnums = _argnums_given(decorator) if isinstance(decorator, cst.Call) else None
             self._record(function, 0, mode, argnums, decorator)
 
     def _add_root(self, target: cst.BaseExpression, scope: Scope, mode: str,
@@ -130,7 +131,7 @@ class Differentiation:
         if isinstance(node, cst.Lambda):
             return node, 0
         if isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == "functools.partial":
-            args = _positional(node)
+            args = positional_args(node, before_star=True)
             inner = self._function(args[0].value, scope) if args else None
             return (inner[0], inner[1] + len(args) - 1) if inner else None
         if isinstance(node, cst.Attribute):
@@ -265,21 +266,9 @@ def is_stop_gradient(facts: Facts, node: cst.BaseExpression, scope: Scope) -> bo
     return isinstance(node, cst.Call) and facts.qualname(node.func, scope) == STOP_GRADIENT
 
 
-def _positional(call: cst.Call) -> list[cst.Arg]:
-    args = []
-    for arg in call.args:
-        if arg.star:
-            break
-        if arg.keyword is None:
-            args.append(arg)
-    return args
-
-
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
+def _argnums_given(call: cst.Call) -> cst.BaseExpression | None:
+    given = keyword_arg(call, "argnums")
+    return given.value if given is not None else None
 
 
 def _argnums(node: cst.BaseExpression | None) -> set[int] | None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from odelint.calls import positional_args, source_of
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Site
-from odelint.rules.optax_common import positional, source_of
 
 
 class OptaxApplyUpdatesOnModule(Rule):
@@ -52,7 +52,7 @@ class OptaxApplyUpdatesOnModule(Rule):
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) not in ("optax.apply_updates", "optax.transforms.apply_updates"):
             return
-        args = positional(node)
+        args = positional_args(node)
         if not args or not self.facts.is_module(args[0].value, site):
             return
         self.report(

@@ -37,27 +37,3 @@ def filtered(facts: Facts, value: cst.BaseExpression, site: Site) -> tuple[cst.C
 def wrap_in_filter(facts: Facts, value: cst.BaseExpression, site: Site) -> Edits:
     call, imports = filtered(facts, value, site)
     return Edits([Replace(value, call)], imports)
-
-
-def positional(call: cst.Call) -> list[cst.Arg] | None:
-    """Positional arguments, or None when `*args` makes positions unknowable."""
-    args = []
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            args.append(arg)
-    return args
-
-
-def keyword(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:
-    text = module.code_for_node(node) if module is not None else "..."
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

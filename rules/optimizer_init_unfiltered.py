@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from odelint.calls import positional_args, source_of
 from odelint.facts import method_call
 from odelint.finding import Safety
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Site
-from odelint.rules.optax_common import positional, source_of, wrap_in_filter
+from odelint.rules.optax_common import wrap_in_filter
 
 
 class OptimizerInitUnfiltered(Rule):
@@ -59,7 +60,7 @@ class OptimizerInitUnfiltered(Rule):
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "init")
-        args = positional(node)
+        args = positional_args(node)
         if receiver is None or args is None or len(node.args) != 1 or len(args) != 1:
             return
         value = args[0].value

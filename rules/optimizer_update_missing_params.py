@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from odelint.calls import keyword_arg, positional_args, source_of
 from odelint.facts import method_call
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Site
-from odelint.rules.optax_common import NEED_PARAMS, filtered, keyword, needs_params, positional, source_of
+from odelint.rules.optax_common import NEED_PARAMS, filtered, needs_params
 
 
 class OptimizerUpdateMissingParams(Rule):
@@ -55,8 +56,8 @@ class OptimizerUpdateMissingParams(Rule):
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "update")
-        args = positional(node)
-        if receiver is None or args is None or len(args) != 2 or len(node.args) != 2 or keyword(node, "params"):
+        args = positional_args(node)
+        if receiver is None or args is None or len(args) != 2 or len(node.args) != 2 or keyword_arg(node, "params"):
             return
         culprits = needs_params(self.facts.optax_constructors(receiver, site))
         if not culprits:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from odelint.calls import keyword_arg, positional_args, source_of
 from odelint.facts import method_call
 from odelint.finding import Safety
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Site
-from odelint.rules.optax_common import keyword, positional, source_of, wrap_in_filter
+from odelint.rules.optax_common import wrap_in_filter
 
 
 class OptimizerUpdateUnfiltered(Rule):
@@ -55,10 +56,10 @@ class OptimizerUpdateUnfiltered(Rule):
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "update")
-        args = positional(node)
+        args = positional_args(node)
         if receiver is None or args is None:
             return
-        params = keyword(node, "params")
+        params = keyword_arg(node, "params")
         value = params.value if params is not None else (args[2].value if len(args) == 3 else None)
         if value is None or not self.facts.is_module(value, site) or not self.facts.may_be_optax(receiver, site):
             return

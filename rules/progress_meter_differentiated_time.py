@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from odelint.calls import keyword_arg, positional_args, source_of
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Binding, Scope, Site
 from odelint.rules.differentiation_common import Differentiation, differentiation, is_stop_gradient
 from odelint.rules.equinox_common import method_of, named_class
-from odelint.rules.optax_common import keyword, positional, source_of
 
 _NO_METER = "diffrax.NoProgressMeter"
 
@@ -71,13 +71,13 @@ class ProgressMeterDifferentiatedTime(Rule):
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) != "diffrax.diffeqsolve":
             return
-        meter = keyword(node, "progress_meter")
-        args = positional(node) or []
+        meter = keyword_arg(node, "progress_meter")
+        args = positional_args(node) or []
         if meter is None or self._harmless(meter, site.scope, set()):
             return
         analysis = differentiation(self.facts)
         for label, position in (("t0", 2), ("t1", 3)):
-            value = keyword(node, label) or (args[position] if len(args) > position else None)
+            value = keyword_arg(node, label) or (args[position] if len(args) > position else None)
             origin = analysis.differentiated_source(value.value, site.scope) if value is not None else None
             if origin is not None:
                 self.report(meter.value, self._message(label, origin, analysis, meter.value))
@@ -114,7 +114,7 @@ class ProgressMeterDifferentiatedTime(Rule):
         function = binding.scope.node
         if binding.kind == "param" and isinstance(function, cst.FunctionDef):
             calls = self.facts.calls_of(function)
-            passed = [keyword(call, binding.name) or _nth(call, binding.path) for call, _ in calls]
+            passed = [keyword_arg(call, binding.name) or _nth(call, binding.path) for call, _ in calls]
             return bool(calls) and all(arg is not None and self._harmless(arg, site.scope, seen)
                                        for arg, (_, site) in zip(passed, calls))
         return False
@@ -174,7 +174,7 @@ class ProgressMeterDifferentiatedTime(Rule):
 
 
 def _nth(call: cst.Call, path: tuple[int, ...]) -> cst.Arg | None:
-    args = positional(call)
+    args = positional_args(call)
     return args[path[0]] if path and args is not None and path[0] < len(args) else None
 
 

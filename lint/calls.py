@@ -1,0 +1,55 @@
+"""What a call passes: an argument by keyword, by position or for a named parameter.
+
+Rules match calls by parameter, so they all need the same careful reading of `*args`:
+positions after a starred argument are unknowable and must not be guessed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from odelint.scopes import Binding
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    """The argument passed as `name=...`, if any."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional_args(call: cst.Call, before_star: bool = False) -> list[cst.Arg] | None:
+    """Positional arguments in order. A `*args` makes the positions unknowable: the answer
+    is then None, or with `before_star` the arguments before it (enough to find a
+    transform's first argument)."""
+    args = []
+    for arg in call.args:
+        if arg.star:
+            return args if before_star else None
+        if arg.keyword is None:
+            args.append(arg)
+    return args
+
+
+def argument_for(call: cst.Call, param: Binding, bound: int = 0) -> cst.BaseExpression | None:
+    """The expression `call` passes for parameter `param`; `bound` leading parameters are
+    already bound (a method's `self`, a `functools.partial`'s arguments)."""
+    named = keyword_arg(call, param.name)
+    if named is not None:
+        return named.value
+    if not param.path:
+        return None
+    positional = positional_args(call)
+    position = param.path[0] - bound
+    return positional[position].value if positional is not None and 0 <= position < len(positional) else None
+
+
+def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:
+    """`node`'s source on one line, cut to `limit` characters, for a message."""
+    text = module.code_for_node(node) if module is not None else "..."
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
