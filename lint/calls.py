@@ -35,17 +35,21 @@ def positional_args(call: cst.Call, before_star: bool = False) -> list[cst.Arg] 
     return args
 
 
+def argument_at(call: cst.Call, name: str | None, position: int | None) -> cst.Arg | None:
+    """The argument passed as `name=...`, else the one at `position` among the positional
+    arguments (none when a `*args` hides the positions)."""
+    named = keyword_arg(call, name) if name is not None else None
+    if named is not None or position is None or position < 0:
+        return named
+    args = positional_args(call)
+    return args[position] if args is not None and position < len(args) else None
+
+
 def argument_for(call: cst.Call, param: Binding, bound: int = 0) -> cst.BaseExpression | None:
     """The expression `call` passes for parameter `param`; `bound` leading parameters are
     already bound (a method's `self`, a `functools.partial`'s arguments)."""
-    named = keyword_arg(call, param.name)
-    if named is not None:
-        return named.value
-    if not param.path:
-        return None
-    positional = positional_args(call)
-    position = param.path[0] - bound
-    return positional[position].value if positional is not None and 0 <= position < len(positional) else None
+    arg = argument_at(call, param.name, param.path[0] - bound if param.path else None)
+    return arg.value if arg is not None else None
 
 
 def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from odelint.calls import keyword_arg, positional_args, source_of
+from odelint.calls import argument_at, positional_args, source_of
 from odelint.facts import loaded_names
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
@@ -75,11 +75,10 @@ class CallablePytreeInControlFlow(Rule):
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
         slots = SLOTS.get(qualname)
-        args = positional_args(node)
-        if slots is None or args is None:
+        if slots is None or positional_args(node) is None:
             return
         for position, name, params in slots:
-            arg = keyword_arg(node, name) or (args[position] if len(args) > position else None)
+            arg = argument_at(node, name, position)
             if arg is None:
                 continue
             if name == "branches":

@@ -6,7 +6,7 @@ import dataclasses
 
 import libcst as cst
 
-from odelint.calls import keyword_arg, positional_args, source_of
+from odelint.calls import argument_at, keyword_arg, positional_args, source_of
 from odelint.facts import loaded_names
 from odelint.finding import Edits, Replace, Safety
 from odelint.rule import Flag, Pass, Rule
@@ -219,7 +219,8 @@ class CustomJvpNondiffArrays(Rule):
                 if what:
                     return label, f"is annotated as {what} (`{source_of(self.context.module, annotation)}`)"
             for call, site in self._calls(definition):
-                value = _argument(call, position, param)
+                arg = argument_at(call, param.name.value if param is not None else None, position)
+                value = arg.value if arg is not None else None
                 what = self._carries(value, site) if value is not None else None
                 if what:
                     return label, f"receives {what} (`{source_of(self.context.module, value)}`)"
@@ -519,15 +520,6 @@ def _positions(node: cst.BaseExpression, params: list[cst.Param]) -> list[int]:
     return sorted(found)
 
 
-def _argument(call: cst.Call, position: int, param: cst.Param | None) -> cst.BaseExpression | None:
-    if param is not None:
-        named = keyword_arg(call, param.name.value)
-        if named is not None:
-            return named.value
-    args = positional_args(call)
-    return args[position].value if args is not None and position < len(args) else None
-
-
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
@@ -554,7 +546,7 @@ def _exported(facts, name: str) -> bool:
 def _moved_args(call: cst.Call, definition: _Definition) -> list[cst.Arg] | None:
     """The call's arguments with the non-differentiable ones passed by keyword, or None."""
     args = positional_args(call)
-    if args is None or any(arg.star for arg in call.args):
+    if args is None:
         return None
     names = [p.name.value for p in definition.params]
     kept, moved = [], []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from odelint.calls import keyword_arg, positional_args, source_of
+from odelint.calls import argument_at, keyword_arg, source_of
 from odelint.rule import Flag, Pass, Rule
 from odelint.scopes import Binding, Scope, Site
 from odelint.rules.differentiation_common import Differentiation, differentiation, is_stop_gradient
@@ -72,12 +72,11 @@ class ProgressMeterDifferentiatedTime(Rule):
         if self.facts.qualname(node.func, site.scope) != "diffrax.diffeqsolve":
             return
         meter = keyword_arg(node, "progress_meter")
-        args = positional_args(node) or []
         if meter is None or self._harmless(meter, site.scope, set()):
             return
         analysis = differentiation(self.facts)
         for label, position in (("t0", 2), ("t1", 3)):
-            value = keyword_arg(node, label) or (args[position] if len(args) > position else None)
+            value = argument_at(node, label, position)
             origin = analysis.differentiated_source(value.value, site.scope) if value is not None else None
             if origin is not None:
                 self.report(meter.value, self._message(label, origin, analysis, meter.value))
@@ -114,7 +113,8 @@ class ProgressMeterDifferentiatedTime(Rule):
         function = binding.scope.node
         if binding.kind == "param" and isinstance(function, cst.FunctionDef):
             calls = self.facts.calls_of(function)
-            passed = [keyword_arg(call, binding.name) or _nth(call, binding.path) for call, _ in calls]
+            position = binding.path[0] if binding.path else None
+            passed = [argument_at(call, binding.name, position) for call, _ in calls]
             return bool(calls) and all(arg is not None and self._harmless(arg, site.scope, seen)
                                        for arg, (_, site) in zip(passed, calls))
         return False
@@ -171,11 +171,6 @@ class ProgressMeterDifferentiatedTime(Rule):
             "        0.0, t1, 0.1, 1.0, progress_meter=StopGrad(diffrax.TextProgressMeter())).ys[-1]\n"
         ),
     )
-
-
-def _nth(call: cst.Call, path: tuple[int, ...]) -> cst.Arg | None:
-    args = positional_args(call)
-    return args[path[0]] if path and args is not None and path[0] < len(args) else None
 
 
 def _calls(node: cst.CSTNode):
