@@ -60,8 +60,10 @@ else:
     report(None)
 """
 
-# What `--device` sets JAX_PLATFORMS to (auto: leave it as it is).
-PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "auto": None}
+# What `--device` sets JAX_PLATFORMS to (auto: leave it as it is). The GPU setting keeps the
+# CPU backend listed after CUDA: host callbacks (io_callback, pure_callback) place their inputs
+# on a CPU device and fail on a CUDA-only JAX ("failed to find a local CPU device").
+PLATFORMS = {"cpu": "cpu", "gpu": "cuda,cpu", "auto": None}
 PROBE = ("import json, jax; print(json.dumps({'backend': jax.default_backend(), "
          "'devices': [str(d) for d in jax.devices()]}))")
 PROBE_TIMEOUT = 180
@@ -204,7 +206,7 @@ def _probe(env: dict, device: str) -> dict:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         if device == "gpu":
-            raise UsageError(f"--device gpu: JAX sees no GPU (with JAX_PLATFORMS=cuda it failed with {last}); "
+            raise UsageError(f"--device gpu: JAX sees no GPU (with JAX_PLATFORMS={PLATFORMS['gpu']} it failed with {last}); "
                              "it needs an NVIDIA GPU and jax with CUDA, e.g. pip install 'jax[cuda12]'")
         raise UsageError(f"cannot run jax with {sys.executable} (install odelint[jax]): {last}")
     info = json.loads(done.stdout.strip().splitlines()[-1])

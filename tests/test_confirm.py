@@ -257,11 +257,21 @@ def test_confirm_device_gpu_fails_clearly_without_a_gpu(tmp_path, monkeypatch, c
     root = _fake_repo(tmp_path)
     monkeypatch.setattr(confirm, "PROBE", "raise RuntimeError(\"Unable to initialize backend 'cuda'\")")
     assert cli.main(["confirm", "--root", root, "--device", "gpu"]) == 2
-    assert "--device gpu: JAX sees no GPU (with JAX_PLATFORMS=cuda it failed with RuntimeError: Unable to " \
+    assert "--device gpu: JAX sees no GPU (with JAX_PLATFORMS=cuda,cpu it failed with RuntimeError: Unable to " \
         "initialize backend 'cuda'); it needs an NVIDIA GPU" in capsys.readouterr().err
     monkeypatch.setattr(confirm, "PROBE", "print('{\"backend\": \"cpu\", \"devices\": [\"TFRT_CPU_0\"]}')")
     assert cli.main(["confirm", "--root", root, "--device", "gpu"]) == 2
     assert "JAX sees no GPU, only TFRT_CPU_0" in capsys.readouterr().err
+
+
+def test_confirm_device_gpu_keeps_the_cpu_backend_for_host_callbacks(tmp_path, monkeypatch, capsys):
+    """io_callback and pure_callback need a CPU device: JAX_PLATFORMS=cuda alone broke them on an H100."""
+    root = _fake_repo(tmp_path)
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    monkeypatch.setattr(confirm, "PROBE", "import json, os; print(json.dumps("
+                        "{'backend': 'gpu', 'devices': [os.environ['JAX_PLATFORMS']]}))")
+    cli.main(["confirm", "--root", root, "--device", "gpu", "--rule", "ODL204"])
+    assert "odelint confirm: 1 case(s) of 1 rule(s) on gpu (cuda,cpu), 1 job(s)" in capsys.readouterr().err
 
 
 def test_confirm_rejects_unknown_rules_and_rules_without_fixtures(tmp_path, fake_jax, capsys):
