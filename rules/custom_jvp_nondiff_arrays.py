@@ -48,6 +48,15 @@ class _Definition:
     site: Site | None = None
 
 
+# binds `f` twice: the fix must leave it alone (examples of CustomJvpNondiffArrays)
+_CALLED_TWICE = (
+    "import functools\nimport jax\nimport equinox as eqx\n\n"
+    "@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))\ndef apply(f, y):\n    return f(y)\n\n"
+    "@apply.defjvp\ndef apply_jvp(f, primals, tangents):\n    return jax.jvp(f, primals, tangents)\n\n"
+    "def run(key, y):\n    mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)\n    return apply(y, f=mlp)\n"
+)
+
+
 class CustomJvpNondiffArrays(Rule):
     """Arrays reach a `jax.custom_jvp`/`custom_vjp` through `nondiff_argnums`.
 
@@ -453,6 +462,13 @@ class CustomJvpNondiffArrays(Rule):
             "def f(x, w: Float[Array, 'n']):\n    return x * w\n",
             message="`w` is annotated as an array (`Float[Array, 'n']`)",
         ),
+        # a call that binds `f` twice (a TypeError when run): reported, left as it is, since
+        # moving `y` to the keyword `f` would write `apply(f=mlp, f=y)`, a SyntaxError
+        Flag(
+            _CALLED_TWICE,
+            fixed=_CALLED_TWICE,
+            unsafe=True,
+        ),
         # used elsewhere than by a direct call (here: passed to vmap): reported, no fix
         Flag(
             "import functools\nimport jax\nimport equinox as eqx\n\n"
@@ -560,6 +576,8 @@ def _moved_args(call: cst.Call, definition: _Definition) -> list[cst.Arg] | None
     if any(names[i] not in passed and definition.params[i].default is None for i in definition.nondiff):
         return None
     named = [arg for arg in call.args if arg.keyword is not None]
+    if any(arg.keyword.value in names[:len(args)] for arg in named):  # f(y, f=g): a TypeError already
+        return None
     return [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in (*kept, *named, *moved)]
 
 
