@@ -38,6 +38,8 @@ FLAGGED = [e.code for e in _EXAMPLES if isinstance(e, Flag)]
 TRIGGER_WORDS = sorted({word for rule in all_rules() for group in rule.triggers for word in group})
 HEADER = ("import jax\nimport jax.numpy as jnp\nimport equinox as eqx\nimport diffrax\nimport optax\n"
           f"# {' '.join(TRIGGER_WORDS)}\n")
+# Built once: each `from_grammar()` call compiles a LALR parser for Python's grammar (~2.5 s).
+FILLER = hypothesmith.from_grammar()
 
 
 def _nested(block: list[str], name: str) -> str:
@@ -59,7 +61,7 @@ def pattern_programs(draw) -> str:
         elif choice == "nested":
             pieces.append(_nested(draw(st.lists(st.sampled_from(STATEMENTS), max_size=5)), f"_case{index}"))
         else:
-            filler = draw(hypothesmith.from_grammar())
+            filler = draw(FILLER)
             pieces.append(filler if filler.endswith("\n") else filler + "\n")
     source = "".join(imports) + "".join(pieces)
     if draw(st.booleans()):
