@@ -290,7 +290,7 @@ def _linear_fit(points: list[tuple[int, float]]) -> str:
 # -- the gate check ------------------------------------------------------------------------
 
 def _gate_one(path: str) -> tuple[str, int, int, bool, bool]:
-    from odelint.engine import lint_source
+    from odelint.engine.core import lint_source
 
     text = Path(path).read_text(encoding="utf-8")
     gated, ungated = lint_source(text, path), lint_source(text, path, gate=False)

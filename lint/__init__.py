@@ -3,7 +3,7 @@
 Importing odelint never imports jax, equinox, diffrax or optax.
 """
 
-from odelint.deferred import defer
+from odelint.engine.deferred import defer
 
 __version__ = "0.1.0"
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from odelint.cli import main
+from odelint.faces.cli import main
 
 sys.exit(main())

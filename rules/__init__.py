@@ -1,1 +1,1 @@
-"""odelint's rules: every module here defines rule classes, found by `odelint.registry`."""
+"""odelint's rules: every module here defines rule classes, found by `odelint.api.registry`."""

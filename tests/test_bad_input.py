@@ -13,10 +13,11 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-
-from odelint import cli, engine, runner
-from odelint.finding import Safety
-from odelint.rule import Rule
+from odelint.api.finding import Safety
+from odelint.api.rule import Rule
+from odelint.engine import core as engine
+from odelint.engine import runner
+from odelint.faces import cli
 
 HAZARD = ("import equinox as eqx\nimport optax\n\n"
           "model = eqx.nn.MLP(2, 2, 8, 1, key=None)\nstate = optax.adam(1e-3).init(model)\n")

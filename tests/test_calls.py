@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-
-from odelint.calls import argument_at, keyword_arg, positional_args, source_of
+from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of
 
 
 def _call(code: str) -> cst.Call:

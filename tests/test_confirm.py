@@ -15,11 +15,12 @@ import sys
 import textwrap
 
 import pytest
-
-from odelint import cli, confirm, confirmations, docs, venvs
-from odelint.engine import fix_source
-from odelint.fixtures import Case, FixtureError, Run, allclose, judge_fixed, judge_hazard, load_cases, parse_check
-from odelint.registry import rule_for
+from odelint.api import docs
+from odelint.api.registry import rule_for
+from odelint.engine.core import fix_source
+from odelint.faces import cli
+from odelint.proof import confirm, confirmations, venvs
+from odelint.proof.fixtures import Case, FixtureError, Run, allclose, judge_fixed, judge_hazard, load_cases, parse_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -7,8 +7,8 @@ import sys
 
 CHECK = """
 import sys
-import odelint.cli, odelint.runner, odelint.engine, odelint.report.sarif, odelint.docs
-from odelint.registry import all_rules, file_patterns
+import odelint.faces.cli, odelint.engine.runner, odelint.engine.core, odelint.faces.report.sarif, odelint.api.docs
+from odelint.api.registry import all_rules, file_patterns
 all_rules(); file_patterns()
 print(sorted(m for m in sys.modules if m.startswith("libcst.")))
 """

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from odelint import cli, doctor
+from odelint.faces import cli
+from odelint.proof import doctor
 
 
 def fake_site(folder: Path, **versions: str) -> str:

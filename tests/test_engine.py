@@ -6,10 +6,11 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-
-from odelint import docs, engine, fix, noqa
-from odelint.finding import Edits, Finding, Fix, NeedImport, Safety, Span
-from odelint.registry import all_rules
+from odelint.api import docs
+from odelint.api.finding import Edits, Finding, Fix, NeedImport, Safety, Span
+from odelint.api.registry import all_rules
+from odelint.engine import core as engine
+from odelint.engine import fix, noqa
 
 ROOT = Path(__file__).resolve().parents[1]
 HAZARD = "import equinox as eqx\nimport optax\nm = eqx.nn.MLP(1, 1, 1, 1, key=None)\ns = optax.adam(1.0).init(m)\n"
@@ -99,7 +100,7 @@ def test_generated_rule_docs_are_up_to_date() -> None:
 
 
 def test_text_snippet_of_a_very_long_line_is_a_window_around_the_finding() -> None:
-    from odelint.report import text
+    from odelint.faces.report import text
 
     line = "x = 1; " * 2000 + "s = optax.adam(1.0).init(m)"
     column = line.index("m)") + 1

@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from odelint import cli
+from odelint.faces import cli
 
 HAZARD = ("import equinox as eqx\nimport optax\n\n"
           "model = eqx.nn.MLP(2, 2, 8, 1, key=None)\nstate = optax.adam(1e-3).init(model)\n")
@@ -23,7 +22,7 @@ CLEAN = "import optax\n\noptim = optax.adam(1e-3)\n"
 # Runs the CLI with os.replace / the temporary file's writes rigged to SIGKILL the process.
 KILLER = """
 import os, signal, sys
-from odelint import cli
+from odelint.faces import cli
 
 when, nth = sys.argv[1], int(sys.argv[2])
 calls = {"replace": 0, "open": 0}
@@ -233,9 +232,9 @@ def test_mode_kept_unchanged_files_untouched_and_a_second_fix_changes_nothing(tm
 def test_a_file_edited_while_fixing_is_not_overwritten(tmp_path, monkeypatch) -> None:
     """The worker fixes the bytes it read; if the user saved a new version meanwhile, that
     version wins and the run reports the file."""
-    from odelint import runner
-    from odelint.config import ConfigResolver, Overrides
-    from odelint.registry import all_rules
+    from odelint.api.registry import all_rules
+    from odelint.engine import runner
+    from odelint.files.config import ConfigResolver, Overrides
 
     target = tmp_path / "train.py"
     hazard = ("import equinox as eqx\nimport optax\nm = eqx.nn.MLP(1, 1, 1, 1, key=None)\n"

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from odelint.engine import fix_source, lint_source
-from odelint.fixtures import load_cases
-from odelint.registry import SyntaxErrorRule, all_rules
-from odelint.rule import TextRule
+from odelint.api.registry import SyntaxErrorRule, all_rules
+from odelint.api.rule import TextRule
+from odelint.engine.core import fix_source, lint_source
+from odelint.proof.fixtures import load_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RULES = [rule for rule in all_rules() if rule is not SyntaxErrorRule]

@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from odelint.registry import all_rules
-from odelint.rule import Flag, Rule
+from odelint.api.registry import all_rules
+from odelint.api.rule import Flag, Rule
 
 BIN = Path(sys.executable).parent
 FLAKE8 = shutil.which("flake8", path=str(BIN)) or shutil.which("flake8")

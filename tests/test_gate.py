@@ -10,11 +10,10 @@ import pathlib
 
 import libcst as cst
 import pytest
-
-from odelint.engine import lint_source
-from odelint.registry import all_rules, file_patterns
-from odelint.rule import Rule
-from odelint.scopes import build_scope_index, children_of, trivia
+from odelint.analysis.scopes import build_scope_index, children_of, trivia
+from odelint.api.registry import all_rules, file_patterns
+from odelint.api.rule import Rule
+from odelint.engine.core import lint_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-
-from odelint.incremental import IncrementalParser
+from odelint.engine.incremental import IncrementalParser
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = ["lint/facts.py", "lint/engine.py", "examples/neural_ode/train.py", "rules/optimizer_init_unfiltered.py"]
+FILES = ["lint/analysis/facts.py", "lint/engine/core.py", "examples/neural_ode/train.py", "rules/optimisers/optimizer_init_unfiltered.py"]
 SNIPPETS = ["x", " ", "\n", "\n\n", "# note\n", "(", ")", '"""', "\\\n", "@dec\n", "    ", "else:\n    pass\n",
             "def g():\n    return 1\n", "import os\n", "\r\n", "if True:\n", ":"]
 
@@ -60,7 +59,7 @@ def test_incremental_parse_equals_whole_parse_after_random_edits(path: str) -> N
 
 
 def test_typing_inside_a_function_reuses_the_other_statements() -> None:
-    source = (ROOT / "lint/facts.py").read_text()
+    source = (ROOT / "lint/analysis/facts.py").read_text()
     parser = IncrementalParser()
     first = parser.parse(source)
     edited = source.replace("        return self.index.lookup(name, scope)", "        return self.index.lookup(name, scope)  # x")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-
-from odelint.facts import Facts, Kind
-from odelint.scopes import build_scope_index
+from odelint.analysis.facts import Facts, Kind
+from odelint.analysis.scopes import build_scope_index
 
 
 def _facts(source: str) -> tuple[Facts, list]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from odelint.api.finding import Span
+from odelint.engine.core import lint_source
+from odelint.faces import cli
+from odelint.rules.dependencies import dependency_files, known_bad
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-
-from odelint import cli
-from odelint.engine import lint_source
-from odelint.finding import Span
-from odelint.rules import dependency_files, known_bad
 
 CODE = "ODL501"
 

@@ -17,14 +17,14 @@ def test_wheel_contains_only_the_odelint_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
     assert tops == {"odelint", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
-    assert "odelint/cli.py" in names and "odelint/rules/optimizer_init_unfiltered.py" in names
-    assert "odelint/report/sarif.py" in names
-    assert "odelint/rules/known_bad_versions.toml" in names, "the ODL501 table is package data"
+    assert "odelint/faces/cli.py" in names and "odelint/rules/optimisers/optimizer_init_unfiltered.py" in names
+    assert "odelint/faces/report/sarif.py" in names
+    assert "odelint/rules/data/known_bad_versions.toml" in names, "the ODL501 table is package data"
     assert not any(name.startswith(("lint/", "rules/", "tests/")) for name in names)
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "odelint = odelint.cli:main" in entry_points
-    assert "ODL = odelint.flake8_plugin:Flake8Plugin" in entry_points
+    assert "odelint = odelint.faces.cli:main" in entry_points
+    assert "ODL = odelint.faces.flake8_plugin:Flake8Plugin" in entry_points
 
 
 def test_python_dash_m_odelint_works() -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
-
-from odelint.positions import locate
+from odelint.engine.positions import locate
 
 ROOT = Path(__file__).resolve().parents[1]
 TRICKY = '''\
@@ -50,7 +49,7 @@ def _nodes(statement: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
-@pytest.mark.parametrize("path", ["<tricky>", "lint/engine.py", "lint/facts.py", "examples/neural_ode/train.py",
+@pytest.mark.parametrize("path", ["<tricky>", "lint/engine/core.py", "lint/analysis/facts.py", "examples/neural_ode/train.py",
                                   "tests/fixtures/ODL101/hazard_scan_leak.py"])
 def test_every_node_has_the_whole_module_position(path: str) -> None:
     source = TRICKY if path == "<tricky>" else (ROOT / path).read_text()

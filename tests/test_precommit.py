@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from odelint.engine import fix_source
-from odelint.registry import file_patterns
+from odelint.api.registry import file_patterns
+from odelint.engine.core import fix_source
 
 clientlib = pytest.importorskip("pre_commit.clientlib")
 identify = pytest.importorskip("identify.identify")

@@ -16,10 +16,9 @@ import hypothesmith
 import libcst as cst
 from hypothesis import assume, given
 from hypothesis import strategies as st
-
-from odelint.engine import fix_source, lint_source
-from odelint.registry import all_rules
-from odelint.rule import Flag, Rule
+from odelint.api.registry import all_rules
+from odelint.api.rule import Flag, Rule
+from odelint.engine.core import fix_source, lint_source
 
 
 def _statements(code: str) -> list[str]:

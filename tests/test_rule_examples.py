@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from odelint.engine import fix_source, lint_source
-from odelint.registry import all_rules
-from odelint.rule import Flag, Pass
+from odelint.api.registry import all_rules
+from odelint.api.rule import Flag, Pass
+from odelint.engine.core import fix_source, lint_source
 
 CASES = [(rule, index, example) for rule in all_rules() for index, example in enumerate(rule.examples)]
 

@@ -18,11 +18,10 @@ import os
 
 import libcst as cst
 import pytest
-
-from odelint.engine import fix_source, lint_source
-from odelint.fixtures import load_cases
-from odelint.registry import all_rules
-from odelint.rule import Flag, Rule
+from odelint.api.registry import all_rules
+from odelint.api.rule import Flag, Rule
+from odelint.engine.core import fix_source, lint_source
+from odelint.proof.fixtures import load_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location("odelint_mutate", os.path.join(ROOT, "tests", "corpus", "mutate.py"))

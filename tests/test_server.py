@@ -9,16 +9,14 @@ import pytest
 
 pytest_lsp = pytest.importorskip("pytest_lsp")
 
+from lsp_raw import RawClient  # noqa: E402
 from lsprotocol import types  # noqa: E402
+from odelint.api import docs  # noqa: E402
+from odelint.api.registry import rule_for  # noqa: E402
+from odelint.engine.core import fix_source, lint_source  # noqa: E402
 from pygls.protocol import default_converter  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # noqa: E402
-
-from lsp_raw import RawClient  # noqa: E402
-
-from odelint import docs  # noqa: E402
-from odelint.engine import fix_source, lint_source  # noqa: E402
-from odelint.registry import rule_for  # noqa: E402
 
 pytestmark = pytest.mark.asyncio
 
@@ -143,7 +141,7 @@ def engine_findings(text: str):
     ("same\n", "same\n"),
 ])
 async def test_minimal_edit_round_trips(old, new):
-    from odelint.server_text import Lines, minimal_edit
+    from odelint.faces.server_text import Lines, minimal_edit
 
     edit = minimal_edit(old, new)
     if old == new:

@@ -114,8 +114,8 @@ def fix_run(root: str) -> dict:
 
 def snippets() -> list[tuple[str, str, int]]:
     """(rule code, source, findings promised) for every Flag example of a Python rule."""
-    from odelint.registry import all_rules
-    from odelint.rule import Flag, Rule
+    from odelint.api.registry import all_rules
+    from odelint.api.rule import Flag, Rule
 
     return [(rule.code, example.code, example.count) for rule in all_rules() if issubclass(rule, Rule)
             for example in rule.examples if isinstance(example, Flag) and example.filename.endswith(".py")]

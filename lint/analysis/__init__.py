@@ -1,0 +1,1 @@
+"""The semantic model every rule asks: scopes, names, value kinds, contexts, flow."""

@@ -1,0 +1,59 @@
+"""What a call passes: an argument by keyword, by position or for a named parameter.
+
+Rules match calls by parameter, so they all need the same careful reading of `*args`:
+positions after a starred argument are unknowable and must not be guessed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from odelint.analysis.scopes import Binding
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    """The argument passed as `name=...`, if any."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional_args(call: cst.Call, before_star: bool = False) -> list[cst.Arg] | None:
+    """Positional arguments in order. A `*args` makes the positions unknowable: the answer
+    is then None, or with `before_star` the arguments before it (enough to find a
+    transform's first argument)."""
+    args = []
+    for arg in call.args:
+        if arg.star:
+            return args if before_star else None
+        if arg.keyword is None:
+            args.append(arg)
+    return args
+
+
+def argument_at(call: cst.Call, name: str | None, position: int | None) -> cst.Arg | None:
+    """The argument passed as `name=...`, else the one at `position` among the positional
+    arguments (none when a `*args` hides the positions)."""
+    named = keyword_arg(call, name) if name is not None else None
+    if named is not None or position is None or position < 0:
+        return named
+    args = positional_args(call)
+    return args[position] if args is not None and position < len(args) else None
+
+
+def argument_for(call: cst.Call, param: Binding, bound: int = 0) -> cst.BaseExpression | None:
+    """The expression `call` passes for parameter `param`; `bound` leading parameters are
+    already bound (a method's `self`, a `functools.partial`'s arguments)."""
+    arg = argument_at(call, param.name, param.path[0] - bound if param.path else None)
+    return arg.value if arg is not None else None
+
+
+def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:
+    """`node`'s source on one line, cut to `limit` characters, for a message."""
+    text = module.code_for_node(node) if module is not None else "..."
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,73 @@
+"""Which same-file class an instance belongs to, and which of its attributes are methods.
+
+`facts.kind` says whether a value is an Equinox module; ODL301 and ODL401 also need to know
+*which* class of this file it is, to find the method that `self.step` or `cell.step` names.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.facts import Facts
+from odelint.analysis.scopes import CLASS, FUNCTION, Scope
+
+_NOT_BOUND = frozenset({"staticmethod", "classmethod"})
+
+
+def is_module_class(facts: Facts, cls: cst.ClassDef) -> bool:
+    binding = facts.binding_of(cls)
+    return binding is not None and facts.is_module_class(binding)
+
+
+def enclosing_class(scope: Scope) -> cst.ClassDef | None:
+    """The class whose method body `scope` is (the method itself, not a function nested in it)."""
+    if scope.kind == FUNCTION and scope.parent is not None and scope.parent.kind == CLASS:
+        return scope.parent.node  # type: ignore[return-value]
+    return None
+
+
+def instance_class(facts: Facts, node: cst.BaseExpression, scope: Scope) -> cst.ClassDef | None:
+    """The same-file class of the instance `node` names: `self` in a method, a parameter
+    annotated with the class, or a name assigned once from `Class(...)`."""
+    if not isinstance(node, cst.Name):
+        return None
+    bindings = facts.lookup(node.value, scope)
+    if len(bindings) != 1:
+        return None
+    binding = bindings[0]
+    if binding.kind == "param":
+        if binding.path == (0,) and binding.annotation is None:
+            return enclosing_class(binding.scope)
+        where = binding.scope.parent or binding.scope
+        return named_class(facts, binding.annotation, where) if binding.annotation is not None else None
+    if binding.kind == "assign" and not binding.path and isinstance(binding.value, cst.Call):
+        return named_class(facts, binding.value.func, binding.scope)
+    return None
+
+
+def named_class(facts: Facts, node: cst.BaseExpression, scope: Scope) -> cst.ClassDef | None:
+    """The same-file class a bare name refers to."""
+    if not isinstance(node, cst.Name):
+        return None
+    classes = [b.node for b in facts.lookup(node.value, scope) if b.kind == "class"]
+    return classes[0] if len(classes) == 1 else None  # type: ignore[return-value]
+
+
+def method_of(facts: Facts, cls: cst.ClassDef, name: str, seen: frozenset[int] = frozenset()) -> cst.FunctionDef | None:
+    """The instance method `name` of `cls` or of its same-file bases (not static/class methods)."""
+    if id(cls) in seen:
+        return None
+    scope = facts.index.body_scope(cls)
+    for binding in scope.bindings.get(name, []) if scope else []:
+        if binding.kind == "def":
+            function: cst.FunctionDef = binding.node  # type: ignore[assignment]
+            plain = any(isinstance(d.decorator, cst.Name) and d.decorator.value in _NOT_BOUND
+                        for d in function.decorators)
+            return None if plain else function
+        return None
+    for base in cls.bases:
+        parent = named_class(facts, base.value, scope.parent if scope and scope.parent else facts.index.module_scope)
+        if parent is not None:
+            found = method_of(facts, parent, name, seen | {id(cls)})
+            if found is not None:
+                return found
+    return None

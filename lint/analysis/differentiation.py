@@ -1,0 +1,295 @@
+"""Which code of a file may run under differentiation, and which values carry a tangent.
+
+Shared by ODL301 (callbacks in differentiated code) and ODL302 (differentiated `t0`/`t1`).
+Roots are functions passed to or decorated by a grad-like transform, plus the methods of a
+diffrax progress meter (diffrax calls them inside the solve, which may be differentiated).
+From the roots, the same-file functions they call or pass on are differentiated too; code
+nested inside a differentiated function is as well. The analysis is built once per file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from odelint.analysis.calls import argument_for, keyword_arg, positional_args
+from odelint.analysis.classes import enclosing_class, instance_class, method_of
+from odelint.analysis.facts import Facts, loaded_names
+from odelint.analysis.scopes import CLASS, FUNCTION, LAMBDA, Binding, Scope, Site
+
+# transform -> the positional parameters it differentiates: "argnums" (jax's `argnums`,
+# default 0), "first" (Equinox's filter_* transforms) or "all" (jvp/vjp/linearize primals).
+DIFFERENTIATING = {
+    "jax.grad": "argnums", "jax.value_and_grad": "argnums", "jax.jacfwd": "argnums",
+    "jax.jacrev": "argnums", "jax.hessian": "argnums",
+    "jax.jvp": "all", "jax.vjp": "all", "jax.linearize": "all",
+    "equinox.filter_grad": "first", "equinox.filter_value_and_grad": "first",
+    "equinox.filter_jacfwd": "first", "equinox.filter_jacrev": "first", "equinox.filter_hessian": "first",
+    "equinox.filter_jvp": "all", "equinox.filter_vjp": "all",
+}
+# host callbacks -> index of their first forwarded argument; these have no JVP rule
+CALLBACKS = {"jax.pure_callback": 2, "jax.experimental.io_callback": 2, "equinox.filter_pure_callback": 1}
+# functions given to these run on the host, never under a transform
+_HOST_FUNCTION_TAKERS = frozenset({*CALLBACKS, "jax.debug.callback"})
+PROGRESS_METER = "diffrax.AbstractProgressMeter"
+STOP_GRADIENT = "jax.lax.stop_gradient"
+
+if TYPE_CHECKING:
+    Function = cst.FunctionDef | cst.Lambda
+
+
+@dataclasses.dataclass(frozen=True)
+class Root:
+    """A function a transform differentiates: with respect to which positional parameters
+    (None: all of them), and the transform's spelling for messages."""
+
+    positions: frozenset[int] | None
+    transform: str
+
+
+class Differentiation:
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.roots: dict[int, Root] = {}
+        self.reasons: dict[int, str] = {}      # function -> why it may be differentiated
+        self._root_reasons: dict[int, str] = {}  # function reached from a root -> that root's reason
+        self._origins: dict[int, Binding | None] = {}
+        self._find_transform_roots()
+        self._find_progress_meters()
+        if self.reasons:
+            self._spread()
+
+    # -- which code is differentiated -----------------------------------------------------
+
+    def why_differentiated(self, site: Site) -> str | None:
+        """Why the code at `site` may run under differentiation, or None."""
+        scope: Scope | None = site.scope
+        while scope is not None:
+            reason = self.reasons.get(id(scope.node))
+            if reason is not None:
+                return reason
+            scope = scope.parent
+        return None
+
+    def _find_transform_roots(self) -> None:
+        for call, site in self.facts.index.of_type(cst.Call):
+            mode = DIFFERENTIATING.get(self.facts.qualname(call.func, site.scope) or "")
+            args = positional_args(call, before_star=True)
+            if mode is not None and args:
+                argnums = args[1].value if mode == "argnums" and len(args) > 1 else _argnums_given(call)
+                self._add_root(args[0].value, site.scope, mode, argnums, call.func)
+        for scope in list(self.facts.index.body_scopes.values()):
+            if scope.kind == FUNCTION:
+                for decorator in scope.node.decorators:  # type: ignore[attr-defined]
+                    self._decorator_root(scope.node, decorator.decorator, scope.parent)  # type: ignore[arg-type]
+
+    def _decorator_root(self, function: cst.FunctionDef, decorator: cst.BaseExpression, scope: Scope) -> None:
+        qualname = self.facts.qualname(decorator.func if isinstance(decorator, cst.Call) else decorator, scope)
+        if isinstance(decorator, cst.Call) and qualname == "functools.partial":
+            args = positional_args(decorator, before_star=True)
+            if args:
+                transform = args[0].value
+                mode = DIFFERENTIATING.get(self.facts.qualname(transform, scope) or "")
+                if mode is not None:
+                    self._record(function, 0, mode, _argnums_given(decorator), transform)
+            return
+        mode = DIFFERENTIATING.get(qualname or "")
+        if mode is not None:
+            argnums = _argnums_given(decorator) if isinstance(decorator, cst.Call) else None
+            self._record(function, 0, mode, argnums, decorator)
+
+    def _add_root(self, target: cst.BaseExpression, scope: Scope, mode: str,
+                  argnums: cst.BaseExpression | None, transform: cst.BaseExpression) -> None:
+        resolved = self._function(target, scope)
+        if resolved is not None:
+            self._record(resolved[0], resolved[1], mode, argnums, transform)
+
+    def _record(self, function: Function, offset: int, mode: str,
+                argnums: cst.BaseExpression | None, transform: cst.BaseExpression) -> None:
+        if mode == "all":
+            positions = None
+        elif mode == "first":
+            positions = frozenset({offset})
+        else:
+            numbers = _argnums(argnums)
+            positions = None if numbers is None else frozenset(n + offset for n in numbers)
+        spelling = _spelling(transform.func if isinstance(transform, cst.Call) else transform)
+        old = self.roots.get(id(function))
+        if old is not None and old.positions is not None and positions is not None:
+            positions = old.positions | positions
+        elif old is not None:
+            positions = None
+        self.roots[id(function)] = Root(positions, spelling)
+        self.reasons.setdefault(id(function), f"{_name(function)} is differentiated by `{spelling}`")
+
+    def _function(self, node: cst.BaseExpression, scope: Scope) -> tuple[Function, int] | None:
+        """The same-file function a value calls, and how many leading parameters are already
+        bound (by `functools.partial` or a bound method's `self`)."""
+        if isinstance(node, cst.Lambda):
+            return node, 0
+        if isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == "functools.partial":
+            args = positional_args(node, before_star=True)
+            inner = self._function(args[0].value, scope) if args else None
+            return (inner[0], inner[1] + len(args) - 1) if inner else None
+        if isinstance(node, cst.Attribute):
+            cls = instance_class(self.facts, node.value, scope)
+            method = method_of(self.facts, cls, node.attr.value) if cls is not None else None
+            return (method, 1) if method is not None else None
+        function = self.facts.callee(node, scope)
+        return (function, 0) if function is not None else None
+
+    def _find_progress_meters(self) -> None:
+        for scope in list(self.facts.index.body_scopes.values()):
+            if scope.kind == CLASS and self._is_meter(scope.node, set()):  # type: ignore[arg-type]
+                for bindings in scope.bindings.values():
+                    for binding in bindings:
+                        if binding.kind == "def":
+                            self.reasons.setdefault(
+                                id(binding.node),
+                                f"`{binding.name}` is a method of the diffrax progress meter "
+                                f"`{scope.node.name.value}`")  # type: ignore[attr-defined]
+
+    def _is_meter(self, cls: cst.ClassDef, seen: set[int]) -> bool:
+        if id(cls) in seen:
+            return False
+        seen.add(id(cls))
+        scope = self.facts.index.body_scope(cls)
+        outer = scope.parent if scope is not None and scope.parent is not None else self.facts.index.module_scope
+        for base in cls.bases:
+            if self.facts.qualname(base.value, outer) == PROGRESS_METER:
+                return True
+            if isinstance(base.value, cst.Name):
+                for binding in self.facts.lookup(base.value.value, outer):
+                    if binding.kind == "class" and self._is_meter(binding.node, seen):  # type: ignore[arg-type]
+                        return True
+        return False
+
+    def _spread(self) -> None:
+        """Functions that differentiated code calls or hands on are differentiated too."""
+        pending = []
+        for call, site in self.facts.index.of_type(cst.Call):
+            targets = self._targets(call, site)
+            if targets:
+                pending.append((site, targets))
+        changed = True
+        while changed:
+            changed = False
+            waiting = []
+            for site, targets in pending:
+                caller = _enclosing_function(site.scope)
+                if caller is None or self.why_differentiated(site) is None:
+                    waiting.append((site, targets))
+                    continue
+                for target in targets:
+                    if id(target) not in self.reasons:
+                        root = self._root_reasons.get(id(caller), self.why_differentiated(site))
+                        self._root_reasons[id(target)] = root
+                        self.reasons[id(target)] = f"{_name(target)} is called from {_name(caller)}; {root}"
+                        changed = True
+            pending = waiting
+
+    def _targets(self, call: cst.Call, site: Site) -> list[Function]:
+        found = []
+        callee = self._function(call.func, site.scope)
+        if callee is not None:
+            found.append(callee[0])
+        cls = instance_class(self.facts, call.func, site.scope)
+        method = method_of(self.facts, cls, "__call__") if cls is not None else None
+        if method is not None:
+            found.append(method)
+        if self.facts.qualname(call.func, site.scope) not in _HOST_FUNCTION_TAKERS:
+            for arg in call.args:
+                if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                    passed = self._function(arg.value, site.scope)
+                    if passed is not None:
+                        found.append(passed[0])
+        return found
+
+    # -- which values carry a tangent -----------------------------------------------------
+
+    def differentiated_source(self, node: cst.BaseExpression, scope: Scope) -> Binding | None:
+        """A differentiated parameter that the value of `node` depends on, or None."""
+        for name in loaded_names(node):
+            for binding in self.facts.lookup(name.value, scope):
+                origin = self._origin(binding)
+                if origin is not None:
+                    return origin
+        return None
+
+    def root_of(self, parameter: Binding) -> Root | None:
+        return self.roots.get(id(parameter.scope.node))
+
+    def _origin(self, binding: Binding) -> Binding | None:
+        key = id(binding)
+        if key not in self._origins:
+            self._origins[key] = None  # cycle guard
+            self._origins[key] = self._compute_origin(binding)
+        return self._origins[key]
+
+    def _compute_origin(self, binding: Binding) -> Binding | None:
+        if binding.kind == "param":
+            function = binding.scope.node
+            root = self.roots.get(id(function))
+            if root is not None and binding.path and (root.positions is None or binding.path[0] in root.positions):
+                return binding
+            if isinstance(function, cst.FunctionDef):
+                bound = 1 if enclosing_class(binding.scope) is not None else 0
+                for call, site in self.facts.calls_of(function):
+                    argument = argument_for(call, binding, bound)
+                    origin = self.differentiated_source(argument, site.scope) if argument is not None else None
+                    if origin is not None:
+                        return origin
+            return None
+        if binding.kind == "assign" and binding.value is not None:
+            value = binding.value
+            for position in binding.path:
+                if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
+                    value = value.elements[position].value
+            return self.differentiated_source(value, binding.scope)
+        return None
+
+
+_CACHE: "weakref.WeakKeyDictionary[Facts, Differentiation]" = weakref.WeakKeyDictionary()
+
+
+def differentiation(facts: Facts) -> Differentiation:
+    """The analysis for this file, computed on first use and shared by the rules."""
+    if facts not in _CACHE:
+        _CACHE[facts] = Differentiation(facts)
+    return _CACHE[facts]
+
+
+def is_stop_gradient(facts: Facts, node: cst.BaseExpression, scope: Scope) -> bool:
+    return isinstance(node, cst.Call) and facts.qualname(node.func, scope) == STOP_GRADIENT
+
+
+def _argnums_given(call: cst.Call) -> cst.BaseExpression | None:
+    given = keyword_arg(call, "argnums")
+    return given.value if given is not None else None
+
+
+def _argnums(node: cst.BaseExpression | None) -> set[int] | None:
+    """jax's `argnums`: default 0, an int or a tuple of ints; None when it is not a literal."""
+    if node is None:
+        return {0}
+    if isinstance(node, cst.Integer):
+        return {int(node.value)}
+    if isinstance(node, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Integer) for e in node.elements):
+        return {int(e.value.value) for e in node.elements}  # type: ignore[attr-defined]
+    return None
+
+
+def _spelling(node: cst.BaseExpression) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _name(function: Function) -> str:
+    return f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "a lambda"
+
+
+def _enclosing_function(scope: Scope | None) -> Function | None:
+    while scope is not None and scope.kind not in (FUNCTION, LAMBDA):
+        scope = scope.parent
+    return scope.node if scope is not None else None  # type: ignore[return-value]

@@ -1,0 +1,500 @@
+"""Light local dataflow that rules share: what a name means and what kind of value it holds.
+
+Questions are answered lazily and memoised, so a file pays only for what its rules ask:
+- `qualname(expr)`: `eqx.filter` -> "equinox.filter", through imports and aliases;
+- `kind(expr)`: is the value an Equinox module, an already filtered tree, or unknown;
+- `optax_constructors(expr)`: which optax constructors built an optimiser value;
+- `callee(func)`: which function of this file a call reaches (through jit/grad wrappers);
+- `reference(qualname, site)`: how a fix should spell a name, reusing the file's aliases.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+
+import libcst as cst
+from odelint.analysis.calls import argument_for
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site
+from odelint.api.finding import NeedImport
+
+
+class Kind(enum.Enum):
+    MODULE = "module"          # an Equinox module instance (may hold non-array leaves)
+    FILTERED = "filtered"      # eqx.filter(...) / eqx.partition(...)[0]: arrays only
+    OTHER = "other"            # known, and neither of the above (literals, classes, ...)
+    UNKNOWN = "unknown"
+
+
+# Functions that return (a transformed version of) the function they are given, with the
+# same positional parameters: calls of the result are calls of the wrapped function.
+FUNCTION_WRAPPERS = frozenset({
+    "jax.jit", "jax.grad", "jax.value_and_grad", "jax.vmap", "jax.pmap", "jax.checkpoint",
+    "jax.remat", "jax.jacfwd", "jax.jacrev", "jax.hessian",
+    "equinox.filter_jit", "equinox.filter_grad", "equinox.filter_value_and_grad",
+    "equinox.filter_vmap", "equinox.filter_pmap", "equinox.filter_checkpoint",
+})
+
+# Equinox functions whose result is the same kind as one of their arguments.
+_KIND_PRESERVING = {"equinox.apply_updates": 0, "equinox.tree_at": 1}
+# Members of equinox.nn that are not modules.
+_NN_NON_MODULES = frozenset({"equinox.nn.State", "equinox.nn.StateIndex"})
+
+
+class Facts:
+    def __init__(self, index: ScopeIndex) -> None:
+        self.index = index
+        self._qualnames: dict[int, str | None] = {}
+        self._module_classes: dict[int, bool] = {}
+        self._binding_kinds: dict[int, Kind] = {}
+        self._returns: dict[int, Kind] = {}
+        self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
+        self._in_progress: set[int] = set()
+
+    # -- names ---------------------------------------------------------------------------
+
+    def lookup(self, name: str, scope: Scope) -> list[Binding]:
+        return self.index.lookup(name, scope)
+
+    def binding_of(self, node: cst.FunctionDef | cst.ClassDef) -> Binding | None:
+        """The binding a `def` or `class` statement creates in the scope around it."""
+        scope = self.index.body_scope(node)
+        if scope is None or scope.parent is None:
+            return None
+        return next((b for b in scope.parent.bindings.get(node.name.value, []) if b.node is node), None)
+
+    def qualname(self, node: cst.BaseExpression, scope: Scope) -> str | None:
+        """The dotted name an expression refers to, resolved through imports and aliases."""
+        if isinstance(node, cst.Attribute):
+            base = self.qualname(node.value, scope)
+            return f"{base}.{node.attr.value}" if base else None
+        if isinstance(node, cst.Name):
+            return self._name_qualname(node.value, scope)
+        return None
+
+    def _name_qualname(self, name: str, scope: Scope) -> str | None:
+        bindings = self.lookup(name, scope)
+        if not bindings:
+            return None
+        key = id(bindings[0])
+        if key in self._qualnames:
+            return self._qualnames[key]
+        self._qualnames[key] = None  # guards `a = b; b = a`
+        result = self._bindings_qualname(bindings)
+        self._qualnames[key] = result
+        return result
+
+    def _bindings_qualname(self, bindings: list[Binding]) -> str | None:
+        """One meaning for all bindings, else None. `x = None` fallbacks (try/except) are ignored."""
+        names = set()
+        for binding in bindings:
+            if binding.kind == "import":
+                names.add(binding.qualname)
+            elif (binding.kind == "assign" and isinstance(binding.value, cst.Name)
+                  and binding.value.value == "None"):
+                continue
+            elif (binding.kind == "assign" and not binding.path
+                  and isinstance(binding.value, (cst.Name, cst.Attribute))):
+                names.add(self.qualname(binding.value, binding.scope))
+            else:
+                return None
+        return names.pop() if len(names) == 1 else None
+
+    def reference(self, qualname: str, site: Site) -> tuple[cst.BaseExpression, tuple[NeedImport, ...]]:
+        """Spell `qualname` at `site` reusing the file's imports; else say which import to add.
+
+        `equinox.filter` becomes `eq.filter` after `import equinox as eq`, `filter_` after
+        `from equinox import filter as filter_`, `jax.lax.stop_gradient` after `import jax`,
+        or `eqx.filter` plus `import equinox as eqx`. The longest imported prefix wins.
+        """
+        best: tuple[int, str] | None = None
+        for bindings in self.index.module_scope.bindings.values():
+            for candidate in bindings:
+                imported = candidate.qualname or ""
+                if (candidate.kind == "import" and _reachable(imported, qualname)
+                        and (best is None or len(imported) > best[0]) and self._visible(candidate, site)):
+                    best = (len(imported), candidate.name)
+        if best is not None:
+            rest = qualname[best[0]:].lstrip(".")
+            return _attribute_chain(best[1], rest), ()
+        module, _, attr = qualname.rpartition(".")
+        top = module.split(".")[0]
+        for local, need in ((_CONVENTIONAL_ALIASES.get(module), None), (top, NeedImport(module, None))):
+            if local and not self._name_taken(local):
+                need = need or NeedImport(module, None if local == module else local)
+                spelled = local if need.alias or local == module else module
+                return _attribute_chain(spelled, attr), (need,)
+        raise LookupError(f"no free name to import {module} under")
+
+    def _visible(self, binding: Binding, site: Site) -> bool:
+        """Does the import's name mean that import at `site` (repeated imports of it included)?"""
+        return self._name_qualname(binding.name, site.scope) == binding.qualname
+
+    def _name_taken(self, name: str) -> bool:
+        return any(b.name == name for b in self.index.all_bindings())
+
+    # -- Equinox modules -----------------------------------------------------------------
+
+    def is_module_type(self, node: cst.BaseExpression, scope: Scope) -> bool:
+        """Does a type expression (class reference or annotation) name an Equinox module class?"""
+        qualname = self.qualname(node, scope)
+        if qualname == "equinox.Module":
+            return True
+        if qualname and qualname.startswith("equinox.nn.") and qualname not in _NN_NON_MODULES:
+            return qualname.rsplit(".", 1)[1][:1].isupper()
+        if isinstance(node, cst.Name):
+            return any(b.kind == "class" and self.is_module_class(b)
+                       for b in self.lookup(node.value, scope))
+        return False
+
+    def is_module_class(self, binding: Binding) -> bool:
+        """Is this class binding a subclass of eqx.Module (directly or through this file's classes)?"""
+        key = id(binding.node)
+        if key not in self._module_classes:
+            self._module_classes[key] = False  # cycle guard
+            bases = binding.node.bases  # type: ignore[attr-defined]
+            self._module_classes[key] = any(self.is_module_type(base.value, binding.scope) for base in bases)
+        return self._module_classes[key]
+
+    def kind(self, node: cst.BaseExpression, site: Site) -> Kind:
+        """What kind of value `node` evaluates to at `site`."""
+        if isinstance(node, cst.Name):
+            return self._name_kind(node.value, site)
+        if isinstance(node, cst.Call):
+            return self._call_kind(node, site)
+        if isinstance(node, cst.Subscript):
+            return self._subscript_kind(node, site)
+        if isinstance(node, cst.Attribute):
+            return self._attribute_kind(node, site)
+        if isinstance(node, (cst.Dict, cst.List, cst.Tuple, cst.Set, cst.BaseNumber,
+                             cst.BaseString, cst.DictComp, cst.ListComp)):
+            return Kind.OTHER
+        return Kind.UNKNOWN
+
+    def is_module(self, node: cst.BaseExpression, site: Site) -> bool:
+        return self.kind(node, site) is Kind.MODULE
+
+    def _name_kind(self, name: str, site: Site) -> Kind:
+        bindings = self.lookup(name, site.scope)
+        if not bindings:
+            return Kind.UNKNOWN
+        if bindings[0].scope is site.scope:
+            before = [b for b in bindings if b.order < site.order]
+            if before:
+                last = self.binding_kind(before[-1])
+                if last is not Kind.UNKNOWN:
+                    return last
+        kinds = {self.binding_kind(b) for b in bindings}
+        if Kind.MODULE in kinds and Kind.FILTERED not in kinds:
+            return Kind.MODULE
+        if kinds == {Kind.FILTERED}:
+            return Kind.FILTERED
+        return Kind.UNKNOWN
+
+    def binding_kind(self, binding: Binding) -> Kind:
+        key = id(binding)
+        if key in self._binding_kinds:
+            return self._binding_kinds[key]
+        self._binding_kinds[key] = Kind.UNKNOWN  # cycle guard
+        result = self._compute_binding_kind(binding)
+        self._binding_kinds[key] = result
+        return result
+
+    def _compute_binding_kind(self, binding: Binding) -> Kind:
+        if binding.kind in ("import", "def", "class"):
+            return Kind.OTHER
+        if binding.annotation is not None:
+            # parameter annotations are evaluated where the function is defined
+            where = binding.scope.parent if binding.kind == "param" else binding.scope
+            if self.is_module_type(binding.annotation, where or binding.scope):
+                return Kind.MODULE
+        if binding.kind == "param":
+            return Kind.MODULE if self._param_receives_module(binding) else Kind.UNKNOWN
+        if binding.kind != "assign" or binding.value is None:
+            return Kind.UNKNOWN
+        site = Site(binding.scope, binding.order)
+        value = binding.value
+        for position in binding.path:
+            if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
+                value = value.elements[position].value
+            else:
+                return self._unpacked_call_kind(value, binding.path, site)
+        return self.kind(value, site)
+
+    def _unpacked_call_kind(self, value: cst.BaseExpression, path: tuple[int, ...], site: Site) -> Kind:
+        if not isinstance(value, cst.Call) or len(path) != 1:
+            return Kind.UNKNOWN
+        func = value.func
+        if isinstance(func, cst.Call):  # eqx.nn.make_with_state(Cls)(...)
+            func = func.func
+        qualname = self.qualname(func, site.scope)
+        if qualname == "equinox.partition":
+            return Kind.FILTERED if path == (0,) else Kind.OTHER
+        if qualname == "equinox.nn.make_with_state":
+            return Kind.MODULE if path == (0,) else Kind.OTHER
+        return Kind.UNKNOWN
+
+    def _call_kind(self, node: cst.Call, site: Site) -> Kind:
+        qualname = self.qualname(node.func, site.scope)
+        if qualname == "equinox.filter":
+            return Kind.FILTERED
+        if qualname in _KIND_PRESERVING:
+            position = _KIND_PRESERVING[qualname]
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            return self.kind(positional[position].value, site) if len(positional) > position else Kind.UNKNOWN
+        if self.is_module_type(node.func, site.scope):
+            return Kind.MODULE
+        if qualname is not None:
+            return Kind.UNKNOWN
+        function = self.callee(node.func, site.scope)
+        if function is not None:
+            return self._return_kind(function)
+        return Kind.UNKNOWN
+
+    def _subscript_kind(self, node: cst.Subscript, site: Site) -> Kind:
+        if not (isinstance(node.value, cst.Call) and len(node.slice) == 1):
+            return Kind.UNKNOWN
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+            return self._unpacked_call_kind(node.value, (int(index.value.value),), site)
+        return Kind.UNKNOWN
+
+    def _attribute_kind(self, node: cst.Attribute, site: Site) -> Kind:
+        """`self.model` inside a method: the class's annotation or `__init__` assignment."""
+        cls = self._method_class_of_self(node.value, site.scope)
+        if cls is None:
+            return Kind.UNKNOWN
+        attr = node.attr.value
+        class_scope = self.index.body_scope(cls)
+        for binding in class_scope.bindings.get(attr, []) if class_scope else []:
+            if binding.annotation is not None and self.is_module_type(binding.annotation, class_scope):
+                return Kind.MODULE
+        for item in cls.body.body:
+            if isinstance(item, cst.FunctionDef) and item.name.value == "__init__":
+                init_scope = self.index.body_scope(item)
+                for value in _self_assignments(item, attr):
+                    if init_scope is not None and self.kind(value, Site(init_scope, 10**9)) is Kind.MODULE:
+                        return Kind.MODULE
+        return Kind.UNKNOWN
+
+    def _method_class_of_self(self, node: cst.BaseExpression, scope: Scope) -> cst.ClassDef | None:
+        if not isinstance(node, cst.Name):
+            return None
+        bindings = self.lookup(node.value, scope)
+        if len(bindings) != 1 or bindings[0].kind != "param" or bindings[0].path != (0,):
+            return None
+        function_scope = bindings[0].scope
+        parent = function_scope.parent
+        if function_scope.kind == FUNCTION and parent is not None and parent.kind == CLASS:
+            return parent.node  # type: ignore[return-value]
+        return None
+
+    def _return_kind(self, function: cst.FunctionDef) -> Kind:
+        key = id(function)
+        if key not in self._returns:
+            self._returns[key] = Kind.UNKNOWN
+            scope = self.index.body_scope(function)
+            kinds = {self.kind(ret.value, Site(scope, 10**9)) for ret in _returns(function)
+                     if ret.value is not None} if scope else set()
+            self._returns[key] = Kind.MODULE if kinds == {Kind.MODULE} else Kind.UNKNOWN
+        return self._returns[key]
+
+    # -- calls between functions of the file ------------------------------------------
+
+    def callee(self, func: cst.BaseExpression, scope: Scope) -> cst.FunctionDef | None:
+        """The function of this file that calling `func` runs (seeing through jit/grad wrappers)."""
+        if isinstance(func, cst.Call):
+            qualname = self.qualname(func.func, scope)
+            if qualname in FUNCTION_WRAPPERS and func.args and func.args[0].keyword is None:
+                return self.callee(func.args[0].value, scope)
+            return None
+        if not isinstance(func, cst.Name):
+            return None
+        bindings = self.lookup(func.value, scope)
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if binding.kind == "def":
+            return binding.node  # type: ignore[return-value]
+        if binding.kind == "assign" and not binding.path and isinstance(binding.value, cst.Call):
+            key = id(binding)
+            if key in self._in_progress:
+                return None
+            self._in_progress.add(key)
+            try:
+                return self.callee(binding.value, binding.scope)
+            finally:
+                self._in_progress.discard(key)
+        return None
+
+    def calls_of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, Site]]:
+        if self._calls_by_callee is None:
+            self._calls_by_callee = {}
+            for call, site in self.index.of_type(cst.Call):
+                target = self.callee(call.func, site.scope)
+                if target is not None:
+                    self._calls_by_callee.setdefault(id(target), []).append((call, site))
+        return self._calls_by_callee.get(id(function), [])
+
+    def _param_receives_module(self, binding: Binding) -> bool:
+        """Does some call in this file pass an Equinox module for this parameter?"""
+        function = binding.scope.node
+        if not isinstance(function, cst.FunctionDef) or binding.scope.parent is None:
+            return False
+        is_method = binding.scope.parent.kind == CLASS
+        for call, site in self.calls_of(function):
+            argument = argument_for(call, binding, 1 if is_method else 0)
+            if argument is not None and self.kind(argument, site) is Kind.MODULE:
+                return True
+        return False
+
+    # -- optax ---------------------------------------------------------------------------
+
+    def optax_constructors(self, node: cst.BaseExpression, site: Site) -> frozenset[str] | None:
+        """The optax functions that built this optimiser (`chain(clip(1.), adamw(...))` gives
+        {optax.chain, optax.clip, optax.adamw}); None when it is not traceable to optax."""
+        found = self._optax_parts(node, site, set())
+        return frozenset(found) if found else None
+
+    def _optax_parts(self, node: cst.BaseExpression, site: Site, seen: set[int]) -> set[str]:
+        if id(node) in seen:
+            return set()
+        seen.add(id(node))
+        if isinstance(node, cst.Call):
+            parts = self._optax_parts(node.func, site, seen)
+            if parts:
+                for arg in node.args:
+                    parts |= self._optax_parts(arg.value, site, seen)
+            return parts
+        if isinstance(node, (cst.Attribute, cst.Name)):
+            qualname = self.qualname(node, site.scope)
+            if qualname and qualname.split(".")[0] == "optax":
+                return {qualname}
+            if isinstance(node, cst.Name):
+                parts: set[str] = set()
+                for binding in self.lookup(node.value, site.scope):
+                    if binding.kind == "assign" and not binding.path and binding.value is not None:
+                        parts |= self._optax_parts(binding.value, Site(binding.scope, binding.order), seen)
+                return parts
+        if isinstance(node, (cst.List, cst.Tuple)):
+            parts = set()
+            for element in node.elements:
+                parts |= self._optax_parts(element.value, site, seen)
+            return parts
+        if isinstance(node, cst.Dict):
+            parts = set()
+            for element in node.elements:
+                if isinstance(element, cst.DictElement):
+                    parts |= self._optax_parts(element.value, site, seen)
+            return parts
+        return set()
+
+    def may_be_optax(self, node: cst.BaseExpression, site: Site) -> bool:
+        """Could this receiver be an optax optimiser? False only when we know it is not:
+        it was built by a call that does not trace back to optax, or is a class, function
+        or import of something else. Parameters and attributes stay possible."""
+        if self.optax_constructors(node, site):
+            return True
+        if isinstance(node, cst.Call):
+            return False
+        if isinstance(node, cst.Name):
+            bindings = self.lookup(node.value, site.scope)
+            return bool(bindings) and not any(
+                b.kind in ("import", "def", "class") or isinstance(b.value, cst.Call) for b in bindings)
+        return True
+
+    def module_names_visible(self, site: Site) -> list[str]:
+        """Names visible at `site` that hold Equinox modules (innermost scope first)."""
+        found: list[str] = []
+        scope: Scope | None = site.scope
+        first = True
+        while scope is not None:
+            if scope.kind != CLASS or first:
+                for name in scope.bindings:
+                    if name not in found and self._name_kind(name, site) is Kind.MODULE:
+                        found.append(name)
+            scope = scope.parent
+            first = False
+        return found
+
+
+_CONVENTIONAL_ALIASES = {"equinox": "eqx", "jax.numpy": "jnp", "jax.lax": "lax", "optax": "optax",
+                         "diffrax": "diffrax", "jax": "jax"}
+
+
+# Submodules that importing the package imports too (checked on jax 0.10, equinox 0.13,
+# optax 0.2.8), so `import jax` is enough to write `jax.lax.stop_gradient`.
+_LOADED_SUBMODULES = {
+    "jax": frozenset({"numpy", "lax", "nn", "random", "tree_util", "tree", "scipy", "debug", "dtypes"}),
+    "equinox": frozenset({"nn", "internal"}),
+    "optax": frozenset({"contrib", "transforms", "tree_utils", "losses", "schedules", "tree"}),
+}
+
+
+def _reachable(imported: str, qualname: str) -> bool:
+    """Can `qualname` be written as attributes of the imported name `imported`?"""
+    if qualname == imported:
+        return True
+    if not qualname.startswith(imported + "."):
+        return False
+    rest = qualname[len(imported) + 1:].split(".")
+    return len(rest) == 1 or (len(rest) == 2 and rest[0] in _LOADED_SUBMODULES.get(imported, ()))
+
+
+def _attribute_chain(base: str, rest: str) -> cst.BaseExpression:
+    """`jax` + `lax.stop_gradient` -> the expression `jax.lax.stop_gradient`."""
+    expression: cst.BaseExpression = cst.parse_expression(base)
+    for part in filter(None, rest.split(".")):
+        expression = cst.Attribute(expression, cst.Name(part))
+    return expression
+
+
+def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.Name]:
+    """Names whose values `node` reads (not attribute names or keywords); lambdas and
+    comprehensions are entered only with `into_nested` (what a closure captures)."""
+    nested = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            yield current
+        elif isinstance(current, cst.Attribute):
+            stack.append(current.value)
+        elif isinstance(current, cst.Arg):
+            stack.append(current.value)
+        elif into_nested or not isinstance(current, nested):
+            stack.extend(current.children)
+
+
+def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
+    """Return statements of this function, not of functions nested in it."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            yield node
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+
+
+def _self_assignments(function: cst.FunctionDef, attr: str) -> Iterator[cst.BaseExpression]:
+    """Values assigned to `self.<attr>` at the top level of a method body."""
+    for statement in function.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    if (isinstance(target.target, cst.Attribute) and target.target.attr.value == attr
+                            and isinstance(target.target.value, cst.Name)):
+                        yield small.value
+
+
+def method_call(call: cst.Call, method: str) -> cst.BaseExpression | None:
+    """The receiver of `receiver.method(...)`, else None."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == method:
+        return func.value
+    return None
+
+

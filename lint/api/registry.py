@@ -1,0 +1,93 @@
+"""Finds every rule: each module of `odelint.rules` (one folder per family) contributes the rule
+classes it defines, so adding a rule never touches the engine."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import importlib
+import os
+import pkgutil
+
+from odelint.api.rule import PYTHON_FILES, BaseRule, Pass, validate_rule
+
+
+class SyntaxErrorRule(BaseRule):
+    """Reports files that do not parse.
+
+    ## What it does
+    Reports a file that Python's grammar (as LibCST parses it) rejects, with the position
+    of the first error.
+
+    ## Why is this bad?
+    A file that does not parse cannot run, and no other rule can check it.
+
+    ## Example
+    ```python
+    def step(model:
+        ...
+    ```
+
+    ## Use instead
+    Correct the syntax; odelint then checks the file with every rule.
+
+    ## Fix safety
+    No fix: odelint never guesses what broken code meant.
+    """
+
+    code = "ODL000"
+    name = "syntax-error"
+    summary = "The file does not parse"
+    examples = (Pass("x = 1\n"),)
+
+
+ENGINE_RULES: tuple[type[BaseRule], ...] = (SyntaxErrorRule,)
+
+
+@functools.cache
+def all_rules() -> tuple[type[BaseRule], ...]:
+    """Every registered rule, engine codes first, sorted by code. Raises on a malformed rule."""
+    import odelint.rules as package
+
+    found: dict[str, type[BaseRule]] = {rule.code: rule for rule in ENGINE_RULES}
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if (isinstance(value, type) and issubclass(value, BaseRule) and value.__module__ == module.__name__
+                    and "code" in vars(value)):
+                problems = validate_rule(value)
+                if problems:
+                    raise ValueError("; ".join(problems))
+                if value.code in found and found[value.code] is not value:
+                    raise ValueError(f"two rules claim {value.code}: {found[value.code].__name__}, {value.__name__}")
+                found[value.code] = value
+    return tuple(sorted(found.values(), key=lambda rule: rule.code))
+
+
+def rules_by_code() -> dict[str, type[BaseRule]]:
+    return {rule.code: rule for rule in all_rules()}
+
+
+def rule_for(code_or_name: str) -> type[BaseRule] | None:
+    for rule in all_rules():
+        if code_or_name.upper() == rule.code or code_or_name == rule.name:
+            return rule
+    return None
+
+
+@functools.cache
+def file_patterns() -> tuple[str, ...]:
+    """Every file-name pattern some rule looks at (Python files first)."""
+    patterns = list(PYTHON_FILES)
+    for rule in all_rules():
+        patterns += [pattern for pattern in rule.file_patterns if pattern not in patterns]
+    return tuple(patterns)
+
+
+def is_python_file(path: str) -> bool:
+    """Files named like a text rule's files (requirements.txt, ...) are text; all else is Python,
+    so a script named on the command line without `.py` is still linted as Python."""
+    name = os.path.basename(path)
+    if name.endswith((".py", ".pyi")):
+        return True
+    return not any(fnmatch.fnmatchcase(name, pattern) for pattern in file_patterns() if pattern not in PYTHON_FILES)

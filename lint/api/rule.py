@@ -1,0 +1,157 @@
+"""The rule API: metadata, docs, embedded examples, and the hooks the engine calls.
+
+A Python rule subclasses `Rule` and defines `visit_<NodeType>(self, node, site)` methods;
+the engine calls them for every node of that type, in source order, after one shared
+traversal has built the facts (scopes, imports, dataflow). A dependency-file rule
+subclasses `TextRule` and defines `check_text`. Rules register themselves by being
+defined in a module of the `odelint.rules` package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar
+
+import libcst as cst
+from odelint.analysis.facts import Facts
+from odelint.api.finding import Edits, Finding, Fix, Safety, Span
+
+CODE_PATTERN = re.compile(r"^ODL\d{3}$")
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
+PYTHON_FILES = ("*.py", "*.pyi")
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """Example code the rule must flag; `fixed` is the exact result of applying its fixes."""
+
+    code: str
+    fixed: str | None = None
+    unsafe: bool = False
+    count: int = 1
+    message: str | None = None  # a fragment the first finding's message must contain
+    filename: str = "example.py"
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    """Example code that looks similar but is correct: the rule must stay quiet."""
+
+    code: str
+    filename: str = "example.py"
+
+
+@dataclasses.dataclass
+class FileContext:
+    """What a rule may read about the file being linted."""
+
+    path: str
+    source: str
+    module: cst.Module | None = None
+    facts: Facts | None = None
+
+
+class BaseRule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    # The rule can only fire on files containing, for at least one group, every substring
+    # of that group: `(("optax", "equinox"),)`. The gate parses nothing else.
+    triggers: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    fix_safety: ClassVar[Safety | None] = None      # the best fix the rule can offer
+    file_patterns: ClassVar[tuple[str, ...]] = PYTHON_FILES
+    fixtures: ClassVar[str | None] = None           # tests/fixtures/<CODE>, relative to the repo
+    examples: ClassVar[Sequence[Flag | Pass]] = ()
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self.findings: list[Finding] = []
+
+    @classmethod
+    def docs(cls) -> str:
+        return _dedent_doc(cls.__doc__ or "")
+
+    @classmethod
+    def applies_to(cls, filename: str) -> bool:
+        return any(fnmatch.fnmatchcase(filename, pattern) for pattern in cls.file_patterns)
+
+    @classmethod
+    def triggered_by(cls, text: str) -> bool:
+        return not cls.triggers or any(all(word in text for word in group) for group in cls.triggers)
+
+    def finish(self) -> None:
+        """Called once after every node was visited."""
+
+
+class Rule(BaseRule):
+    """A rule over the Python syntax tree."""
+
+    @property
+    def facts(self) -> Facts:
+        assert self.context.facts is not None
+        return self.context.facts
+
+    @classmethod
+    def node_types(cls) -> dict[type, str]:
+        """The node types this rule visits, from its `visit_<NodeType>` methods."""
+        found = {}
+        for attribute in dir(cls):
+            if attribute.startswith("visit_"):
+                node_type = getattr(cst, attribute[len("visit_"):], None)
+                if isinstance(node_type, type):
+                    found[node_type] = attribute
+        return found
+
+    def report(self, node: cst.CSTNode, message: str, *, fix: Fix | None = None) -> None:
+        self.findings.append(Finding(self.code, self.name, message, Span(0, 0, 0, 0), self.context.path,
+                                     fix=fix, node=node))
+
+    def fix(self, description: str, build: Callable[[], Edits], *, safe: bool = True) -> Fix:
+        return Fix(Safety.SAFE if safe else Safety.UNSAFE, description, build)
+
+
+class TextRule(BaseRule):
+    """A rule over a non-Python text file (requirements, pyproject, environment.yml)."""
+
+    def check_text(self) -> None:
+        raise NotImplementedError
+
+    def report_span(self, span: Span, message: str) -> None:
+        self.findings.append(Finding(self.code, self.name, message, span, self.context.path))
+
+
+def _dedent_doc(text: str) -> str:
+    lines = text.expandtabs().splitlines()
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
+    margin = min(indents, default=0)
+    cleaned = [lines[0].strip()] if lines else []
+    cleaned += [line[margin:] for line in lines[1:]]
+    return "\n".join(cleaned).strip() + "\n"
+
+
+def validate_rule(rule: type[BaseRule]) -> list[str]:
+    """Problems with a rule's metadata; the registry refuses rules that have any."""
+    problems = []
+    if not CODE_PATTERN.match(getattr(rule, "code", "")):
+        problems.append(f"{rule.__name__}: code must look like ODL123")
+    if not NAME_PATTERN.match(getattr(rule, "name", "")):
+        problems.append(f"{rule.__name__}: name must be kebab-case")
+    if not getattr(rule, "summary", ""):
+        problems.append(f"{rule.__name__}: summary is missing")
+    docs = rule.docs()
+    for section in DOC_SECTIONS:
+        if section not in docs:
+            problems.append(f"{rule.__name__}: docs lack '{section}'")
+    return problems
+
+
+def all_node_types(rules: Iterable[type[BaseRule]]) -> set[type]:
+    types: set[type] = set()
+    for rule in rules:
+        if issubclass(rule, Rule):
+            types.update(rule.node_types())
+    return types

@@ -1,0 +1,1 @@
+"""Parse, run the rules, apply noqa, build fixes; one file or many."""

@@ -1,0 +1,293 @@
+"""Lint one source text with one set of enabled rules: the single call every face uses.
+
+gate (raw text) -> parse once -> one traversal for facts -> every rule -> positions of the
+findings only -> noqa. Fixing re-runs this until the text stops changing.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import traceback
+import warnings
+from collections.abc import Collection, Sequence
+
+import libcst as cst
+from odelint.analysis.facts import Facts
+from odelint.analysis.scopes import build_scope_index
+from odelint.api.finding import Finding, Span
+from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
+from odelint.api.rule import BaseRule, FileContext, Rule, TextRule, all_node_types
+from odelint.engine import noqa
+from odelint.engine.incremental import IncrementalParser
+from odelint.engine.positions import locate
+
+MAX_FIX_ROUNDS = 10
+TOO_DEEP = "the file is nested too deeply to parse"
+_NESTING = "too many nested parentheses"  # CPython's limit (200 levels)
+
+
+@dataclasses.dataclass
+class RuleCrash:
+    """A rule raised on this file: reported, never fatal."""
+
+    code: str
+    path: str
+    error: str
+
+    def message(self) -> str:
+        return f"internal error in rule {self.code}: {self.error} (this is a bug in odelint; please report it)"
+
+
+@dataclasses.dataclass
+class LintResult:
+    findings: list[Finding]
+    crashes: list[RuleCrash] = dataclasses.field(default_factory=list)
+    parsed: bool = False
+
+
+@dataclasses.dataclass
+class FixResult:
+    source: str
+    findings: list[Finding]            # what remains after fixing
+    applied: int = 0
+    crashes: list[RuleCrash] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Every fix round lints again: a rule that raises is reported once, not once a round.
+        self.crashes = list({(crash.code, crash.error): crash for crash in self.crashes}.values())
+
+    def changed(self, original: str) -> bool:
+        return self.source != original
+
+
+def rules_for(path: str, codes: Collection[str] | None, python: bool) -> list[type[BaseRule]]:
+    """The enabled rules that look at this kind of file (codes None: every rule)."""
+    filename = os.path.basename(path) or path
+    chosen = []
+    for rule in all_rules():
+        if rule is SyntaxErrorRule or (codes is not None and rule.code not in codes):
+            continue
+        if issubclass(rule, Rule) if python else (issubclass(rule, TextRule) and rule.applies_to(filename)):
+            chosen.append(rule)
+    return chosen
+
+
+def lint_source(source: str, path: str, codes: Collection[str] | None = None,
+                python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True,
+                parser: IncrementalParser | None = None) -> LintResult:
+    """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
+
+    `python` says whether the text is Python; by default it is guessed from the name.
+    `apply_noqa=False` leaves `# noqa` to a host that reads it itself (flake8).
+    `gate=False` runs every rule whatever its triggers (to test that the gate misses nothing).
+    `parser` keeps one document's previous tree (the editor) to re-parse only what changed."""
+    python = is_python_file(path) if python is None else python
+    rules = rules_for(path, codes, python)
+    if python:
+        return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate,
+                            parser)
+    return _lint_text(source, path, rules, apply_noqa, gate)
+
+
+def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_noqa: bool = True,
+               gate: bool = True) -> LintResult:
+    result = LintResult([])
+    context = FileContext(path, source)
+    for rule_class in rules:
+        if not (issubclass(rule_class, TextRule) and (not gate or rule_class.triggered_by(source))):
+            continue
+        rule = rule_class(context)
+        try:
+            rule.check_text()
+        except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
+            result.crashes.append(_crash(rule_class.code, path, error))
+            continue
+        result.findings.extend(rule.findings)
+    kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
+    result.findings = sorted(kept, key=Finding.sort_key)
+    return result
+
+
+def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool,
+                 apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None) -> LintResult:
+    triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
+    if not triggered:
+        error = _syntax_error(source, path) if check_syntax else None
+        return LintResult([error] if error else [])
+    parsed = parse(source, path, parser)
+    if isinstance(parsed, Finding):
+        return LintResult([parsed] if check_syntax else [])
+    return run_rules(parsed, source, path, triggered, apply_noqa)
+
+
+def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cst.Module | Finding:
+    """LibCST's tree, or the ODL000 finding.
+
+    CPython looks first (compiling costs about a tenth of a LibCST parse): nesting it
+    refuses would take LibCST's native parser minutes or overflow its stack, a segfault
+    no `except` can catch (`x = 1+1+...` with 10,000 terms, 5,000 nested brackets)."""
+    complaint, libcst_may_try = _cpython_verdict(source, path)
+    if not libcst_may_try:
+        return complaint  # type: ignore[return-value]
+    return _libcst_parse(source, path, complaint, parser)
+
+
+def _libcst_parse(source: str, path: str, complaint: Finding | None,
+                  parser: IncrementalParser | None = None) -> cst.Module | Finding:
+    """CPython's complaint, when it has one, names the error the way `python` would."""
+    try:
+        return parser.parse(source) if parser is not None else cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        return complaint or syntax_finding(path, error.raw_line, error.raw_column + 1, error.message)
+    except cst.CSTValidationError as error:  # e.g. a str literal next to a bytes literal
+        return complaint or syntax_finding(path, 1, 1, str(error))
+    except RecursionError:
+        return syntax_finding(path, 1, 1, TOO_DEEP)
+
+
+def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:
+    """(CPython's syntax error or None, whether LibCST may still parse the text).
+
+    Compiling is about 3x faster than building `ast` objects but also rejects code that
+    parses (`return` outside a function), so only its failures are checked again with
+    `ast.parse`. What `ast` rejects for another reason than depth may be newer syntax
+    (`type X = int` on Python 3.11), which LibCST judges."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(source, path, "exec", dont_inherit=True)
+            return None, True
+        except (RecursionError, MemoryError):
+            return syntax_finding(path, 1, 1, TOO_DEEP), False
+        except (SyntaxError, ValueError):
+            pass
+        try:
+            ast.parse(source, filename=path)
+        except SyntaxError as error:
+            message = error.msg or "invalid syntax"
+            return syntax_finding(path, error.lineno or 1, error.offset or 1, message), _NESTING not in message
+        except (RecursionError, MemoryError):
+            return syntax_finding(path, 1, 1, TOO_DEEP), False
+        except ValueError as error:  # a NUL byte
+            return syntax_finding(path, 1, 1, str(error)), False
+    return None, True
+
+
+def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
+    first_line = message.strip().splitlines()[0] if message.strip() else "invalid syntax"
+    return Finding(SyntaxErrorRule.code, SyntaxErrorRule.name, f"SyntaxError: {first_line}",
+                   Span(line, column, line, column), path)
+
+
+def _syntax_error(source: str, path: str) -> Finding | None:
+    """The syntax check for files no rule needs to parse with LibCST: CPython decides, and
+    LibCST only re-checks what CPython rejects, so newer syntax is judged as in `parse`."""
+    complaint, libcst_may_try = _cpython_verdict(source, path)
+    if complaint is None or not libcst_may_try:
+        return complaint
+    parsed = _libcst_parse(source, path, complaint)
+    return parsed if isinstance(parsed, Finding) else None
+
+
+def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
+              apply_noqa: bool = True) -> LintResult:
+    """One traversal for facts, then every rule's visitors over the indexed nodes."""
+    result = LintResult([], parsed=True)
+    try:
+        index = build_scope_index(module, all_node_types(rules) | {cst.Call})  # the dataflow needs calls
+    except RecursionError:
+        return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
+    context = FileContext(path, source, module, Facts(index))
+    visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
+    for rule_class in rules:
+        rule = rule_class(context)
+        try:
+            for node_type, method in rule_class.node_types().items():
+                visit = getattr(rule, method)
+                for node, site in index.of_type(node_type):
+                    before = len(rule.findings)
+                    visit(node, site)
+                    for finding in rule.findings[before:]:
+                        visited_at[id(finding)] = site.order
+            rule.finish()
+        except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
+            result.crashes.append(_crash(rule_class.code, path, error))
+            continue
+        result.findings.extend(rule.findings)
+    if result.findings:
+        _locate(module, source, result.findings, [index.top_of(visited_at.get(id(f))) for f in result.findings])
+    kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
+    result.findings = sorted(kept, key=Finding.sort_key)
+    return result
+
+
+def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None]) -> None:
+    """Positions are computed only for files that have findings, and only around them."""
+    located = [(finding, top) for finding, top in zip(findings, tops) if finding.node is not None]
+    positions = locate(module, source, [(finding.node, top) for finding, top in located])
+    for finding, _ in located:
+        where = positions.get(finding.node)
+        if where is not None:
+            finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+
+
+def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
+    frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+    where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
+    return RuleCrash(code, path, f"{type(error).__name__}: {error}{where}")
+
+
+def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
+               unsafe: bool = False, only: Finding | None = None, python: bool | None = None) -> FixResult:
+    """Apply fixes until nothing fixable is left (at most MAX_FIX_ROUNDS rounds).
+
+    `only` restricts the first round to the fix of one finding (an editor quick fix).
+    A round whose result would not parse is dropped and reported as a crash.
+    """
+    from odelint.engine import fix as fixing  # only fixing needs it
+
+    python = is_python_file(path) if python is None else python
+    current = source
+    applied = 0
+    crashes: list[RuleCrash] = []
+    for round_number in range(MAX_FIX_ROUNDS):
+        module, findings, round_crashes = _lint_for_fix(current, path, codes, python)
+        crashes.extend(round_crashes)
+        if module is None:
+            return FixResult(current, findings, applied, crashes)
+        candidates = findings
+        if only is not None:
+            if round_number > 0:
+                return FixResult(current, findings, applied, crashes)
+            candidates = [f for f in findings if (f.code, f.span) == (only.code, only.span)]
+        chosen = fixing.choose(candidates, unsafe)
+        if not chosen:
+            return FixResult(current, findings, applied, crashes)
+        try:
+            new_module = fixing.apply(module, [finding.fix.build() for finding in chosen])  # type: ignore[union-attr]
+            new_source = new_module.code
+            cst.parse_module(new_source)
+        except Exception as error:  # noqa: BLE001 - keep the last good text
+            crashes.append(_crash(",".join(sorted({f.code for f in chosen})), path, error))
+            return FixResult(current, findings, applied, crashes)
+        if new_source == current:
+            return FixResult(current, findings, applied, crashes)
+        applied += len(chosen)
+        current = new_source
+    _, findings, round_crashes = _lint_for_fix(current, path, codes, python)
+    return FixResult(current, findings, applied, crashes + round_crashes)
+
+
+def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool):
+    """Like lint_source, but also hands back the parsed module the findings point into."""
+    rules = [rule for rule in rules_for(path, codes, python) if issubclass(rule, Rule) and rule.triggered_by(source)]
+    if not python or not rules:
+        result = lint_source(source, path, codes, python)
+        return None, result.findings, result.crashes
+    parsed = parse(source, path)
+    if isinstance(parsed, Finding):
+        return None, [parsed], []
+    result = run_rules(parsed, source, path, rules)
+    return parsed, result.findings, result.crashes

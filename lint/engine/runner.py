@@ -1,0 +1,256 @@
+"""Lint (or fix) many files: consult the cache, fan out to worker processes, write back.
+
+The parent hashes each file for the cache lookup and keeps no file contents: workers read
+the files they lint (and key their results by the bytes they read), so no source text is
+pickled through the pool and no worker is forked holding the whole tree in memory."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import difflib
+import hashlib
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Sequence
+
+from odelint.api.finding import Finding, Safety
+from odelint.api.registry import file_patterns, is_python_file
+from odelint.engine import core as engine
+from odelint.engine import noqa
+from odelint.engine.deferred import load
+from odelint.files import cache as result_cache
+from odelint.files.config import ConfigError, ConfigResolver
+from odelint.files.discover import Target, discover
+from odelint.files.fileio import SourceError, atomic_write, decode, encode
+
+CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    mode: str = CHECK
+    jobs: int | None = None
+    use_cache: bool = True
+    cache_dir: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    path: str
+    data: bytes | None           # None: the worker reads `path`
+    codes: frozenset[str]
+    python: bool
+    mode: str
+    unsafe: bool
+
+
+@dataclasses.dataclass
+class Outcome:
+    path: str
+    findings: list[dict] = dataclasses.field(default_factory=list)
+    error: str | None = None
+    crashes: list[str] = dataclasses.field(default_factory=list)
+    new_data: bytes | None = None
+    diff: str | None = None
+    applied: int = 0
+    cache_key: str | None = None  # of the bytes the findings are for; None for stdin
+    read_digest: str | None = None  # sha256 of the bytes that new_data replaces
+
+
+@dataclasses.dataclass
+class RunResult:
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    internal_errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    fixes_applied: int = 0
+    changed: list[str] = dataclasses.field(default_factory=list)
+    diffs: list[str] = dataclasses.field(default_factory=list)
+    files: int = 0
+    stdout_data: bytes | None = None  # fixed stdin, for `--fix -`
+
+
+def process(task: Task) -> Outcome:
+    """Everything that happens to one file's bytes; runs in a worker process."""
+    outcome = Outcome(task.path)
+    data = task.data
+    try:
+        if data is None:
+            data = _read(task.path)
+            outcome.cache_key = result_cache.key(data, task.path, task.codes, task.python)
+        source = decode(data, task.python)
+    except SourceError as error:
+        outcome.error = str(error)
+        return outcome
+    text = source.text
+    python = task.python
+    try:
+        if task.mode in (FIX, DIFF):
+            fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python)
+            findings, crashes, new_text = fixed.findings, fixed.crashes, fixed.source
+            outcome.applied = fixed.applied
+        else:
+            result = engine.lint_source(text, task.path, task.codes, python=python)
+            findings, crashes, new_text = result.findings, result.crashes, text
+            if task.mode == ADD_NOQA:
+                new_text = noqa.add_noqa(text, findings)
+                if new_text != text:
+                    findings = engine.lint_source(new_text, task.path, task.codes, python=python).findings
+    except RecursionError:
+        outcome.findings = [engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse").to_dict()]
+        return outcome
+    outcome.findings = [finding.to_dict() for finding in findings]
+    outcome.crashes = [crash.message() for crash in crashes]
+    if new_text != text:
+        outcome.new_data = encode(source, new_text)
+        outcome.read_digest = hashlib.sha256(data).hexdigest()
+        outcome.diff = "".join(difflib.unified_diff(
+            text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+            fromfile=f"a/{task.path}", tofile=f"b/{task.path}"))
+    return outcome
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise SourceError(error.strerror or str(error)) from None
+
+
+def _size(task: Task) -> int:
+    if task.data is not None:
+        return len(task.data)
+    try:
+        return os.stat(task.path).st_size
+    except OSError:
+        return 0
+
+
+def _run_tasks(tasks: Sequence[Task], jobs: int) -> list[Outcome]:
+    """Outcomes in task order. Workers get the largest files first, in small chunks, so no
+    worker is left with a long file while the others idle at the end."""
+    if jobs <= 1 or len(tasks) < 4 * jobs:
+        return [process(task) for task in tasks]
+    load("libcst")  # once, before forking, rather than once per worker
+    context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+    order = sorted(range(len(tasks)), key=lambda index: _size(tasks[index]), reverse=True)
+    chunk = max(1, min(4, len(tasks) // (jobs * 16)))
+    outcomes: list[Outcome | None] = [None] * len(tasks)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                                                initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
+        for index, outcome in zip(order, pool.map(process, [tasks[i] for i in order], chunksize=chunk), strict=True):
+            outcomes[index] = outcome
+    return outcomes  # type: ignore[return-value]
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose parent was killed (SIGKILL runs no cleanup) stops instead of lingering."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="odelint-parent-watch").start()
+
+
+def _fixable(findings: list[dict], unsafe: bool) -> bool:
+    return any(f["fixable"] and (unsafe or f["fix_safety"] == Safety.SAFE.value) for f in findings)
+
+
+def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
+        stdin: tuple[str, bytes] | None = None) -> RunResult:
+    """Lint or fix `paths` (and stdin, given as (display path, bytes))."""
+    result = RunResult()
+    discovered = discover([p for p in paths if p != "-"], resolver, file_patterns())
+    result.errors.extend(discovered.errors)
+    targets = list(discovered.targets)
+    if stdin is not None:
+        targets.append(Target(stdin[0], True))
+    cache = result_cache.Cache(options.cache_dir or os.path.join(resolver.cwd, result_cache.CACHE_DIR)) \
+        if options.use_cache else None
+
+    tasks: list[Task] = []
+    cached: list[tuple[str, list[dict]]] = []
+    for target in targets:
+        try:
+            settings = resolver.for_path(target.path if target.path != "-" else resolver.cwd)
+        except ConfigError as error:
+            result.errors.append((target.path, str(error)))
+            continue
+        codes = settings.enabled(target.path)
+        python = is_python_file(target.path)
+        unsafe = settings.unsafe_fixes
+        if stdin is not None and target.path == stdin[0]:
+            tasks.append(Task(target.path, stdin[1], codes, python, options.mode, unsafe))
+            continue
+        if cache is not None:
+            try:
+                data = _read(target.path)
+            except SourceError as error:
+                result.errors.append((target.path, str(error)))
+                continue
+            hit = cache.get(result_cache.key(data, target.path, codes, python))
+            if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
+                cached.append((target.path, hit))
+                continue
+        tasks.append(Task(target.path, None, codes, python, options.mode, unsafe))
+
+    outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1)
+    result.files = len(cached) + sum(outcome.error is None for outcome in outcomes)
+    for path, findings in cached:
+        result.findings.extend(_findings(path, findings))
+    for task, outcome in zip(tasks, outcomes):
+        _collect(task, outcome, options, result, stdin)
+        if cache is not None and outcome.cache_key is not None and outcome.error is None \
+                and not outcome.crashes and outcome.new_data is None:
+            cache.put(outcome.cache_key, outcome.findings)
+    if cache is not None:
+        cache.save()
+    result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def stdin_path(stdin: tuple[str, bytes] | None) -> str | None:
+    return stdin[0] if stdin is not None else None
+
+
+def _needs_work(findings: list[dict], mode: str, unsafe: bool) -> bool:
+    if mode == ADD_NOQA:
+        return bool(findings)
+    return _fixable(findings, unsafe)
+
+
+def _findings(path: str, dicts: list[dict]) -> list[Finding]:
+    return [Finding.from_dict({**d, "path": path}) for d in dicts]
+
+
+def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
+             stdin: tuple[str, bytes] | None) -> None:
+    if outcome.error is not None:
+        result.errors.append((task.path, outcome.error))
+        return
+    result.internal_errors.extend((task.path, message) for message in outcome.crashes)
+    result.findings.extend(_findings(task.path, outcome.findings))
+    if outcome.new_data is None:
+        return
+    result.fixes_applied += outcome.applied
+    if options.mode == DIFF:
+        result.diffs.append(outcome.diff or "")
+        result.changed.append(task.path)
+        return
+    if task.path == stdin_path(stdin):
+        result.stdout_data = outcome.new_data
+        result.changed.append(task.path)
+        return
+    try:
+        if hashlib.sha256(_read(task.path)).hexdigest() != outcome.read_digest:
+            raise SourceError("changed on disk while odelint was fixing it; not written")
+        atomic_write(task.path, outcome.new_data)
+    except (SourceError, OSError) as error:
+        result.errors.append((task.path, str(error) if isinstance(error, SourceError) else
+                              f"cannot write: {error.strerror or error}"))
+        return
+    result.changed.append(task.path)

@@ -1,0 +1,264 @@
+"""The `odelint` command: Ruff's flags and exit codes (0 clean, 1 findings, 2 errors)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from odelint import __version__
+from odelint.api import docs
+from odelint.api.errors import UsageError
+from odelint.api.registry import all_rules, rule_for
+from odelint.engine import runner
+from odelint.faces import report
+from odelint.faces.report import text as text_report
+from odelint.files import cache as result_cache
+from odelint.files.config import ConfigError, ConfigResolver, Overrides
+from odelint.files.selection import SelectionError, check_selectors
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# Subcommands that live in their own modules: each has add_arguments(parser) and run(args).
+# Their modules import heavy or optional dependencies only inside run().
+EXTRA_COMMANDS: dict[str, tuple[str, str]] = {
+    "confirm": ("odelint.proof.confirm", "run"),
+    "doctor": ("odelint.proof.doctor", "run"),
+    "server": ("odelint.faces.server", "run"),
+}
+
+
+def _codes(value: str) -> list[str]:
+    return [part.strip().upper() for part in value.split(",") if part.strip()]
+
+
+def _check_parser(sub) -> None:
+    check = sub.add_parser("check", help="lint files (the default command)")
+    check.add_argument("paths", nargs="*", default=[], help="files or folders; '-' reads standard input")
+    fixing = check.add_argument_group("fixing")
+    fixing.add_argument("--fix", action="store_true", help="apply safe fixes (and unsafe ones with --unsafe-fixes)")
+    fixing.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
+                        help="also show and apply unsafe fixes")
+    fixing.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
+    fixing.add_argument("--diff", action="store_true", help="print the fixes as a diff; change nothing")
+    fixing.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every reported line")
+    rules = check.add_argument_group("rule selection")
+    rules.add_argument("--select", type=_codes, help="codes or prefixes to enable (replaces the config's)")
+    rules.add_argument("--extend-select", type=_codes, default=[], help="codes or prefixes to add")
+    rules.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    rules.add_argument("--per-file-ignores", action="append", default=[], metavar="GLOB:CODES",
+                       help="e.g. 'tests/*:ODL201,ODL202' (repeatable)")
+    files = check.add_argument_group("files")
+    files.add_argument("--exclude", type=lambda v: [p for p in v.split(",") if p], help="replace exclude patterns")
+    files.add_argument("--extend-exclude", type=lambda v: [p for p in v.split(",") if p], default=[])
+    files.add_argument("--force-exclude", action="store_true", default=None,
+                       help="apply exclude patterns to files named on the command line too")
+    files.add_argument("--stdin-filename", help="the path that standard input stands for")
+    files.add_argument("--config", help="use this pyproject.toml for every file")
+    files.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    output = check.add_argument_group("output")
+    output.add_argument("--format", "--output-format", dest="format", choices=sorted(report.FORMATS), default="text")
+    output.add_argument("--statistics", action="store_true", help="count findings per rule")
+    output.add_argument("-q", "--quiet", action="store_true", help="findings only: no snippets, no summary")
+    output.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    output.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when any fix was applied")
+    speed = check.add_argument_group("speed")
+    speed.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: number of cores)")
+    speed.add_argument("--no-cache", action="store_true", help="neither read nor write .odelint_cache")
+    speed.add_argument("--cache-dir", help="where to keep the cache (default: ./.odelint_cache)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="odelint", description="Lint and fix JAX, Equinox, Diffrax and Optax code.")
+    parser.add_argument("--version", action="version", version=f"odelint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _check_parser(sub)
+    rule = sub.add_parser("rule", help="print a rule's documentation")
+    rule.add_argument("code", nargs="?", help="a code (ODL201) or name")
+    rule.add_argument("--all", action="store_true", help="every rule")
+    rule.add_argument("--format", choices=["text", "json"], default="text")
+    listing = sub.add_parser("rules", help="list every rule")
+    listing.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    sub.add_parser("clean", help="remove the .odelint_cache folder")
+    for name, (module, _) in EXTRA_COMMANDS.items():
+        importlib.import_module(module).add_arguments(sub.add_parser(name, help=importlib.import_module(module).__doc__))
+    return parser
+
+
+def _normalise(argv: list[str]) -> list[str]:
+    """`odelint PATHS` and `odelint --fix PATHS` mean `odelint check ...`."""
+    commands = {"check", "rule", "rules", "clean", *EXTRA_COMMANDS}
+    if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help", "--version")):
+        return ["check", *argv]
+    return argv
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    try:
+        if args.command == "check":
+            return _check(args)
+        if args.command == "rule":
+            return _rule(args)
+        if args.command == "rules":
+            return _rules(args)
+        if args.command == "clean":
+            removed = result_cache.clean(os.path.join(os.getcwd(), result_cache.CACHE_DIR))
+            print("removed .odelint_cache" if removed else "no cache to remove")
+            return EXIT_CLEAN
+        module, function = EXTRA_COMMANDS[args.command]
+        return getattr(importlib.import_module(module), function)(args)
+    except (UsageError, ConfigError, SelectionError) as error:
+        print(f"odelint: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("odelint: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_CLEAN
+    except Exception as error:  # noqa: BLE001 - the last line of defence: no traceback for users
+        print(f"odelint: internal error: {type(error).__name__}: {error} (this is a bug; please report it)",
+              file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _per_file_ignores(values: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    parsed = []
+    for value in values:
+        pattern, sep, codes = value.rpartition(":")
+        if not sep or not pattern:
+            raise UsageError(f"--per-file-ignores expects GLOB:CODES, got {value!r}")
+        parsed.append((pattern, tuple(_codes(codes))))
+    return tuple(parsed)
+
+
+def _overrides(args: argparse.Namespace) -> Overrides:
+    known = [rule.code for rule in all_rules()]
+    per_file = _per_file_ignores(args.per_file_ignores)
+    check_selectors([*(args.select or []), *args.extend_select, *args.ignore,
+                     *(c for _, codes in per_file for c in codes)], known, "command line")
+    return Overrides(
+        select=tuple(args.select) if args.select is not None else None,
+        extend_select=tuple(args.extend_select),
+        ignore=tuple(args.ignore),
+        exclude=tuple(args.exclude) if args.exclude is not None else None,
+        extend_exclude=tuple(args.extend_exclude),
+        per_file_ignores=per_file,
+        unsafe_fixes=args.unsafe_fixes,
+        force_exclude=args.force_exclude,
+        config=args.config,
+        isolated=args.isolated,
+    )
+
+
+def _mode(args: argparse.Namespace) -> str:
+    chosen = [flag for flag in ("fix", "diff", "add_noqa") if getattr(args, flag)]
+    if len(chosen) > 1 and set(chosen) != {"fix", "diff"}:
+        raise UsageError("choose one of --fix, --diff and --add-noqa")
+    if "diff" in chosen:
+        return runner.DIFF
+    return {"fix": runner.FIX, "add_noqa": runner.ADD_NOQA}.get(chosen[0], runner.CHECK) if chosen else runner.CHECK
+
+
+def _check(args: argparse.Namespace) -> int:
+    overrides = _overrides(args)
+    resolver = ConfigResolver(overrides, [rule.code for rule in all_rules()])
+    mode = _mode(args)
+    paths = args.paths or ["."]
+    stdin = None
+    if "-" in paths:
+        stdin = (args.stdin_filename or "-", sys.stdin.buffer.read())
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    options = runner.Options(mode=mode, jobs=args.jobs, use_cache=not args.no_cache, cache_dir=args.cache_dir)
+    result = runner.run(paths, resolver, options, stdin)
+
+    unsafe_shown = bool(overrides.unsafe_fixes) or _settings_unsafe(resolver)
+    for path, reason in result.errors:
+        print(f"odelint: error: {path}: {reason}", file=sys.stderr)
+    for path, message in result.internal_errors:
+        print(f"odelint: error: {path}: {message}", file=sys.stderr)
+    if stdin is not None and mode == runner.FIX:
+        sys.stdout.buffer.write(result.stdout_data if result.stdout_data is not None else stdin[1])
+        sys.stdout.flush()
+    elif mode == runner.DIFF:
+        sys.stdout.write("".join(result.diffs))
+        if not args.quiet:
+            print(f"Would fix {result.fixes_applied} finding(s) in {len(result.changed)} file(s).", file=sys.stderr)
+    else:
+        _print_findings(args, result, stdin, unsafe_shown)
+    return _exit_code(args, mode, result)
+
+
+def _settings_unsafe(resolver: ConfigResolver) -> bool:
+    try:
+        return resolver.for_path(resolver.cwd).unsafe_fixes
+    except ConfigError:
+        return False
+
+
+def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool) -> None:
+    def lines_of(path: str) -> list[str] | None:
+        if stdin is not None and path == stdin[0]:
+            return stdin[1].decode("utf-8", errors="replace").splitlines()
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read().splitlines()
+        except OSError:
+            return None
+
+    output = report.render(args.format, result.findings, lines_of=lines_of, unsafe_fixes=unsafe_shown,
+                           quiet=args.quiet, errors=result.errors + result.internal_errors)
+    if args.format == "text" and args.statistics:
+        output = text_report.statistics(result.findings)
+    sys.stdout.write(output)
+    if args.format == "text" and not args.quiet and result.fixes_applied:
+        print(f"Fixed {result.fixes_applied} finding(s) in {len(result.changed)} file(s).")
+    if args.format == "text" and not args.quiet and args.add_noqa:
+        print(f"Added noqa directives to {len(result.changed)} file(s).")
+
+
+def _exit_code(args, mode: str, result: runner.RunResult) -> int:
+    if result.errors or result.internal_errors:
+        return EXIT_ERROR
+    if mode == runner.DIFF:
+        return EXIT_FINDINGS if result.changed and not args.exit_zero else EXIT_CLEAN
+    if result.findings and not args.exit_zero and mode != runner.ADD_NOQA:
+        return EXIT_FINDINGS
+    if args.exit_non_zero_on_fix and result.fixes_applied:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _rule(args: argparse.Namespace) -> int:
+    if args.all:
+        chosen = list(all_rules())
+    elif args.code:
+        rule = rule_for(args.code)
+        if rule is None:
+            raise UsageError(f"unknown rule {args.code!r}; `odelint rules` lists them")
+        chosen = [rule]
+    else:
+        raise UsageError("name a rule (`odelint rule ODL201`) or pass --all")
+    if args.format == "json":
+        print(json.dumps([docs.as_dict(rule) for rule in chosen], indent=2))
+    else:
+        print("\n".join(docs.render(rule) for rule in chosen), end="")
+    return EXIT_CLEAN
+
+
+def _rules(args: argparse.Namespace) -> int:
+    rules = list(all_rules())
+    if args.format == "json":
+        print(json.dumps([docs.as_dict(rule) for rule in rules], indent=2))
+    elif args.format == "markdown":
+        print(docs.markdown(rules), end="")
+    else:
+        width = max(len(rule.name) for rule in rules)
+        for rule in rules:
+            print(f"{rule.code}  {rule.name:<{width}}  {docs.fix_label(rule):<11}  {rule.summary}")
+    return EXIT_CLEAN

@@ -1,0 +1,24 @@
+"""GitHub Actions workflow commands: one `::error ...::` annotation per finding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from odelint.api.finding import Finding
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render(findings: Sequence[Finding], **_) -> str:
+    lines = []
+    for f in findings:
+        where = (f"file={_property(f.path)},line={f.span.line},col={f.span.column},"
+                 f"endLine={f.span.end_line},endColumn={f.span.end_column}")
+        lines.append(f"::error title={_property(f'odelint ({f.code})')},{where}::{_data(f'{f.code} {f.message}')}")
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,62 @@
+"""SARIF 2.1.0 for code-scanning dashboards: one run, the rules that fired, their results."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+from odelint import __version__
+from odelint.api.docs import DOCS_URL, url
+from odelint.api.finding import Finding
+from odelint.api.registry import rules_by_code
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _uri(path: str) -> str:
+    path = path.replace(os.sep, "/")
+    return path[2:] if path.startswith("./") else path
+
+
+def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (), **_) -> str:
+    known = rules_by_code()
+    codes = sorted({f.code for f in findings})
+    rules = []
+    for code in codes:
+        rule = known.get(code)
+        summary = rule.summary if rule else code
+        rules.append({
+            "id": code,
+            "name": rule.name if rule else code,
+            "shortDescription": {"text": summary},
+            "fullDescription": {"text": rule.docs() if rule else summary},
+            "helpUri": url(rule) if rule else DOCS_URL,
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"fixable": bool(rule and rule.fix_safety)},
+        })
+    index = {code: position for position, code in enumerate(codes)}
+    results = []
+    for f in findings:
+        results.append({
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": "error",
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": _uri(f.path)},
+                "region": {"startLine": f.span.line, "startColumn": f.span.column,
+                           "endLine": f.span.end_line, "endColumn": max(f.span.end_column, f.span.column)},
+            }}],
+        })
+    notifications = [{"level": "error", "message": {"text": f"{path}: {reason}"}} for path, reason in errors]
+    document = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "odelint", "version": __version__, "informationUri": DOCS_URL, "rules": rules}},
+            "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
+            "results": results,
+        }],
+    }
+    return json.dumps(document, indent=2) + "\n"

@@ -1,0 +1,23 @@
+"""run the language server (LSP over stdio) for editors"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debounce", type=float, default=0.3, metavar="SECONDS",
+                        help="wait this long after the last edit before linting (default: 0.3)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client says exit; pygls is imported only here, so `odelint check` never pays for it."""
+    try:
+        from odelint.faces.server_lsp import build
+    except ImportError as error:
+        print(f"odelint: error: the server needs pygls and lsprotocol ({error}); "
+              "install them with `pip install 'odelint[server]'`", file=sys.stderr)
+        return 2
+    build(max(args.debounce, 0.0)).start_io()
+    return 0

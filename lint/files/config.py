@@ -1,0 +1,229 @@
+"""`[tool.odelint]` in pyproject.toml: found by walking up from each file, validated strictly."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+
+import pathspec
+from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d",
+    ".pytype", ".ruff_cache", ".odelint_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build",
+    "buck-out", "build", "dist", "node_modules", "site-packages", "venv", "__pycache__",
+)
+
+_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+_BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude")
+KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, "per-file-ignores")
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; the message names the file and the problem."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Overrides:
+    """What the command line says; it wins over the file."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    unsafe_fixes: bool | None = None
+    force_exclude: bool | None = None
+    config: str | None = None
+    isolated: bool = False
+
+    def layer(self) -> Layer:
+        return Layer(self.select, self.extend_select, self.ignore)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    root: str
+    path: str | None
+    file_layer: Layer
+    overrides: Overrides
+    exclude: tuple[str, ...]
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
+    unsafe_fixes: bool
+    respect_gitignore: bool
+    force_exclude: bool
+    codes: tuple[str, ...]
+
+    @functools.cached_property
+    def base_enabled(self) -> frozenset[str]:
+        return resolve(self.codes, [self.file_layer, self.overrides.layer()])
+
+    @functools.cached_property
+    def _exclude_spec(self) -> pathspec.GitIgnoreSpec:
+        return pathspec.GitIgnoreSpec.from_lines([p for p in self.exclude if p not in self._excluded_names])
+
+    @functools.cached_property
+    def _excluded_names(self) -> frozenset[str]:
+        """Patterns that are plain names (`.venv`, `build`): they match any path component,
+        which a set lookup decides without a regular expression per pattern and path."""
+        return frozenset(p for p in self.exclude if p and not any(c in p for c in "/*?[]!\\#") and p.strip() == p)
+
+    @functools.cached_property
+    def _per_file(self) -> tuple[tuple[pathspec.GitIgnoreSpec, frozenset[str]], ...]:
+        return tuple((pathspec.GitIgnoreSpec.from_lines([pattern]), matching(self.codes, selectors))
+                     for pattern, selectors in self.per_file_ignores)
+
+    def relative(self, path: str) -> str:
+        relative = os.path.relpath(os.path.abspath(path), self.root)
+        return relative.replace(os.sep, "/")
+
+    def excluded(self, path: str, is_dir: bool = False, relative: str | None = None) -> bool:
+        """Does `exclude` match? `relative` (to the root) may be passed when already known."""
+        relative = relative or self.relative(path)
+        if relative.startswith("../"):
+            relative = os.path.basename(os.path.abspath(path))
+        if not self._excluded_names.isdisjoint(relative.split("/")):
+            return True
+        return self._exclude_spec.match_file(relative + ("/" if is_dir else ""))
+
+    def enabled(self, path: str) -> frozenset[str]:
+        """Rule codes on for this file (after per-file-ignores)."""
+        if not self.per_file_ignores:
+            return self.base_enabled
+        relative = self.relative(path)
+        ignored: set[str] = set()
+        for spec, codes in self._per_file:
+            if spec.match_file(relative):
+                ignored |= codes
+        return self.base_enabled - ignored
+
+
+def _list_of_strings(value, key: str, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings")
+    return tuple(value)
+
+
+def parse_table(table: Mapping, where: str, codes: Sequence[str]) -> dict:
+    """Validate a `[tool.odelint]` table and return it with Python names as keys."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where}: [tool.odelint] must be a table")
+    unknown = sorted(set(table) - set(KNOWN_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) in [tool.odelint]: {', '.join(unknown)} "
+                          f"(known: {', '.join(KNOWN_KEYS)})")
+    parsed: dict = {}
+    for key in _LIST_KEYS:
+        if key in table:
+            parsed[key.replace("-", "_")] = _list_of_strings(table[key], key, where)
+    for key in _BOOL_KEYS:
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}: `{key}` must be true or false")
+            parsed[key.replace("-", "_")] = table[key]
+    if "per-file-ignores" in table:
+        value = table["per-file-ignores"]
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+        parsed["per_file_ignores"] = tuple(
+            (pattern, _list_of_strings(selectors, f"per-file-ignores.{pattern}", where))
+            for pattern, selectors in value.items())
+    try:
+        check_selectors([*parsed.get("select", ()), *parsed.get("extend_select", ()), *parsed.get("ignore", ()),
+                         *(s for _, group in parsed.get("per_file_ignores", ()) for s in group)], codes, where)
+    except SelectionError as error:
+        raise ConfigError(str(error)) from None
+    return parsed
+
+
+def read_config_file(path: str, codes: Sequence[str]) -> dict | None:
+    """The validated `[tool.odelint]` table of a pyproject.toml, or None when it has none."""
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid UTF-8") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    tool = document.get("tool", {})
+    if not isinstance(tool, Mapping) or "odelint" not in tool:
+        return None
+    return parse_table(tool["odelint"], path, codes)
+
+
+def build_settings(root: str, path: str | None, table: Mapping, overrides: Overrides,
+                   codes: Sequence[str]) -> Settings:
+    exclude = overrides.exclude if overrides.exclude is not None else table.get("exclude", ())
+    unsafe = overrides.unsafe_fixes if overrides.unsafe_fixes is not None else table.get("unsafe_fixes", False)
+    return Settings(
+        root=root,
+        path=path,
+        file_layer=Layer(table.get("select"), table.get("extend_select", ()), table.get("ignore", ())),
+        overrides=overrides,
+        exclude=(*DEFAULT_EXCLUDE, *exclude, *table.get("extend_exclude", ()), *overrides.extend_exclude),
+        per_file_ignores=(*table.get("per_file_ignores", ()), *overrides.per_file_ignores),
+        unsafe_fixes=unsafe,
+        respect_gitignore=table.get("respect_gitignore", True),
+        force_exclude=(overrides.force_exclude if overrides.force_exclude is not None
+                       else table.get("force_exclude", False)),
+        codes=tuple(codes),
+    )
+
+
+class ConfigResolver:
+    """Settings for any path: the nearest pyproject.toml with [tool.odelint] above it, cached
+    per folder; `--config` or `--isolated` make one settings object serve every file."""
+
+    def __init__(self, overrides: Overrides, codes: Sequence[str], cwd: str | None = None) -> None:
+        self.overrides = overrides
+        self.codes = tuple(codes)
+        self.cwd = os.path.abspath(cwd or os.getcwd())
+        self._by_folder: dict[str, Settings | ConfigError] = {}
+        self._fixed: Settings | None = None
+        if overrides.isolated:
+            self._fixed = build_settings(self.cwd, None, {}, overrides, self.codes)
+        elif overrides.config:
+            path = os.path.abspath(overrides.config)
+            if not os.path.isfile(path):
+                raise ConfigError(f"{overrides.config}: no such config file")
+            table = read_config_file(path, self.codes) or {}
+            self._fixed = build_settings(os.path.dirname(path), path, table, overrides, self.codes)
+
+    def for_path(self, path: str) -> Settings:
+        """Raises ConfigError when the config that governs `path` is broken."""
+        if self._fixed is not None:
+            return self._fixed
+        absolute = os.path.abspath(path)
+        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        found = self._for_folder(folder)
+        if isinstance(found, ConfigError):
+            raise found
+        return found
+
+    def _for_folder(self, folder: str) -> Settings | ConfigError:
+        if folder in self._by_folder:
+            return self._by_folder[folder]
+        candidate = os.path.join(folder, "pyproject.toml")
+        result: Settings | ConfigError
+        try:
+            table = read_config_file(candidate, self.codes) if os.path.isfile(candidate) else None
+        except ConfigError as error:
+            table, result = None, error
+        else:
+            result = None  # type: ignore[assignment]
+        if result is None:
+            parent = os.path.dirname(folder)
+            if table is not None:
+                result = build_settings(folder, candidate, table, self.overrides, self.codes)
+            elif parent == folder:
+                result = build_settings(self.cwd, None, {}, self.overrides, self.codes)
+            else:
+                result = self._for_folder(parent)
+        self._by_folder[folder] = result
+        return result

@@ -1,0 +1,1 @@
+"""Proving the rules under JAX: fixtures, `odelint confirm`, old-pin environments, doctor."""

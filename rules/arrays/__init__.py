@@ -1,0 +1,1 @@
+"""ODL7xx: JAX array semantics and randomness."""

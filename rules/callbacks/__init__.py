@@ -1,0 +1,1 @@
+"""ODL3xx: host callbacks and progress meters."""

@@ -1,0 +1,214 @@
+"""ODL301: `io_callback` / `pure_callback` on values that may carry a tangent."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import source_of
+from odelint.analysis.differentiation import CALLBACKS, STOP_GRADIENT, differentiation, is_stop_gradient
+from odelint.analysis.scopes import Scope, Site
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import FileContext, Flag, Pass, Rule
+
+# keywords of the callback functions themselves, not forwarded to the callback
+_OWN_KEYWORDS = frozenset({"sharding", "vmap_method", "vectorized", "ordered", "result_shape_dtypes"})
+# attributes of an array that are static under tracing
+_STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
+_ERRORS = {"jax.experimental.io_callback": "IO callbacks do not support JVP"}
+
+
+class CallbackWithoutStopGradient(Rule):
+    """A host callback receives a value that may be differentiated.
+
+    ## What it does
+    Flags `io_callback(...)`, `pure_callback(...)` and `eqx.filter_pure_callback(...)`
+    (any import spelling) inside code that may be differentiated, when a forwarded
+    argument is not a constant and not wrapped in `jax.lax.stop_gradient`. Code may be
+    differentiated when it is a function passed to or decorated by `jax.grad`,
+    `value_and_grad`, `jvp`, `vjp`, `jacfwd`, `jacrev`, `hessian`, `linearize` or their
+    `eqx.filter_*` forms, a method of a `diffrax.AbstractProgressMeter` subclass (diffrax
+    calls it inside a solve that may be differentiated), or a function of this file that
+    such code calls or hands on. `jax.debug.callback` and `jax.debug.print` are not
+    flagged: they work under differentiation and cost nothing.
+
+    ## Why is this bad?
+    Host callbacks have no differentiation rule. As soon as an argument carries a tangent
+    (a progress meter while the solve is differentiated with respect to `t1`, a logging
+    callback inside a loss), tracing fails:
+
+        ValueError: IO callbacks do not support JVP.
+        ValueError: Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use
+        callbacks while taking gradients.
+
+    (diffrax#396, where `stop_gradient` on the progress value was the workaround.)
+
+    ## Example
+    ```python
+    class Meter(diffrax.AbstractProgressMeter):
+        def step(self, state, progress):
+            io_callback(report, None, progress)
+            return state
+    ```
+
+    ## Use instead
+    ```python
+            io_callback(report, None, jax.lax.stop_gradient(progress))
+    ```
+
+    ## Fix safety
+    Safe when the callback's result is unused: the host only sees the same values, and
+    nothing flows back into the computation. Unsafe when the result is used: it then
+    counts as a constant for differentiation, which is what a host computation is, but
+    may not be what the author meant. The fix reuses the file's `jax` import.
+    """
+
+    code = "ODL301"
+    name = "callback-without-stop-gradient"
+    summary = "A host callback gets a value that may be differentiated, without stop_gradient"
+    # a callback, and something that differentiates (or a progress meter)
+    triggers = tuple((callback, transform) for callback in ("io_callback", "pure_callback")
+                     for transform in ("grad", "jvp", "vjp", "jac", "hessian", "linearize", "ProgressMeter"))
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL301"
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._unused: set[int] = set()
+        self._found: list[tuple[cst.Call, Site, str, list[cst.Arg], str]] = []
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        qualname = self.facts.qualname(node.func, site.scope) or ""
+        if qualname not in CALLBACKS:
+            return
+        reason = differentiation(self.facts).why_differentiated(site)
+        if reason is None:
+            return
+        traced = [arg for arg in _forwarded(node, CALLBACKS[qualname]) if not self._static(arg.value, site.scope)]
+        if traced:
+            self._found.append((node, site, qualname, traced, reason))
+
+    def visit_Expr(self, node: cst.Expr, site: Site) -> None:
+        self._unused.add(id(node.value))
+
+    def finish(self) -> None:
+        for node, site, qualname, traced, reason in self._found:
+            names = ", ".join(f"`{source_of(self.context.module, arg.value)}`" for arg in traced)
+            error = _ERRORS.get(qualname, "Pure callbacks do not support JVP")
+            fix = None
+            if not any(arg.star for arg in traced):
+                unused = id(node) in self._unused
+                fix = self.fix("Wrap the forwarded values in `jax.lax.stop_gradient`",
+                               lambda traced=traced, site=site: self._stop(traced, site), safe=unused)
+            self.report(node, f"`{qualname.rsplit('.', 1)[1]}` gets {names}, which may carry a tangent "
+                              f"({reason}); differentiating raises `ValueError: {error}`: "
+                              f"pass {'it' if len(traced) == 1 else 'them'} through `jax.lax.stop_gradient`", fix=fix)
+
+    def _stop(self, traced: list[cst.Arg], site: Site) -> Edits:
+        function, imports = self.facts.reference(STOP_GRADIENT, site)
+        return Edits([Replace(arg.value, cst.Call(function, [cst.Arg(arg.value)])) for arg in traced], imports)
+
+    def _static(self, node: cst.BaseExpression, scope: Scope) -> bool:
+        """Constants, shapes and dtypes, and values already cut from differentiation."""
+        if isinstance(node, (cst.BaseNumber, cst.BaseString)) or is_stop_gradient(self.facts, node, scope):
+            return True
+        if isinstance(node, (cst.Tuple, cst.List)):
+            return all(self._static(element.value, scope) for element in node.elements)
+        if isinstance(node, cst.Attribute):
+            return node.attr.value in _STATIC_ATTRIBUTES
+        if isinstance(node, cst.Name):
+            bindings = self.facts.lookup(node.value, scope)
+            if not bindings:
+                return node.value in ("None", "True", "False")
+            return all(b.kind in ("import", "def", "class")
+                       or (b.kind == "assign" and not b.path and b.value is not None
+                           and not isinstance(b.value, cst.Name) and self._static(b.value, b.scope))
+                       for b in bindings)
+        return False
+
+    examples = (
+        # a progress meter's step: diffrax calls it inside a solve that may be differentiated
+        Flag(
+            "import diffrax\nimport jax\nfrom jax.experimental import io_callback\n\n"
+            "class Meter(diffrax.AbstractProgressMeter):\n"
+            "    def step(self, state, progress):\n"
+            "        io_callback(print, None, progress, ordered=True)\n        return state\n",
+            fixed="import diffrax\nimport jax\nfrom jax.experimental import io_callback\n\n"
+            "class Meter(diffrax.AbstractProgressMeter):\n"
+            "    def step(self, state, progress):\n"
+            "        io_callback(print, None, jax.lax.stop_gradient(progress), ordered=True)\n"
+            "        return state\n",
+            message="IO callbacks do not support JVP",
+        ),
+        # a helper called from a grad-decorated loss; the result is used: unsafe; `lax` alias reused
+        Flag(
+            "import jax\nfrom jax import lax\n\ndef host(x):\n    return x\n\n"
+            "def logged(x):\n    return jax.pure_callback(host, x, x * 2.0, 3)\n\n"
+            "@jax.grad\ndef loss(x):\n    return logged(x) + x\n",
+            fixed="import jax\nfrom jax import lax\n\ndef host(x):\n    return x\n\n"
+            "def logged(x):\n    return jax.pure_callback(host, x, lax.stop_gradient(x * 2.0), 3)\n\n"
+            "@jax.grad\ndef loss(x):\n    return logged(x) + x\n",
+            unsafe=True,
+            message="`logged` is called from `loss`; `loss` is differentiated by `jax.grad`",
+        ),
+        # from-import aliases, a lambda given to eqx.filter_value_and_grad, a nested scan body
+        Flag(
+            "import equinox as eqx\nimport jax.numpy as jnp\nfrom jax import lax as L\n"
+            "from jax.experimental import io_callback as log\n\n"
+            "def run(x):\n    def body(c, _):\n        log(print, None, c)\n        return c * x, None\n"
+            "    return L.scan(body, x, None, length=3)[0]\n\n"
+            "value, grad = eqx.filter_value_and_grad(lambda x: jnp.sum(run(x)))(jnp.ones(2))\n",
+            fixed="import equinox as eqx\nimport jax.numpy as jnp\nfrom jax import lax as L\n"
+            "from jax.experimental import io_callback as log\n\n"
+            "def run(x):\n    def body(c, _):\n        log(print, None, L.stop_gradient(c))\n        return c * x, None\n"
+            "    return L.scan(body, x, None, length=3)[0]\n\n"
+            "value, grad = eqx.filter_value_and_grad(lambda x: jnp.sum(run(x)))(jnp.ones(2))\n",
+        ),
+        # `net(y)` reaches `Net.__call__`, which reaches a method through `self`; no jax import to reuse: one is added
+        Flag(
+            "import jax.numpy as jnp\nimport equinox as eqx\n\nclass Net(eqx.Module):\n"
+            "    def report(self, y):\n        eqx.filter_pure_callback(print, y, result_shape_dtypes=None)\n"
+            "    def __call__(self, y):\n        self.report(y)\n        return y\n\n"
+            "def f(y):\n    net = Net()\n    return net(y)\n\nout = eqx.filter_vjp(f, jnp.ones(2))\n",
+            fixed="import jax.numpy as jnp\nimport equinox as eqx\nimport jax.lax as lax\n\nclass Net(eqx.Module):\n"
+            "    def report(self, y):\n        eqx.filter_pure_callback(print, lax.stop_gradient(y), result_shape_dtypes=None)\n"
+            "    def __call__(self, y):\n        self.report(y)\n        return y\n\n"
+            "def f(y):\n    net = Net()\n    return net(y)\n\nout = eqx.filter_vjp(f, jnp.ones(2))\n",
+        ),
+        Pass(
+            "import diffrax\nimport jax\nfrom jax.experimental import io_callback\n\n"
+            "class Meter(diffrax.AbstractProgressMeter):\n"
+            "    def step(self, state, progress):\n"
+            "        io_callback(print, None, jax.lax.stop_gradient(progress))\n"
+            "        jax.debug.callback(print, progress)\n        jax.debug.print('{p}', p=progress)\n"
+            "        io_callback(print, None, 'step', 3, (1, 2.0), progress.shape, ordered=True)\n"
+            "        return state\n"
+        ),
+        # not differentiated: jit only, a plain class, a host function given to the callback
+        Pass(
+            "import jax\nfrom jax.experimental import io_callback\n\nLIMIT = 10\n\n"
+            "def host(x):\n    io_callback(print, None, x)\n\n"
+            "@jax.jit\ndef f(x):\n    io_callback(host, None, x)\n    return x\n\n"
+            "class Meter:\n    def step(self, state, progress):\n        io_callback(print, None, progress)\n\n"
+            "@jax.grad\ndef loss(x):\n    io_callback(host, None, LIMIT)\n    return x\n"
+        ),
+        # a local function named like the callback
+        Pass(
+            "import jax\n\ndef io_callback(f, shape, x):\n    return x\n\n"
+            "@jax.grad\ndef loss(x):\n    return io_callback(print, None, x)\n"
+        ),
+    )
+
+
+def _forwarded(call: cst.Call, first: int) -> list[cst.Arg]:
+    """The arguments a callback function hands on to the host."""
+    forwarded, position = [], 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value not in _OWN_KEYWORDS:
+                forwarded.append(arg)
+        elif arg.star == "**":
+            forwarded.append(arg)
+        else:
+            if position >= first or arg.star:
+                forwarded.append(arg)
+            position += 1
+    return forwarded

@@ -1,0 +1,181 @@
+"""ODL302: a progress meter on a solve whose `t0`/`t1` is differentiated."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import argument_at, keyword_arg, source_of
+from odelint.analysis.classes import method_of, named_class
+from odelint.analysis.differentiation import Differentiation, differentiation, is_stop_gradient
+from odelint.analysis.scopes import Binding, Scope, Site
+from odelint.api.rule import Flag, Pass, Rule
+
+_NO_METER = "diffrax.NoProgressMeter"
+
+
+class ProgressMeterDifferentiatedTime(Rule):
+    """A progress meter on a solve that is differentiated with respect to `t0` or `t1`.
+
+    ## What it does
+    Flags `diffrax.diffeqsolve(..., progress_meter=meter)` when `t0` or `t1` depends on a
+    value that a grad-like transform of this file differentiates (`jax.grad(loss)` with
+    the time as differentiated argument, `argnums` and `eqx.filter_grad`'s first argument
+    respected, through assignments, closures and calls of this file). Not flagged:
+    `diffrax.NoProgressMeter()`, and a meter class of this file whose `step` applies
+    `jax.lax.stop_gradient`.
+
+    ## Why is this bad?
+    The progress fraction is computed from `t0` and `t1`, so it carries their tangent
+    into the meter. The built-in meters reduce it with a primitive that has no
+    differentiation rule, and the solve fails while tracing:
+
+        NotImplementedError: Differentiation rule for 'unvmap_max' not implemented
+
+    (diffrax#396; the fix in diffrax PR#398 covers gradients with respect to the ODE's
+    arguments, not with respect to the times.)
+
+    ## Example
+    ```python
+    def final(t1):
+        return diffrax.diffeqsolve(term, solver, 0.0, t1, 0.1, y0,
+                                   progress_meter=diffrax.TextProgressMeter()).ys[-1]
+    jax.grad(final)(1.0)
+    ```
+
+    ## Use instead
+    ```python
+    class StopGradientMeter(diffrax.AbstractProgressMeter):
+        meter: diffrax.AbstractProgressMeter
+        def init(self):
+            return self.meter.init()
+        def step(self, state, progress):
+            return self.meter.step(state, jax.lax.stop_gradient(progress))
+        def close(self, state):
+            return self.meter.close(state)
+
+    progress_meter=StopGradientMeter(diffrax.TextProgressMeter())
+    ```
+    or no meter (`diffrax.NoProgressMeter()`) in the differentiated solve.
+
+    ## Fix safety
+    No automatic fix: the wrapper is a new class, and dropping the meter changes what the
+    user sees. The message names both options.
+    """
+
+    code = "ODL302"
+    name = "progress-meter-differentiated-time"
+    summary = "A progress meter on a solve differentiated with respect to t0 or t1"
+    triggers = (("diffrax", "progress_meter"),)
+    fixtures = "tests/fixtures/ODL302"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        if self.facts.qualname(node.func, site.scope) != "diffrax.diffeqsolve":
+            return
+        meter = keyword_arg(node, "progress_meter")
+        if meter is None or self._harmless(meter, site.scope, set()):
+            return
+        analysis = differentiation(self.facts)
+        for label, position in (("t0", 2), ("t1", 3)):
+            value = argument_at(node, label, position)
+            origin = analysis.differentiated_source(value.value, site.scope) if value is not None else None
+            if origin is not None:
+                self.report(meter.value, self._message(label, origin, analysis, meter.value))
+                return
+
+    def _message(self, label: str, origin: Binding, analysis: Differentiation, meter: cst.BaseExpression) -> str:
+        root = analysis.root_of(origin)
+        function = origin.scope.node
+        owner = f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "a lambda"
+        transform = root.transform if root else "a transform"
+        return (f"`{label}` comes from `{origin.name}`, a parameter of {owner} that `{transform}` differentiates, "
+                f"so the meter `{source_of(self.context.module, meter)}` gets a tangent and diffrax raises "
+                f"`NotImplementedError: Differentiation rule for 'unvmap_max' not implemented`: give the meter `jax.lax.stop_gradient(progress)` through a wrapper, or use "
+                f"`diffrax.NoProgressMeter()` under differentiation")
+
+    def _harmless(self, meter: cst.Arg | cst.BaseExpression, scope: Scope, seen: set[int]) -> bool:
+        """Is the meter `NoProgressMeter()`, or a class of this file that stops the gradient?"""
+        value = meter.value if isinstance(meter, cst.Arg) else meter
+        if isinstance(value, cst.Call):
+            if self.facts.qualname(value.func, scope) == _NO_METER:
+                return True
+            cls = named_class(self.facts, value.func, scope)
+            step = method_of(self.facts, cls, "step") if cls is not None else None
+            return step is not None and self._stops_gradient(step)
+        if not isinstance(value, cst.Name) or id(value) in seen:
+            return False
+        seen.add(id(value))
+        bindings = self.facts.lookup(value.value, scope)
+        return bool(bindings) and all(self._binding_harmless(b, seen) for b in bindings)
+
+    def _binding_harmless(self, binding: Binding, seen: set[int]) -> bool:
+        if binding.kind == "assign" and not binding.path and binding.value is not None:
+            return self._harmless(binding.value, binding.scope, seen)
+        function = binding.scope.node
+        if binding.kind == "param" and isinstance(function, cst.FunctionDef):
+            calls = self.facts.calls_of(function)
+            position = binding.path[0] if binding.path else None
+            passed = [argument_at(call, binding.name, position) for call, _ in calls]
+            return bool(calls) and all(arg is not None and self._harmless(arg, site.scope, seen)
+                                       for arg, (_, site) in zip(passed, calls))
+        return False
+
+    def _stops_gradient(self, step: cst.FunctionDef) -> bool:
+        scope = self.facts.index.body_scope(step)
+        return scope is not None and any(is_stop_gradient(self.facts, node, scope) for node in _calls(step.body))
+
+    examples = (
+        Flag(
+            "import diffrax\nimport jax\n\nterm = diffrax.ODETerm(lambda t, y, a: -y)\n\n"
+            "def final(t1):\n    return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, 1.0,\n"
+            "                               progress_meter=diffrax.TextProgressMeter()).ys[-1]\n\n"
+            "print(jax.grad(final)(1.0))\n",
+            message="`t1` comes from `t1`, a parameter of `final` that `jax.grad` differentiates",
+        ),
+        # argnums, keyword times, assignment and a closure, the meter through a name; from-imports
+        Flag(
+            "from diffrax import diffeqsolve, Euler, ODETerm, TqdmProgressMeter as Bar\n"
+            "from jax import value_and_grad\n\n"
+            "def loss(y0, ts):\n    meter = Bar()\n    t_end = ts[-1]\n"
+            "    def solve():\n        return diffeqsolve(ODETerm(lambda t, y, a: -y), Euler(), t0=0.0, t1=t_end,\n"
+            "                           dt0=0.1, y0=y0, progress_meter=meter)\n"
+            "    return solve().ys[-1]\n\nvalue_and_grad(loss, argnums=(0, 1))\n",
+        ),
+        # the time reaches a helper through a call; eqx.filter_grad differentiates the first argument
+        Flag(
+            "import diffrax as dfx\nimport equinox as eqx\n\n"
+            "def solve(t0, meter):\n    return dfx.diffeqsolve(dfx.ODETerm(lambda t, y, a: -y), dfx.Euler(), t0, 1.0, 0.1,\n"
+            "                          1.0, progress_meter=meter).ys[-1]\n\n"
+            "@eqx.filter_grad\ndef loss(t0):\n    return solve(t0, dfx.TextProgressMeter())\n",
+            message="`t0` comes from `t0`, a parameter of `loss` that `eqx.filter_grad` differentiates",
+        ),
+        Pass(
+            "import diffrax\nimport jax\n\nterm = diffrax.ODETerm(lambda t, y, a: -y)\n\n"
+            "def final(y0, t1):\n    return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, y0,\n"
+            "                               progress_meter=diffrax.TextProgressMeter()).ys[-1]\n\n"
+            "jax.grad(final)(1.0, 2.0)\njax.grad(final, argnums=0)(1.0, 2.0)\n"
+            "def no_meter(t1):\n    return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, 1.0,\n"
+            "                               progress_meter=diffrax.NoProgressMeter()).ys[-1]\n\n"
+            "jax.grad(no_meter)(1.0)\njax.jit(final)(1.0, 2.0)\n"
+        ),
+        # the user's own meter that stops the gradient; a meter parameter that only gets NoProgressMeter
+        Pass(
+            "import diffrax\nimport equinox as eqx\nimport jax\n\n"
+            "class StopGrad(diffrax.AbstractProgressMeter):\n    meter: diffrax.AbstractProgressMeter\n"
+            "    def init(self):\n        return self.meter.init()\n"
+            "    def step(self, state, progress):\n        return self.meter.step(state, jax.lax.stop_gradient(progress))\n"
+            "    def close(self, state):\n        return self.meter.close(state)\n\n"
+            "def solve(t1, meter):\n    return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: -y), diffrax.Euler(),\n"
+            "                               0.0, t1, 0.1, 1.0, progress_meter=meter).ys[-1]\n\n"
+            "@eqx.filter_grad\ndef loss(t1):\n    return solve(t1, diffrax.NoProgressMeter())\n\n"
+            "@jax.grad\ndef loss2(t1):\n    return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: -y), diffrax.Euler(),\n"
+            "        0.0, t1, 0.1, 1.0, progress_meter=StopGrad(diffrax.TextProgressMeter())).ys[-1]\n"
+        ),
+    )
+
+
+def _calls(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            yield current
+        stack.extend(current.children)

@@ -1,0 +1,1 @@
+"""ODL4xx: lax control flow and hashing."""

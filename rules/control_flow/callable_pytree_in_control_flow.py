@@ -1,0 +1,206 @@
+"""ODL401: an Equinox module, its bound method or an `eqx.Partial` as the function of lax control flow."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import argument_at, positional_args, source_of
+from odelint.analysis.classes import instance_class, is_module_class, method_of
+from odelint.analysis.facts import loaded_names
+from odelint.analysis.scopes import Site
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+
+# lax function -> its function arguments: (position, keyword, lambda parameters); None
+# parameters mean `lambda *a: f(*a)`; `branches` of switch is a list of such functions.
+SLOTS: dict[str, tuple[tuple[int, str, tuple[str, ...] | None], ...]] = {
+    "jax.lax.while_loop": ((0, "cond_fun", ("v",)), (1, "body_fun", ("v",))),
+    "jax.lax.fori_loop": ((2, "body_fun", ("i", "v")),),
+    "jax.lax.scan": ((0, "f", ("c", "x")),),
+    "jax.lax.cond": ((1, "true_fun", None), (2, "false_fun", None)),
+    "jax.lax.switch": ((1, "branches", None),),
+}
+
+
+class CallablePytreeInControlFlow(Rule):
+    """A callable pytree is given as the function of `lax` control flow.
+
+    ## What it does
+    Flags an Equinox module instance, a bound method of one (`self.step` inside a module,
+    `cell.step`), or an `eqx.Partial`, passed as the function argument of
+    `lax.while_loop`, `fori_loop`, `scan`, `cond` or `switch` (its branches list), in any
+    import spelling. Plain functions, lambdas, `functools.partial` and
+    `jax.tree_util.Partial` are fine and not flagged, and so are `lax.map` and
+    `lax.associative_scan`, which never hash their function (measured on jax 0.10.2).
+
+    ## Why is this bad?
+    JAX caches the traced body by hashing the function it is given. A module (and a
+    bound method of one, and `eqx.Partial`, which are modules too) hashes its fields, and
+    array fields are unhashable:
+
+        TypeError: unhashable type: 'DynamicJaxprTracer'
+
+    under `jit` (`'ArrayImpl'` for concrete arrays, `'LinearizeTracer'` under `grad`). This is
+    equinox#768 and #558/#1150; Equinox itself wraps these callables in a lambda
+    (equinox PR#769, citing jax-ml/jax#13554), and the Equinox FAQ recommends the same.
+
+    ## Example
+    ```python
+    class Cell(eqx.Module):
+        a: jax.Array
+        def step(self, c, x):
+            return c * self.a + x, c
+        def __call__(self, xs):
+            return jax.lax.scan(self.step, 0.0, xs)
+    ```
+
+    ## Use instead
+    ```python
+            return jax.lax.scan(lambda c, x: self.step(c, x), 0.0, xs)
+    ```
+
+    ## Fix safety
+    Safe: the lambda calls the same object with the same arguments; only what JAX hashes
+    changes (the lambda, by identity). Parameter names are chosen not to shadow names
+    the wrapped expression uses.
+    """
+
+    code = "ODL401"
+    name = "callable-pytree-in-control-flow"
+    summary = "An Equinox module, bound method or eqx.Partial is the function of lax control flow"
+    triggers = tuple(("equinox", "lax", function) for function in ("while_loop", "fori_loop", "scan", "cond", "switch"))
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL401"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        qualname = self.facts.qualname(node.func, site.scope) or ""
+        slots = SLOTS.get(qualname)
+        if slots is None or positional_args(node) is None:
+            return
+        for position, name, params in slots:
+            arg = argument_at(node, name, position)
+            if arg is None:
+                continue
+            if name == "branches":
+                functions = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) else []
+            else:
+                functions = [arg.value]
+            for function in functions:
+                self._check(function, params, qualname, site)
+
+    def _check(self, function: cst.BaseExpression, params: tuple[str, ...] | None, qualname: str, site: Site) -> None:
+        what = self._callable_pytree(function, site)
+        if what is None:
+            return
+        wrapped = _wrap(function, params)
+        text = source_of(self.context.module, function)
+        self.report(function, f"`{text}` is {what}; `lax.{qualname.rsplit('.', 1)[1]}` hashes the function it gets, "
+                              f"and a module's array fields are unhashable (`TypeError: unhashable type: "
+                              f"'DynamicJaxprTracer'`): pass `{source_of(self.context.module, wrapped, 60)}`",
+                    fix=self.fix("Wrap the callable in a lambda", lambda: Edits([Replace(function, wrapped)])))
+
+    def _callable_pytree(self, node: cst.BaseExpression, site: Site) -> str | None:
+        if self.facts.is_module(node, site) or self._module_instance(node, site):
+            return "an Equinox module"
+        if self._is_partial(node, site):
+            return "an `eqx.Partial`"
+        if isinstance(node, cst.Attribute):
+            cls = instance_class(self.facts, node.value, site.scope)
+            if cls is not None:
+                if is_module_class(self.facts, cls) and method_of(self.facts, cls, node.attr.value) is not None:
+                    return "a bound method of an Equinox module"
+            elif node.attr.value == "__call__" and self.facts.is_module(node.value, site):
+                return "a bound method of an Equinox module"
+        return None
+
+    def _module_instance(self, node: cst.BaseExpression, site: Site) -> bool:
+        cls = instance_class(self.facts, node, site.scope)
+        return cls is not None and is_module_class(self.facts, cls)
+
+    def _is_partial(self, node: cst.BaseExpression, site: Site) -> bool:
+        if isinstance(node, cst.Name):
+            bindings = self.facts.lookup(node.value, site.scope)
+            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].path:
+                return False
+            node, site = bindings[0].value, Site(bindings[0].scope, bindings[0].order)
+        return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == "equinox.Partial"
+
+    examples = (
+        Flag(
+            "import equinox as eqx\nimport jax\n\nclass Cell(eqx.Module):\n    a: jax.Array\n\n"
+            "    def step(self, c, x):\n        return c * self.a + x, c\n\n"
+            "    def __call__(self, xs):\n        return jax.lax.scan(self.step, 0.0, xs)\n",
+            fixed="import equinox as eqx\nimport jax\n\nclass Cell(eqx.Module):\n    a: jax.Array\n\n"
+            "    def step(self, c, x):\n        return c * self.a + x, c\n\n"
+            "    def __call__(self, xs):\n        return jax.lax.scan(lambda c, x: self.step(c, x), 0.0, xs)\n",
+            message="a bound method of an Equinox module",
+        ),
+        # while_loop with modules for both functions; `from jax import lax`; a name `v` is avoided
+        Flag(
+            "import equinox as eqx\nfrom jax import lax\n\nclass Body(eqx.Module):\n    a: float\n"
+            "    def __call__(self, x):\n        return x * self.a\n\n"
+            "def run(v, x):\n    body = Body(v)\n    return lax.while_loop(Body(v), body, x)\n",
+            fixed="import equinox as eqx\nfrom jax import lax\n\nclass Body(eqx.Module):\n    a: float\n"
+            "    def __call__(self, x):\n        return x * self.a\n\n"
+            "def run(v, x):\n    body = Body(v)\n    return lax.while_loop(lambda v_: Body(v)(v_), lambda v: body(v), x)\n",
+            count=2,
+        ),
+        # fori_loop, switch branches, cond with keywords; eqx.nn, eqx.Partial, a method of a parameter
+        Flag(
+            "import equinox as eqx\nimport jax.lax as L\nfrom jax.lax import fori_loop, switch, cond\n\n"
+            "class Cell(eqx.Module):\n    w: float\n    def update(self, i, v):\n        return v + self.w\n\n"
+            "def go(cell: Cell, i, v, key):\n    mlp = eqx.nn.MLP(1, 1, 2, 1, key=key)\n"
+            "    v = fori_loop(0, 3, cell.update, v)\n    v = switch(i, [mlp, lambda x: x, eqx.Partial(cell.update, 0)], v)\n"
+            "    part = eqx.Partial(cell.update, 1)\n    v = cond(i > 0, true_fun=part, false_fun=mlp.__call__, operand=v)\n"
+            "    return L.cond(i > 1, cell, cell.update, v)\n",
+            fixed="import equinox as eqx\nimport jax.lax as L\nfrom jax.lax import fori_loop, switch, cond\n\n"
+            "class Cell(eqx.Module):\n    w: float\n    def update(self, i, v):\n        return v + self.w\n\n"
+            "def go(cell: Cell, i, v, key):\n    mlp = eqx.nn.MLP(1, 1, 2, 1, key=key)\n"
+            "    v = fori_loop(0, 3, lambda i, v: cell.update(i, v), v)\n"
+            "    v = switch(i, [lambda *a: mlp(*a), lambda x: x, lambda *a: eqx.Partial(cell.update, 0)(*a)], v)\n"
+            "    part = eqx.Partial(cell.update, 1)\n"
+            "    v = cond(i > 0, true_fun=lambda *a: part(*a), false_fun=lambda *a: mlp.__call__(*a), operand=v)\n"
+            "    return L.cond(i > 1, lambda *a: cell(*a), lambda *a: cell.update(*a), v)\n",
+            count=7,
+        ),
+        Pass(
+            "import functools\nimport equinox as eqx\nimport jax\nfrom jax import lax\n\n"
+            "class Cell(eqx.Module):\n    a: jax.Array\n\n"
+            "    @staticmethod\n    def rule(c, x):\n        return c + x, c\n\n"
+            "    def __call__(self, xs):\n        lax.scan(lambda c, x: self.step(c, x), 0.0, xs)\n"
+            "        lax.scan(self.rule, 0.0, xs)\n        return lax.scan(functools.partial(step, a=self.a), 0.0, xs)\n\n"
+            "def step(c, x, a=1.0):\n    return c * a + x, c\n\n"
+            "lax.scan(step, 0.0, None, length=3)\n"
+            "lax.while_loop(lambda v: v < 3, jax.tree_util.Partial(step, a=2.0), 0.0)\n"
+        ),
+        # lax.map and associative_scan do not hash their function
+        Pass(
+            "import equinox as eqx\nimport jax\n\nmlp = eqx.nn.MLP(1, 1, 2, 1, key=jax.random.PRNGKey(0))\n"
+            "ys = jax.lax.map(mlp, jax.numpy.ones((3, 1)))\nzs = jax.lax.associative_scan(mlp.__call__, ys)\n"
+        ),
+        # a plain class's method, a function held in a module field, a name shadowing lax
+        Pass(
+            "import equinox as eqx\nfrom jax import lax\n\nclass Plain:\n    def step(self, c, x):\n"
+            "        return c, x\n\nclass Holder(eqx.Module):\n    fn: object\n"
+            "    def __call__(self, xs):\n        return lax.scan(self.fn, 0.0, xs)\n\n"
+            "lax.scan(Plain().step, 0.0, None, length=2)\n"
+            "def f(lax, m: Holder):\n    return lax.scan(m, 0.0, None)\n"
+        ),
+    )
+
+
+def _wrap(function: cst.BaseExpression, params: tuple[str, ...] | None) -> cst.Lambda:
+    """`lambda c, x: f(c, x)` (or `lambda *a: f(*a)`), with parameter names that `f` does not use."""
+    used = {name.value for name in loaded_names(function)}
+
+    def free(name: str) -> str:
+        while name in used:
+            name += "_"
+        return name
+
+    if params is None:
+        star = free("a")
+        return cst.Lambda(cst.Parameters(star_arg=cst.Param(cst.Name(star))),
+                          cst.Call(function, [cst.Arg(cst.Name(star), star="*")]))
+    names = [free(p) for p in params]
+    return cst.Lambda(cst.Parameters([cst.Param(cst.Name(n)) for n in names]),
+                      cst.Call(function, [cst.Arg(cst.Name(n)) for n in names]))

@@ -1,0 +1,1 @@
+"""ODL5xx: dependency versions (requirements, pyproject, environment files)."""

@@ -1,0 +1,1 @@
+"""ODL9xx: deprecated or removed APIs, served from one data table."""

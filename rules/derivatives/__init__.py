@@ -1,0 +1,1 @@
+"""ODL1xx: custom derivatives (custom_jvp / custom_vjp and their rules)."""

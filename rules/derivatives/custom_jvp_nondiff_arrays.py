@@ -1,0 +1,599 @@
+"""ODL101: `jax.custom_jvp` / `jax.custom_vjp` whose `nondiff_argnums` receive arrays."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of
+from odelint.analysis.classes import instance_class, method_of
+from odelint.analysis.facts import loaded_names
+from odelint.analysis.scopes import FUNCTION, LAMBDA, Binding, Site
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+from odelint.rules.derivatives.common import Registration, Registrations, assigned_from, positional_params, single_def
+
+CUSTOM = {"jax.custom_jvp": "jvp", "jax.custom_vjp": "vjp",
+          "jax.custom_derivatives.custom_jvp": "jvp", "jax.custom_derivatives.custom_vjp": "vjp"}
+PARTIALS = frozenset({"equinox.Partial", "jax.tree_util.Partial"})
+ARRAY_TYPES = frozenset({"jax.Array", "jax.numpy.ndarray", "jaxtyping.Array", "jaxtyping.PyTree"})
+ARRAY_MAKERS = ("jax.numpy.", "jax.random.")
+# jax.numpy / jax.random functions whose result is metadata (a dtype, a shape, a flag, a
+# function or a printout), never an array: `jnp.result_type(x)` is a static dtype argument.
+NOT_ARRAYS = frozenset(f"jax.numpy.{name}" for name in (
+    "result_type", "promote_types", "dtype", "finfo", "iinfo", "issubdtype", "isdtype", "can_cast",
+    "shape", "ndim", "size", "broadcast_shapes", "einsum_path", "iscomplexobj", "isrealobj", "isscalar",
+    "iterable", "vectorize", "frompyfunc", "ufunc", "array_repr", "array_str", "get_printoptions",
+    "printoptions", "set_printoptions", "save", "savez",
+)) | {"jax.random.key_impl"}
+# Annotations that say a parameter holds a dtype and no array. (`DTypeLike` is not one: it
+# admits any object with a `.dtype`, arrays included.)
+DTYPE_TYPES = frozenset({"jax.numpy.dtype", "numpy.dtype"})
+
+
+@dataclasses.dataclass
+class _Definition:
+    """One custom-derivative function declared with non-differentiable arguments."""
+
+    flavour: str                              # "jvp" or "vjp"
+    spec: cst.Call                            # the call holding nondiff_argnums / nondiff_argnames
+    report: cst.Arg                           # the `nondiff_arg...=` argument
+    params: list[cst.Param]
+    nondiff: list[int]
+    binding: Binding | None                   # the name the custom function is bound to
+    function: cst.FunctionDef | None = None   # the decorated function (decorator form)
+    decorator: cst.Decorator | None = None
+    site: Site | None = None
+
+
+# binds `f` twice: the fix must leave it alone (examples of CustomJvpNondiffArrays)
+_CALLED_TWICE = (
+    "import functools\nimport jax\nimport equinox as eqx\n\n"
+    "@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))\ndef apply(f, y):\n    return f(y)\n\n"
+    "@apply.defjvp\ndef apply_jvp(f, primals, tangents):\n    return jax.jvp(f, primals, tangents)\n\n"
+    "def run(key, y):\n    mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)\n    return apply(y, f=mlp)\n"
+)
+
+
+class CustomJvpNondiffArrays(Rule):
+    """Arrays reach a `jax.custom_jvp`/`custom_vjp` through `nondiff_argnums`.
+
+    ## What it does
+    Flags `jax.custom_jvp` / `jax.custom_vjp` (as a `functools.partial(...)` decorator or
+    called on a function) with `nondiff_argnums` or `nondiff_argnames`, when a
+    non-differentiable argument can carry arrays: a call in this file passes an Equinox
+    module, a bound method of one, an `eqx.Partial` / `jax.tree_util.Partial`, a
+    closure over a local of the enclosing function, or an array; or the parameter is
+    annotated as a module, `jax.Array`, `eqx.Partial` or a jaxtyping type. Plain functions
+    (`jnp.sin`, a module-level `def`) and static Python values are JAX's documented use
+    and are not flagged.
+
+    ## Why is this bad?
+    JAX treats those arguments as constants of the derivative rule. Their arrays are
+    wrapped in `stop_gradient`, so differentiating the module's own parameters silently
+    returns zeros (`[0. 0. 0.]` instead of `[0.692 0.216 -0.271]` in the fixture). Under
+    `jit` + `lax.scan` + `grad`, the rule captures the traced arrays and fails:
+
+        jax.errors.UnexpectedTracerError: Encountered an unexpected tracer. A function
+        transformed by JAX had a side effect, allowing for a reference to an
+        intermediate value with type float32[3] wrapped in a DynamicJaxprTracer to
+        escape the scope of the transformation.
+
+    `custom_vjp` refuses traced non-differentiable arguments outright ("Tracers cannot
+    be passed as non-differentiable arguments to custom_vjp functions"). See equinox#745,
+    jax#20889 (do not use `nondiff_argnums` for array-valued arguments), jax#23065,
+    jax#2912, jax#14009.
+
+    ## Example
+    ```python
+    @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+    def apply(f, y):
+        return f(y)
+
+    @apply.defjvp
+    def apply_jvp(f, primals, tangents):
+        return jax.jvp(f, primals, tangents)
+
+    apply(Field(w), y)
+    ```
+
+    ## Use instead
+    ```python
+    @eqx.filter_custom_jvp
+    def apply(y, *, f):
+        return f(y)
+
+    @apply.def_jvp
+    def apply_jvp(primals, tangents, *, f):
+        return jax.jvp(f, primals, tangents)
+
+    apply(y, f=Field(w))
+    ```
+    Keyword arguments of `eqx.filter_custom_jvp` are never differentiated: when the
+    module's own arrays need a gradient, pass it positionally instead and handle its
+    tangent in the rule, e.g. `eqx.filter_jvp(lambda f, y: f(y), primals, tangents)`.
+    For `custom_vjp`, use `eqx.filter_custom_vjp` with the differentiated values as its
+    first argument.
+
+    ## Fix safety
+    Unsafe, and offered only for a `custom_jvp` decorator whose every use is visible and
+    mechanical: the JVP rule registered once with `defjvp` (its leading parameters named
+    like the non-differentiable ones) and only direct calls, in this file, outside
+    `__all__`. Callers in other modules would break; arguments moved to keywords are
+    evaluated in a different order; the rule now receives `None` for tangents of inputs
+    that are not differentiated (ODL102 checks that); and if the module's arrays are
+    differentiated, Equinox raises `ValueError: Received keyword tangent`, which is loud
+    but still needs the positional rewrite above.
+    """
+
+    code = "ODL101"
+    name = "custom-jvp-nondiff-arrays"
+    summary = "Arrays are passed through nondiff_argnums of jax.custom_jvp/custom_vjp"
+    triggers = (("nondiff_arg", "custom_jvp"), ("nondiff_arg", "custom_vjp"))
+    fix_safety = Safety.UNSAFE
+    fixtures = "tests/fixtures/ODL101"
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._definitions: list[_Definition] = []
+        self._registrations = Registrations(self.facts)
+        self._direct_calls: dict[int, cst.Call] = {}     # id of the Name called -> the call
+        self._not_references: set[int] = set()           # attribute and keyword names
+        self._names: list[tuple[cst.Name, Site]] = []
+
+    # -- collecting --------------------------------------------------------------------
+
+    def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
+        self._registrations.visit_function(node, site)
+        for decorator in node.decorators:
+            spec = decorator.decorator
+            flavour = self._partial_flavour(spec, site)
+            if flavour is not None:
+                self._declare(flavour, spec, positional_params(node.params),  # type: ignore[arg-type]
+                              self.facts.binding_of(node), function=node, decorator=decorator, site=site)
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        self._registrations.visit_call(node, site)
+        if isinstance(node.func, cst.Name):
+            self._direct_calls[id(node.func)] = node
+        self._not_references.update(id(arg.keyword) for arg in node.args if arg.keyword is not None)
+        flavour = CUSTOM.get(self.facts.qualname(node.func, site.scope) or "")
+        spec = node
+        if flavour is None:
+            flavour = self._partial_flavour(node.func, site)
+            spec = node.func  # type: ignore[assignment]
+        args = positional_args(node)
+        if flavour is None or not args:
+            return
+        target = args[0].value
+        function = single_def(self.facts, target, site)
+        params = positional_params(function.params if function else target.params) \
+            if function is not None or isinstance(target, cst.Lambda) else []
+        self._declare(flavour, spec, params, assigned_from(site, node), site=site)
+
+    def visit_Attribute(self, node: cst.Attribute, site: Site) -> None:
+        self._not_references.add(id(node.attr))
+
+    def visit_Name(self, node: cst.Name, site: Site) -> None:
+        self._names.append((node, site))
+
+    def _partial_flavour(self, node: cst.BaseExpression, site: Site) -> str | None:
+        """`functools.partial(jax.custom_jvp, nondiff_argnums=...)` -> "jvp"."""
+        if not isinstance(node, cst.Call) or self.facts.qualname(node.func, site.scope) != "functools.partial":
+            return None
+        args = positional_args(node)
+        return CUSTOM.get(self.facts.qualname(args[0].value, site.scope) or "") if args else None
+
+    def _declare(self, flavour: str, spec: cst.Call, params: list[cst.Param], binding: Binding | None,
+                 **where) -> None:
+        for name in ("nondiff_argnums", "nondiff_argnames"):
+            arg = keyword_arg(spec, name)
+            if arg is None:
+                continue
+            nondiff = _positions(arg.value, params)
+            if nondiff:
+                self._definitions.append(_Definition(flavour, spec, arg, params, nondiff, binding, **where))
+            return
+
+    # -- checking ----------------------------------------------------------------------
+
+    def finish(self) -> None:
+        for definition in self._definitions:
+            evidence = self._evidence(definition)
+            if evidence is not None:
+                self._report(definition, *evidence)
+
+    def _calls(self, definition: _Definition) -> list[tuple[cst.Call, Site]]:
+        binding = definition.binding
+        if binding is None:
+            return []
+        if definition.function is not None:
+            return self.facts.calls_of(definition.function)
+        return [(call, site) for call, site in self.facts.index.of_type(cst.Call)
+                if isinstance(call.func, cst.Name) and self.facts.lookup(call.func.value, site.scope) == [binding]]
+
+    def _evidence(self, definition: _Definition) -> tuple[str, str] | None:
+        """(parameter, what it holds) for the first array-carrying non-differentiable argument."""
+        scope = definition.site.scope if definition.site else self.facts.index.module_scope
+        for position in definition.nondiff:
+            param = definition.params[position] if position < len(definition.params) else None
+            label = param.name.value if param else f"argument {position}"
+            if param is not None and param.annotation is not None:
+                annotation = param.annotation.annotation
+                if self._is_dtype_type(annotation, scope):
+                    continue
+                what = self._annotation_carries(annotation, scope)
+                if what:
+                    return label, f"is annotated as {what} (`{source_of(self.context.module, annotation)}`)"
+            for call, site in self._calls(definition):
+                arg = argument_at(call, param.name.value if param is not None else None, position)
+                value = arg.value if arg is not None else None
+                what = self._carries(value, site) if value is not None else None
+                if what:
+                    return label, f"receives {what} (`{source_of(self.context.module, value)}`)"
+        return None
+
+    def _annotation_carries(self, annotation: cst.BaseExpression, scope) -> str | None:
+        if self.facts.is_module_type(annotation, scope):
+            return "an Equinox module"
+        if isinstance(annotation, cst.Subscript):
+            qualname = self.facts.qualname(annotation.value, scope) or ""
+            return "an array" if qualname.startswith("jaxtyping.") else None
+        qualname = self.facts.qualname(annotation, scope)
+        if qualname in ARRAY_TYPES:
+            return "an array"
+        return "a `Partial`" if qualname in PARTIALS else None
+
+    def _is_dtype_type(self, annotation: cst.BaseExpression, scope) -> bool:
+        """`jnp.dtype`, `np.dtype`, and their `Optional[...]` / `X | None` forms."""
+        if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+            sides = (annotation.left, annotation.right)
+            return all(_is_none(side) or self._is_dtype_type(side, scope) for side in sides) \
+                and not all(_is_none(side) for side in sides)
+        optional = isinstance(annotation, cst.Subscript) and \
+            self.facts.qualname(annotation.value, scope) == "typing.Optional"
+        if optional:
+            element = annotation.slice[0].slice if len(annotation.slice) == 1 else None
+            return isinstance(element, cst.Index) and self._is_dtype_type(element.value, scope)
+        return self.facts.qualname(annotation, scope) in DTYPE_TYPES
+
+    def _carries(self, value: cst.BaseExpression, site: Site, depth: int = 0) -> str | None:
+        """What array-carrying kind of value this argument is, or None."""
+        facts = self.facts
+        if facts.is_module(value, site):
+            return "an Equinox module"
+        if isinstance(value, cst.Attribute) and facts.is_module(value.value, site):
+            cls = instance_class(facts, value.value, site.scope)
+            name = value.attr.value
+            if name == "__call__" or (cls is not None and method_of(facts, cls, name) is not None):
+                return "a bound method of an Equinox module"
+        if isinstance(value, cst.Call):
+            qualname = facts.qualname(value.func, site.scope) or ""
+            if qualname in PARTIALS:
+                return "a `Partial`"
+            if qualname.startswith(ARRAY_MAKERS) and qualname not in NOT_ARRAYS:
+                return "an array"
+        if isinstance(value, cst.Lambda):
+            closed = self._closed_over(value.body, facts.index.body_scope(value))
+            return f"a closure over `{closed}`" if closed else None
+        if isinstance(value, cst.Name) and depth < 3:
+            bindings = facts.lookup(value.value, site.scope)
+            if len(bindings) != 1:
+                return None
+            binding = bindings[0]
+            if binding.kind == "def":
+                body = binding.node.body  # type: ignore[attr-defined]
+                closed = self._closed_over(body, facts.index.body_scope(binding.node))
+                return f"a closure over `{closed}`" if closed else None
+            if binding.kind == "assign" and not binding.path and binding.value is not None:
+                return self._carries(binding.value, Site(binding.scope, binding.order), depth + 1)
+            if binding.kind == "param" and binding.annotation is not None:
+                where = binding.scope.parent or binding.scope
+                return self._annotation_carries(binding.annotation, where)
+        return None
+
+    def _closed_over(self, body: cst.CSTNode, scope) -> str | None:
+        """A local of an enclosing function that this body reads (a possibly traced value)."""
+        if scope is None:
+            return None
+        for name in loaded_names(body, into_nested=True):
+            bindings = self.facts.lookup(name.value, scope)
+            if not bindings or bindings[0].scope is scope or bindings[0].scope.kind not in (FUNCTION, LAMBDA):
+                continue
+            if any(_may_hold_array(b) for b in bindings):
+                return name.value
+        return None
+
+    # -- reporting and fixing ----------------------------------------------------------
+
+    def _report(self, definition: _Definition, label: str, holds: str) -> None:
+        name = definition.binding.name if definition.binding else "the function"
+        if definition.flavour == "vjp":
+            advice = ("use `eqx.filter_custom_vjp` with the differentiated values as its first argument "
+                      "(its other arguments may hold arrays)")
+        else:
+            diff = [p.name.value for i, p in enumerate(definition.params) if i not in definition.nondiff]
+            static = [definition.params[i].name.value for i in definition.nondiff if i < len(definition.params)]
+            advice = (f"use `eqx.filter_custom_jvp` with `def {name}({', '.join(diff)}, *, {', '.join(static)})` "
+                      f"and a `.def_jvp` rule `(primals, tangents, *, {', '.join(static)})`; if `{label}`'s arrays "
+                      f"are differentiated, pass it positionally and handle its tangent (e.g. `eqx.filter_jvp`)")
+        harm = ("its arrays get a silently zero gradient and leak tracers under jit/scan" if definition.flavour == "jvp"
+                else "custom_vjp raises UnexpectedTracerError once its arrays are traced")
+        message = (f"`{name}` is a `jax.custom_{definition.flavour}` whose non-differentiable `{label}` "
+                   f"{holds}: {harm}; {advice}")
+        plan = self._fix_plan(definition)
+        fix = None
+        if plan is not None:
+            fix = self.fix("Rewrite as `eqx.filter_custom_jvp` with the non-differentiable arguments keyword-only",
+                           lambda: self._rewrite(definition, *plan), safe=False)
+        self.report(definition.report, message, fix=fix)
+
+    def _fix_plan(self, definition: _Definition) -> tuple[Registration, list[cst.Call]] | None:
+        """The registration and the calls to rewrite, when every use is mechanical."""
+        function, binding = definition.function, definition.binding
+        if definition.flavour != "jvp" or function is None or binding is None or definition.decorator is None:
+            return None
+        params = function.params
+        if (params.posonly_params or params.kwonly_params or isinstance(params.star_arg, cst.CSTNode)
+                or params.star_kwarg is not None or len(definition.spec.args) != 2
+                or len(definition.nondiff) >= len(params.params) or definition.nondiff[-1] >= len(params.params)
+                or _exported(self.facts, binding.name)):
+            return None
+        registrations = self._registrations.of(binding)
+        if len(registrations) != 1 or registrations[0].attribute.attr.value != "defjvp":
+            return None
+        registration = registrations[0]
+        if not self._rule_fits(registration, [params.params[i].name.value for i in definition.nondiff]):
+            return None
+        references = self._references(binding)
+        if references is None:
+            return None
+        calls: list[cst.Call] = []
+        for reference in references:
+            if reference is registration.owner:
+                continue
+            call = self._direct_calls.get(id(reference))
+            if call is None or _moved_args(call, definition) is None:
+                return None
+            calls.append(call)
+        return (registration, calls) if not _nested(calls) else None
+
+    def _rule_fits(self, registration: Registration, static: list[str]) -> bool:
+        rule = registration.rule
+        if rule is None:
+            return False
+        params = rule.params
+        if (params.posonly_params or params.kwonly_params or isinstance(params.star_arg, cst.CSTNode)
+                or params.star_kwarg is not None or len(params.params) != len(static) + 2
+                or [p.name.value for p in params.params[:len(static)]] != static):
+            return False
+        if registration.decorator is not None and len(rule.decorators) != 1:
+            return False
+        rule_binding = self.facts.binding_of(rule)
+        uses = self._references(rule_binding) if rule_binding else None
+        return uses is not None and len(uses) == (0 if registration.decorator is not None else 1)
+
+    def _references(self, binding: Binding) -> list[cst.Name] | None:
+        """Every name that reads this binding; None when some name may mean it or another."""
+        found = []
+        for name, site in self._names:
+            if name.value != binding.name or id(name) in self._not_references:
+                continue
+            bindings = self.facts.lookup(name.value, site.scope)
+            if binding in bindings:
+                if bindings != [binding]:
+                    return None
+                found.append(name)
+        return found
+
+    def _rewrite(self, definition: _Definition, registration: Registration, calls: list[cst.Call]) -> Edits:
+        function, decorator = definition.function, definition.decorator
+        assert function is not None and decorator is not None and registration.rule is not None
+        reference, imports = self.facts.reference("equinox.filter_custom_jvp", definition.site)  # type: ignore[arg-type]
+        params = function.params.params
+        static = [params[i] for i in definition.nondiff]
+        dynamic = [p for i, p in enumerate(params) if i not in definition.nondiff]
+        rule_params = registration.rule.params.params
+        edits = [
+            Replace(decorator, decorator.with_changes(decorator=reference)),
+            Replace(function.params, _keyword_only(function.params, dynamic, static)),
+            Replace(registration.attribute, registration.attribute.with_changes(attr=cst.Name("def_jvp"))),
+            Replace(registration.rule.params,
+                    _keyword_only(registration.rule.params, rule_params[len(static):], rule_params[:len(static)])),
+        ]
+        for call in calls:
+            edits.append(Replace(call, call.with_changes(args=_moved_args(call, definition))))
+        return Edits(edits, imports)
+
+    examples = (
+        # the decorator form with a same-file module: the keyword-only rewrite
+        Flag(
+            "import functools\n\nimport equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\n\n"
+            "class Field(eqx.Module):\n    w: jax.Array\n\n    def __call__(self, y):\n        return jnp.tanh(self.w * y)\n\n\n"
+            "@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))\ndef apply(f, y):\n    return f(y)\n\n\n"
+            "@apply.defjvp\ndef apply_jvp(f, primals, tangents):\n    (y,), (ty,) = primals, tangents\n"
+            "    return apply(f, y), jax.jvp(f, (y,), (ty,))[1]\n\n\n"
+            "def step(w, y):\n    return apply(Field(w), y)\n",
+            fixed="import functools\n\nimport equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\n\n"
+            "class Field(eqx.Module):\n    w: jax.Array\n\n    def __call__(self, y):\n        return jnp.tanh(self.w * y)\n\n\n"
+            "@eqx.filter_custom_jvp\ndef apply(y, *, f):\n    return f(y)\n\n\n"
+            "@apply.def_jvp\ndef apply_jvp(primals, tangents, *, f):\n    (y,), (ty,) = primals, tangents\n"
+            "    return apply(y, f=f), jax.jvp(f, (y,), (ty,))[1]\n\n\n"
+            "def step(w, y):\n    return apply(y, f=Field(w))\n",
+            unsafe=True,
+            message="non-differentiable `f` receives an Equinox module (`Field(w)`)",
+        ),
+        # from-imports, JAX's call-form registration, two non-differentiable arguments,
+        # no equinox import yet: `import equinox as eqx` is added
+        Flag(
+            "from functools import partial\nfrom jax import custom_jvp\nimport jax.numpy as np\n\n"
+            "@partial(custom_jvp, nondiff_argnums=(0, 2))\ndef scaled(f, x, scale):\n    return scale * f(x)\n\n"
+            "def scaled_jvp(f, scale, primals, tangents):\n    return scaled(f, primals[0], scale), tangents[0]\n\n"
+            "scaled.defjvp(scaled_jvp)\n\n"
+            "def run(x):\n    return scaled(jnp_fn, x, np.ones(3))\n\njnp_fn = np.sin\n",
+            fixed="from functools import partial\nfrom jax import custom_jvp\nimport jax.numpy as np\n"
+            "import equinox as eqx\n\n"
+            "@eqx.filter_custom_jvp\ndef scaled(x, *, f, scale):\n    return scale * f(x)\n\n"
+            "def scaled_jvp(primals, tangents, *, f, scale):\n    return scaled(primals[0], f=f, scale=scale), tangents[0]\n\n"
+            "scaled.def_jvp(scaled_jvp)\n\n"
+            "def run(x):\n    return scaled(x, f=jnp_fn, scale=np.ones(3))\n\njnp_fn = np.sin\n",
+            unsafe=True,
+            message="`scale` receives an array (`np.ones(3)`)",
+        ),
+        # a bound method, an eqx.Partial, a closure, an annotation; custom_vjp and the
+        # call form get no fix
+        Flag(
+            "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n"
+            "    def forward(self, y):\n        return self.w * y\n\n"
+            "def g(f, y):\n    return f(y)\n\n"
+            "h = jax.custom_jvp(g, nondiff_argnums=(0,))\n"
+            "k = jax.custom_vjp(g, nondiff_argnums=[0])\n\n"
+            "def loss(net: Net, w, y):\n    a = h(net.forward, y)\n    b = k(lambda y: w * y, y)\n"
+            "    return a + b\n\n"
+            "@eqx.filter_jit\ndef loss2(w, y):\n    p = eqx.Partial(lambda w, y: w * y, w)\n    return h(p, y)\n",
+            count=2,
+            message="`h` is a `jax.custom_jvp` whose non-differentiable `f` receives a bound method",
+        ),
+        Flag(
+            "import functools as ft\nimport jax\nfrom jaxtyping import Array, Float\n\n"
+            "@ft.partial(jax.custom_vjp, nondiff_argnames=('w',))\n"
+            "def f(x, w: Float[Array, 'n']):\n    return x * w\n",
+            message="`w` is annotated as an array (`Float[Array, 'n']`)",
+        ),
+        # a call that binds `f` twice (a TypeError when run): reported, left as it is, since
+        # moving `y` to the keyword `f` would write `apply(f=mlp, f=y)`, a SyntaxError
+        Flag(
+            _CALLED_TWICE,
+            fixed=_CALLED_TWICE,
+            unsafe=True,
+        ),
+        # used elsewhere than by a direct call (here: passed to vmap): reported, no fix
+        Flag(
+            "import functools\nimport jax\nimport equinox as eqx\n\n"
+            "@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))\ndef apply(f, y):\n    return f(y)\n\n"
+            "@apply.defjvp\ndef apply_jvp(f, primals, tangents):\n    return jax.jvp(f, primals, tangents)\n\n"
+            "def run(key, y):\n    mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)\n    return jax.vmap(apply, in_axes=(None, 0))(mlp, y)\n",
+        ),
+        # JAX's documented use: plain functions and static values
+        Pass(
+            "from functools import partial\nimport jax\nimport jax.numpy as jnp\n\n"
+            "@partial(jax.custom_jvp, nondiff_argnums=(0, 2))\ndef app(f, x, n):\n    return f(x) * n\n\n"
+            "@app.defjvp\ndef app_jvp(f, n, primals, tangents):\n    x, = primals\n    t, = tangents\n"
+            "    return app(f, x, n), 2.0 * t\n\n"
+            "def square(y):\n    return y ** 2\n\n"
+            "def run(x, k):\n    scale = 3\n    a = app(jnp.sin, x, 2)\n    b = app(square, x, k)\n"
+            "    c = app(lambda y: scale * y ** 2, x, 1)\n    return a + b + c + app(jnp.vectorize(square), x, 1)\n"
+        ),
+        # Equinox's own filter_custom_jvp, a custom_jvp without nondiff_argnums, and a
+        # module passed to a *differentiable* argument
+        Pass(
+            "import equinox as eqx\nimport jax\n\n@eqx.filter_custom_jvp\ndef apply(y, *, f):\n    return f(y)\n\n"
+            "@jax.custom_jvp\ndef plain(f, y):\n    return f(y)\n\n"
+            "import functools\n@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))\n"
+            "def other(f, n):\n    return f(n)\n\n"
+            "def run(key, y):\n    mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)\n"
+            "    return apply(y, f=mlp), plain(mlp, y), other(mlp, 3)\n"
+        ),
+        # dtypes and shapes computed by jax.numpy are static metadata, not arrays; so is a
+        # parameter annotated as a dtype (distrax's von Mises sampler)
+        Pass(
+            "import functools\nfrom typing import Optional\nimport jax\nimport jax.numpy as jnp\n"
+            "import numpy as np\n\n"
+            "@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 2))\n"
+            "def sample(shape, c, dtype: jnp.dtype):\n    return jnp.zeros(shape, dtype) + c\n\n"
+            "@sample.defjvp\ndef sample_jvp(shape, dtype, primals, tangents):\n"
+            "    return sample(shape, primals[0], dtype), tangents[0]\n\n"
+            "@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))\n"
+            "def cdf(x, dtype: Optional[jnp.dtype] = None, like: np.dtype | None = None):\n    return x\n\n"
+            "class Dist:\n    def sample(self, x, loc):\n        dtype = jnp.result_type(x, loc)\n"
+            "        s = sample(jnp.shape(x), x, dtype)\n"
+            "        s = s + sample(x.shape, x, jnp.promote_types(x.dtype, loc.dtype))\n"
+            "        return s + cdf(x, jnp.dtype('float32'), jnp.finfo(dtype).dtype)\n"
+        ),
+        # a local `partial` that is not functools', and a custom_jvp name that is not JAX's
+        Pass(
+            "import equinox as eqx\n\ndef partial(*a, **k):\n    return lambda f: f\n\n"
+            "def custom_jvp(f, nondiff_argnums=()):\n    return f\n\n"
+            "@partial(custom_jvp, nondiff_argnums=(0,))\ndef apply(f, y):\n    return f(y)\n\n"
+            "apply(eqx.nn.Linear(2, 2, key=None), 1.0)\n"
+        ),
+    )
+
+
+def _positions(node: cst.BaseExpression, params: list[cst.Param]) -> list[int]:
+    """`nondiff_argnums=(0, 2)` / `nondiff_argnames=("f",)` as sorted positions."""
+    items = node.elements if isinstance(node, (cst.Tuple, cst.List)) else [cst.Element(node)]
+    names = [p.name.value for p in params]
+    found = set()
+    for item in items:
+        value = item.value
+        if isinstance(value, cst.Integer):
+            found.add(int(value.value))
+        elif isinstance(value, cst.SimpleString) and value.evaluated_value in names:
+            found.add(names.index(value.evaluated_value))  # type: ignore[arg-type]
+    return sorted(found)
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _may_hold_array(binding: Binding) -> bool:
+    if binding.kind in ("def", "class", "import"):
+        return False
+    value = binding.value
+    if binding.kind == "assign" and not binding.path and value is not None:
+        return not (isinstance(value, (cst.BaseNumber, cst.BaseString)) or (isinstance(value, cst.Name)
+                                                     and value.value in ("None", "True", "False")))
+    return True
+
+
+def _exported(facts, name: str) -> bool:
+    for binding in facts.index.module_scope.bindings.get("__all__", []):
+        if isinstance(binding.value, (cst.List, cst.Tuple)) and any(
+                isinstance(e.value, cst.SimpleString) and e.value.evaluated_value == name
+                for e in binding.value.elements):
+            return True
+    return False
+
+
+def _moved_args(call: cst.Call, definition: _Definition) -> list[cst.Arg] | None:
+    """The call's arguments with the non-differentiable ones passed by keyword, or None."""
+    args = positional_args(call)
+    if args is None:
+        return None
+    names = [p.name.value for p in definition.params]
+    kept, moved = [], []
+    for position, arg in enumerate(args):
+        if position in definition.nondiff:
+            moved.append(cst.Arg(arg.value, keyword=cst.Name(names[position]),
+                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        else:
+            kept.append(arg)
+    passed = {arg.keyword.value for arg in call.args if arg.keyword is not None} | {a.keyword.value for a in moved}
+    if any(names[i] not in passed and definition.params[i].default is None for i in definition.nondiff):
+        return None
+    named = [arg for arg in call.args if arg.keyword is not None]
+    if any(arg.keyword.value in names[:len(args)] for arg in named):  # f(y, f=g): a TypeError already
+        return None
+    return [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in (*kept, *named, *moved)]
+
+
+def _keyword_only(params: cst.Parameters, dynamic: list[cst.Param], static: list[cst.Param]) -> cst.Parameters:
+    def bare(param: cst.Param) -> cst.Param:
+        return param.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return params.with_changes(params=[bare(p) for p in dynamic], star_arg=cst.ParamStar(),
+                               kwonly_params=[bare(p) for p in static])
+
+
+def _nested(calls: list[cst.Call]) -> bool:
+    """Does one call to rewrite sit inside another (whose rewrite would drop the inner one)?"""
+    ids = {id(call) for call in calls}
+    for call in calls:
+        stack = list(call.children)
+        while stack:
+            node = stack.pop()
+            if id(node) in ids:
+                return True
+            stack.extend(node.children)
+    return False

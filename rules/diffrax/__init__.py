@@ -1,0 +1,1 @@
+"""ODL8xx: Diffrax solves."""

@@ -1,0 +1,1 @@
+"""ODL6xx: Equinox modules and transforms."""

@@ -1,0 +1,1 @@
+"""ODL2xx: optax optimisers used with Equinox modules."""

@@ -1,0 +1,91 @@
+"""ODL204: `optax.apply_updates(model, updates)` on an Equinox module."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import positional_args, source_of
+from odelint.analysis.scopes import Site
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+
+
+class OptaxApplyUpdatesOnModule(Rule):
+    """`optax.apply_updates` is applied to an Equinox module.
+
+    ## What it does
+    Flags `optax.apply_updates(model, updates)` (any import spelling) where `model` is
+    an Equinox module.
+
+    ## Why is this bad?
+    `optax.apply_updates` adds every leaf of `updates` to the matching leaf of the
+    model. Filtered updates hold `None` where the model holds functions, and the sum
+    fails:
+
+        TypeError: unsupported operand type(s) for +: 'custom_jvp' and 'NoneType'
+
+    (equinox#107, #896.) `eqx.apply_updates` skips `None` updates and leaves the
+    non-array fields untouched.
+
+    ## Example
+    ```python
+    model = optax.apply_updates(model, updates)
+    ```
+
+    ## Use instead
+    ```python
+    model = eqx.apply_updates(model, updates)
+    ```
+
+    ## Fix safety
+    Safe: on arrays both functions compute `param + update`; Equinox's version only adds
+    the handling of `None` leaves.
+    """
+
+    code = "ODL204"
+    name = "optax-apply-updates-on-module"
+    summary = "optax.apply_updates is used on an Equinox module"
+    triggers = (("optax", "equinox"),)
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL204"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        if self.facts.qualname(node.func, site.scope) not in ("optax.apply_updates", "optax.transforms.apply_updates"):
+            return
+        args = positional_args(node)
+        if not args or not self.facts.is_module(args[0].value, site):
+            return
+        self.report(
+            node,
+            f"`optax.apply_updates` on the Equinox module `{source_of(self.context.module, args[0].value)}` "
+            "fails on its non-array leaves: use `eqx.apply_updates`",
+            fix=self.fix("Use eqx.apply_updates", lambda: self._swap(node, site)),
+        )
+
+    def _swap(self, node: cst.Call, site: Site) -> Edits:
+        func, imports = self.facts.reference("equinox.apply_updates", site)
+        return Edits([Replace(node.func, func)], imports)
+
+    examples = (
+        Flag(
+            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+            "model = optax.apply_updates(model, None)\n",
+            fixed="import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+            "model = eqx.apply_updates(model, None)\n",
+        ),
+        Flag(
+            "from equinox import Module, apply_updates as au\nfrom optax import apply_updates\n\n"
+            "class M(Module):\n    w: float\n\ndef step(m: M, u):\n    return apply_updates(m, u)\n",
+            fixed="from equinox import Module, apply_updates as au\nfrom optax import apply_updates\n\n"
+            "class M(Module):\n    w: float\n\ndef step(m: M, u):\n    return au(m, u)\n",
+        ),
+        Pass(
+            "import equinox as eqx\nimport optax\nimport jax.numpy as jnp\n\n"
+            "model = eqx.nn.MLP(2, 2, 8, 1, key=None)\nparams = eqx.filter(model, eqx.is_array)\n"
+            "params = optax.apply_updates(params, None)\nd = optax.apply_updates({'w': jnp.ones(2)}, None)\n"
+            "model = eqx.apply_updates(model, None)\n"
+        ),
+        Pass(
+            "import equinox as eqx\n\nclass optax:\n    apply_updates = staticmethod(lambda m, u: m)\n\n"
+            "model = eqx.nn.MLP(2, 2, 8, 1, key=None)\nmodel = optax.apply_updates(model, None)\n"
+        ),
+    )

@@ -1,0 +1,143 @@
+"""ODL201: `opt.init(model)` with an unfiltered Equinox module."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import positional_args, source_of
+from odelint.analysis.facts import method_call
+from odelint.analysis.scopes import Site
+from odelint.api.finding import Safety
+from odelint.api.rule import Flag, Pass, Rule
+from odelint.rules.optimisers.common import wrap_in_filter
+
+
+class OptimizerInitUnfiltered(Rule):
+    """An optax optimiser is initialised with a whole Equinox module.
+
+    ## What it does
+    Flags `optimiser.init(model)` where `model` is an Equinox module (built from
+    `eqx.nn.*`, from a class of this file that subclasses `eqx.Module`, returned by a
+    function of this file that builds one, passed in from such a value, or annotated
+    as one).
+
+    ## Why is this bad?
+    Optax expects a pytree of arrays. A module also holds non-array leaves: activation
+    functions (`jax.nn.relu` in every `eqx.nn.MLP`), a `diffrax.PIDController`'s
+    `norm`, static configuration. Every stateful optimiser (adam, adamw, sgd with
+    momentum, MultiSteps, ...) builds its state with `zeros_like` over those leaves and
+    crashes:
+
+        TypeError: zeros_like requires ndarray or scalar arguments, got
+        <class 'jax._src.custom_derivatives.custom_jvp'> at position 0.
+
+    (equinox#69, #105, #257, #364, #613, #853; diffrax#521.) Plain `sgd` without
+    momentum happens to work, which hides the bug until the optimiser changes.
+
+    ## Example
+    ```python
+    model = eqx.nn.MLP(2, 2, 16, 2, key=key)
+    opt_state = optim.init(model)
+    ```
+
+    ## Use instead
+    ```python
+    opt_state = optim.init(eqx.filter(model, eqx.is_array))
+    ```
+
+    ## Fix safety
+    Safe: filtering keeps exactly the array leaves the optimiser can hold state for,
+    which is what Equinox documents. The fix reuses the file's alias for `equinox`
+    and adds `import equinox as eqx` only when there is none.
+    """
+
+    code = "ODL201"
+    name = "optimizer-init-unfiltered"
+    summary = "An optax optimiser is initialised with an unfiltered Equinox module"
+    triggers = (("optax", "equinox"),)
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL201"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        receiver = method_call(node, "init")
+        args = positional_args(node)
+        if receiver is None or args is None or len(node.args) != 1 or len(args) != 1:
+            return
+        value = args[0].value
+        if not self.facts.is_module(value, site) or not self.facts.may_be_optax(receiver, site):
+            return
+        text = source_of(self.context.module, value)
+        self.report(
+            value,
+            f"`{source_of(self.context.module, receiver)}.init` gets the unfiltered Equinox module `{text}`; "
+            f"its non-array leaves crash optax: pass `eqx.filter({text}, eqx.is_array)`",
+            fix=self.fix("Filter the module to its arrays",
+                         lambda: wrap_in_filter(self.facts, value, site)),
+        )
+
+    examples = (
+        Flag(
+            "import equinox as eqx\nimport jax\nimport optax\n\n"
+            "model = eqx.nn.MLP(2, 2, 16, 2, key=jax.random.PRNGKey(0))\n"
+            "optim = optax.adam(1e-3)\nopt_state = optim.init(model)\n",
+            fixed="import equinox as eqx\nimport jax\nimport optax\n\n"
+            "model = eqx.nn.MLP(2, 2, 16, 2, key=jax.random.PRNGKey(0))\n"
+            "optim = optax.adam(1e-3)\nopt_state = optim.init(eqx.filter(model, eqx.is_array))\n",
+            message="unfiltered Equinox module `model`",
+        ),
+        # aliases: `import equinox as eq`, `import optax as ox`, a same-file Module subclass
+        Flag(
+            "import equinox as eq\nimport optax as ox\n\n"
+            "class Net(eq.Module):\n    w: float\n\n"
+            "class Deeper(Net):\n    pass\n\n"
+            "net = Deeper(1.0)\nstate = ox.adamw(1e-3).init(net)\n",
+            fixed="import equinox as eq\nimport optax as ox\n\n"
+            "class Net(eq.Module):\n    w: float\n\n"
+            "class Deeper(Net):\n    pass\n\n"
+            "net = Deeper(1.0)\nstate = ox.adamw(1e-3).init(eq.filter(net, eq.is_array))\n",
+        ),
+        # from-imports only: `import equinox as eqx` is added after the imports
+        Flag(
+            '"""Training."""\nfrom equinox.nn import MLP\nfrom optax import adam as Adam\n\n'
+            "def build(key):\n    return MLP(2, 2, 8, 1, key=key)\n\n"
+            "def main(key):\n    model = build(key)\n    return Adam(1e-3).init(model)\n",
+            fixed='"""Training."""\nfrom equinox.nn import MLP\nfrom optax import adam as Adam\nimport equinox as eqx\n\n'
+            "def build(key):\n    return MLP(2, 2, 8, 1, key=key)\n\n"
+            "def main(key):\n    model = build(key)\n    return Adam(1e-3).init(eqx.filter(model, eqx.is_array))\n",
+        ),
+        # a parameter that receives a module at a call site, and an annotated one
+        Flag(
+            "import equinox as eqx\nimport optax\n\noptim = optax.adam(1e-3)\n\n"
+            "def make_state(m):\n    return optim.init(m)\n\n"
+            "def other(m: eqx.nn.Linear):\n    return optim.init(m)\n\n"
+            "make_state(eqx.nn.Linear(2, 2, key=None))\n",
+            count=2,
+        ),
+        # `self.model` declared as a module field of the trainer
+        Flag(
+            "import equinox as eqx\nimport optax\n\nclass Trainer:\n    model: eqx.nn.MLP\n\n"
+            "    def start(self, optim):\n        return optim.init(self.model)\n",
+        ),
+        Pass(
+            "import equinox as eqx\nimport optax\nimport jax.numpy as jnp\n\n"
+            "model = eqx.nn.MLP(2, 2, 16, 2, key=None)\noptim = optax.adam(1e-3)\n"
+            "s1 = optim.init(eqx.filter(model, eqx.is_array))\n"
+            "params, static = eqx.partition(model, eqx.is_inexact_array)\ns2 = optim.init(params)\n"
+            "s3 = optim.init({'w': jnp.ones(3)})\n"
+            "p4 = eqx.filter(model, eqx.is_array)\ns4 = optim.init(p4)\n"
+            "s5 = optim.init(eqx.partition(model, eqx.is_array)[0])\n"
+        ),
+        # not an optax optimiser, a name that only looks like a module, no optax import
+        Pass(
+            "import equinox as eqx\nimport optax\n\nclass Thing:\n    def init(self, m):\n        return m\n\n"
+            "model = eqx.nn.MLP(2, 2, 16, 2, key=None)\nThing().init(model)\nmodel.init(model)\n"
+            "def f(model):\n    return optax.adam(1e-3).init(model)\n"
+        ),
+        Pass(
+            "import equinox as eqx\n\nclass optax:\n    @staticmethod\n    def adam(lr):\n        return lr\n\n"
+            "model = eqx.nn.MLP(2, 2, 16, 2, key=None)\nopt = optax.adam(1e-3)\nopt.init(model)\n"
+        ),
+        Pass(
+            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 16, 2, key=None)\n"
+            "opt_state = optax.adam(1e-3).init(model)  # noqa: ODL201\n"
+        ),
+    )

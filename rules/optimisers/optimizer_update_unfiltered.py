@@ -1,0 +1,118 @@
+"""ODL202: `opt.update(grads, state, model)` with an unfiltered Equinox module as params."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import keyword_arg, positional_args, source_of
+from odelint.analysis.facts import method_call
+from odelint.analysis.scopes import Site
+from odelint.api.finding import Safety
+from odelint.api.rule import Flag, Pass, Rule
+from odelint.rules.optimisers.common import wrap_in_filter
+
+
+class OptimizerUpdateUnfiltered(Rule):
+    """An optax `update` receives a whole Equinox module as `params`.
+
+    ## What it does
+    Flags `optimiser.update(grads, state, model)` and `optimiser.update(grads, state,
+    params=model)` where `model` is an Equinox module rather than its filtered arrays.
+
+    ## Why is this bad?
+    Optax tree-maps over `params`. The module's non-array leaves (activation functions,
+    a `PIDController`'s `norm`) are not valid JAX values. With `optax.MultiSteps` the
+    `lax.cond` inside its update raises
+
+        TypeError: Argument '<jax._src.custom_derivatives.custom_jvp object>' of type
+        '<class 'jax._src.custom_derivatives.custom_jvp'>' is not a valid JAX type
+
+    and with `lamb` or `lars` (optax 0.2.8) `ValueError: pytree structure error`
+    (diffrax#521, equinox#590, #853). With plain `adam` or `adamw` the same call happens
+    to work, because optax skips `None` gradients, so the bug appears only when the
+    optimiser is changed or wrapped.
+
+    ## Example
+    ```python
+    updates, opt_state = optim.update(grads, opt_state, model)
+    ```
+
+    ## Use instead
+    ```python
+    updates, opt_state = optim.update(grads, opt_state, eqx.filter(model, eqx.is_array))
+    ```
+
+    ## Fix safety
+    Safe: the optimiser sees the same arrays it was initialised with; the module itself
+    is not changed. The file's alias for `equinox` is reused.
+    """
+
+    code = "ODL202"
+    name = "optimizer-update-unfiltered"
+    summary = "An optax update receives an unfiltered Equinox module as params"
+    triggers = (("optax", "equinox"),)
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL202"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        receiver = method_call(node, "update")
+        args = positional_args(node)
+        if receiver is None or args is None:
+            return
+        params = keyword_arg(node, "params")
+        value = params.value if params is not None else (args[2].value if len(args) == 3 else None)
+        if value is None or not self.facts.is_module(value, site) or not self.facts.may_be_optax(receiver, site):
+            return
+        text = source_of(self.context.module, value)
+        self.report(
+            value,
+            f"`{source_of(self.context.module, receiver)}.update` gets the unfiltered Equinox module `{text}` "
+            f"as params; pass `eqx.filter({text}, eqx.is_array)`",
+            fix=self.fix("Filter the module to its arrays", lambda: wrap_in_filter(self.facts, value, site)),
+        )
+
+    examples = (
+        Flag(
+            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+            "optim = optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2)\n"
+            "opt_state = optim.init(eqx.filter(model, eqx.is_array))\n\n"
+            "@eqx.filter_jit\ndef make_step(model, opt_state, grads):\n"
+            "    updates, opt_state = optim.update(grads, opt_state, model)\n"
+            "    return eqx.apply_updates(model, updates), opt_state\n\n"
+            "for _ in range(3):\n    model, opt_state = make_step(model, opt_state, None)\n",
+            fixed="import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+            "optim = optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2)\n"
+            "opt_state = optim.init(eqx.filter(model, eqx.is_array))\n\n"
+            "@eqx.filter_jit\ndef make_step(model, opt_state, grads):\n"
+            "    updates, opt_state = optim.update(grads, opt_state, eqx.filter(model, eqx.is_array))\n"
+            "    return eqx.apply_updates(model, updates), opt_state\n\n"
+            "for _ in range(3):\n    model, opt_state = make_step(model, opt_state, None)\n",
+        ),
+        # params= keyword, `import equinox as eq`, a module built by a same-file function
+        Flag(
+            "import equinox as eq\nimport optax as ox\n\nclass Field(eq.Module):\n    w: float\n\n"
+            "def make():\n    return Field(1.0)\n\nf = make()\ntx = ox.lamb(1e-3)\n"
+            "u, s = tx.update(None, None, params=f)\n",
+            fixed="import equinox as eq\nimport optax as ox\n\nclass Field(eq.Module):\n    w: float\n\n"
+            "def make():\n    return Field(1.0)\n\nf = make()\ntx = ox.lamb(1e-3)\n"
+            "u, s = tx.update(None, None, params=eq.filter(f, eq.is_array))\n",
+        ),
+        # the module reaches the step function through eqx.filter_jit(step)
+        Flag(
+            "import equinox as eqx\nimport optax\n\ndef step(m, s, g, optim):\n"
+            "    return optim.update(g, s, m)\n\n"
+            "fast = eqx.filter_jit(step)\nfast(eqx.nn.Linear(1, 1, key=None), None, None, optax.lars(0.1))\n",
+        ),
+        Pass(
+            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+            "optim = optax.adamw(1e-3)\nparams = eqx.filter(model, eqx.is_inexact_array)\n"
+            "u, s = optim.update(None, None, params)\n"
+            "u, s = optim.update(None, None, eqx.filter(model, eqx.is_array))\n"
+            "u, s = optim.update(None, None, params={'w': 1.0})\n"
+            "d = {}\nd.update(model)\n"
+        ),
+        # `model` rebound to filtered arrays before the call
+        Pass(
+            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+            "model = eqx.filter(model, eqx.is_array)\nu, s = optax.adam(1.0).update(None, None, model)\n"
+        ),
+    )
