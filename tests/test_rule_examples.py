@@ -44,3 +44,16 @@ def test_every_rule_has_examples_both_ways(rule) -> None:
         assert any(e.fixed is not None for e in flags), "a fixable rule needs an exact-fix example"
     else:
         assert all(e.fixed is None for e in flags)
+
+
+def test_examples_written_as_indented_blocks_are_dedented() -> None:
+    block = Flag("""
+        import jax
+        if True:
+            x = 1
+    """, fixed="""
+        y = 2
+    """)
+    assert block.code == "import jax\nif True:\n    x = 1\n"
+    assert block.fixed == "y = 2\n"
+    assert Pass("  x = 1\n").code == "  x = 1\n", "text not starting with a newline is kept as written"

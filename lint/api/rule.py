@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
@@ -25,6 +26,14 @@ DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use 
 PYTHON_FILES = ("*.py", "*.pyi")
 
 
+def example_code(text: str | None) -> str | None:
+    """Examples read as code: a text that starts with a newline loses that newline and is
+    dedented (as Fixit does), so a rule writes its examples as indented triple-quoted strings."""
+    if text is None or not text.startswith("\n"):
+        return text
+    return textwrap.dedent(text[1:])
+
+
 @dataclasses.dataclass(frozen=True)
 class Flag:
     """Example code the rule must flag; `fixed` is the exact result of applying its fixes."""
@@ -36,6 +45,10 @@ class Flag:
     message: str | None = None  # a fragment the first finding's message must contain
     filename: str = "example.py"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", example_code(self.code))
+        object.__setattr__(self, "fixed", example_code(self.fixed))
+
 
 @dataclasses.dataclass(frozen=True)
 class Pass:
@@ -43,6 +56,9 @@ class Pass:
 
     code: str
     filename: str = "example.py"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", example_code(self.code))
 
 
 @dataclasses.dataclass
