@@ -10,35 +10,49 @@ Questions are answered lazily and memoised, so a file pays only for what its rul
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import argument_for
+from odelint.analysis import jax_api
+from odelint.analysis.calls import argument_at, argument_for
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site
 from odelint.api.finding import NeedImport
+
+if TYPE_CHECKING:
+    from odelint.analysis.leaves import Leaf, Leaves
+    from odelint.analysis.tracing import Traced, Tracing
 
 
 class Kind(enum.Enum):
     MODULE = "module"          # an Equinox module instance (may hold non-array leaves)
     FILTERED = "filtered"      # eqx.filter(...) / eqx.partition(...)[0]: arrays only
-    OTHER = "other"            # known, and neither of the above (literals, classes, ...)
+    ARRAY = "array"            # a JAX array
+    KEY = "key"                # a PRNG key (or the array of keys `split` returns)
+    OPTAX = "optax"            # an optax gradient transformation
+    FUNCTION = "function"      # a function, lambda, or transformed function (`jax.vmap(f)`)
+    PLAIN = "plain"            # a Python number, string, bool or None
+    OTHER = "other"            # known, and none of the above (containers, classes, ...)
     UNKNOWN = "unknown"
 
-
-# Functions that return (a transformed version of) the function they are given, with the
-# same positional parameters: calls of the result are calls of the wrapped function.
-FUNCTION_WRAPPERS = frozenset({
-    "jax.jit", "jax.grad", "jax.value_and_grad", "jax.vmap", "jax.pmap", "jax.checkpoint",
-    "jax.remat", "jax.jacfwd", "jax.jacrev", "jax.hessian",
-    "equinox.filter_jit", "equinox.filter_grad", "equinox.filter_value_and_grad",
-    "equinox.filter_vmap", "equinox.filter_pmap", "equinox.filter_checkpoint",
-})
 
 # Equinox functions whose result is the same kind as one of their arguments.
 _KIND_PRESERVING = {"equinox.apply_updates": 0, "equinox.tree_at": 1}
 # Members of equinox.nn that are not modules.
 _NN_NON_MODULES = frozenset({"equinox.nn.State", "equinox.nn.StateIndex"})
+# optax functions that build no gradient transformation.
+_OPTAX_NOT_TRANSFORMATIONS = frozenset({"apply_updates", "incremental_update", "periodic_update", "global_norm",
+                                        "safe_norm", "safe_root_mean_squares"})
+_LITERAL_NAMES = frozenset({"True", "False", "None"})
+
+
+@functools.cache
+def function_wrappers() -> frozenset[str]:
+    """Transforms whose result is the function they wrap, called with the same parameters."""
+    return frozenset(name for name, t in jax_api.transforms().items() if not t.calls_now)
 
 
 class Facts:
@@ -47,9 +61,45 @@ class Facts:
         self._qualnames: dict[int, str | None] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
-        self._returns: dict[int, Kind] = {}
+        self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
         self._in_progress: set[int] = set()
+        self._tracing: Tracing | None = None
+        self._leaves: Leaves | None = None
+
+    # -- contexts (built on first use) -------------------------------------------------
+
+    @property
+    def tracing(self) -> Tracing:
+        """Where code runs on tracers and which values there are traced (odelint.analysis.tracing)."""
+        if self._tracing is None:
+            from odelint.analysis.tracing import Tracing
+            self._tracing = Tracing(self)
+        return self._tracing
+
+    def non_array_leaves(self, module_class: ModuleClass) -> tuple[Leaf, ...]:
+        """The leaves of a module class that are not arrays (odelint.analysis.leaves)."""
+        if self._leaves is None:
+            from odelint.analysis.leaves import Leaves
+            self._leaves = Leaves(self)
+        return self._leaves.non_array(module_class)
+
+    def traced_by(self, site: Site) -> str | None:
+        """Why the code at `site` runs on abstract tracers (`step` is traced by `jax.jit`), else None."""
+        return self.tracing.traced_by(site)
+
+    def traced_value(self, node: cst.BaseExpression, site: Site) -> Traced | None:
+        """The traced parameter the value of `node` derives from, with why it is traced, else None."""
+        return self.tracing.traced_value(node, site)
+
+    def differentiated_by(self, site: Site) -> str | None:
+        """Why the code at `site` may run under differentiation (`loss` is differentiated by `jax.grad`)."""
+        from odelint.analysis.differentiation import differentiation
+        return differentiation(self).why_differentiated(site)
+
+    def on_host(self, site: Site) -> bool:
+        """Is the code at `site` neither traced nor differentiated (plain Python on the host)?"""
+        return self.traced_by(site) is None and self.differentiated_by(site) is None
 
     # -- names ---------------------------------------------------------------------------
 
@@ -137,15 +187,23 @@ class Facts:
 
     def is_module_type(self, node: cst.BaseExpression, scope: Scope) -> bool:
         """Does a type expression (class reference or annotation) name an Equinox module class?"""
+        return self.module_type(node, scope) is not None
+
+    def module_type(self, node: cst.BaseExpression, scope: Scope) -> ModuleClass | None:
+        """The Equinox module class a type expression names: a class of this file, or a
+        library's (`equinox.nn.MLP`, `diffrax.PIDController`, from rules/data), else None."""
         qualname = self.qualname(node, scope)
         if qualname == "equinox.Module":
-            return True
+            return ModuleClass(None, qualname)
         if qualname and qualname.startswith("equinox.nn.") and qualname not in _NN_NON_MODULES:
-            return qualname.rsplit(".", 1)[1][:1].isupper()
+            return ModuleClass(None, qualname) if qualname.rsplit(".", 1)[1][:1].isupper() else None
+        if jax_api.is_library_module(qualname):
+            return ModuleClass(None, qualname)
         if isinstance(node, cst.Name):
-            return any(b.kind == "class" and self.is_module_class(b)
-                       for b in self.lookup(node.value, scope))
-        return False
+            for binding in self.lookup(node.value, scope):
+                if binding.kind == "class" and self.is_module_class(binding):
+                    return ModuleClass(binding.node, node.value)  # type: ignore[arg-type]
+        return None
 
     def is_module_class(self, binding: Binding) -> bool:
         """Is this class binding a subclass of eqx.Module (directly or through this file's classes)?"""
@@ -156,9 +214,83 @@ class Facts:
             self._module_classes[key] = any(self.is_module_type(base.value, binding.scope) for base in bases)
         return self._module_classes[key]
 
+    def module_class(self, node: cst.BaseExpression, site: Site) -> ModuleClass | None:
+        """Which Equinox module class the value of `node` is an instance of, when known."""
+        if isinstance(node, cst.Call):
+            func = node.func
+            if (isinstance(func, cst.Call) and func.args
+                    and self.qualname(func.func, site.scope) == "equinox.nn.make_with_state"):
+                func = func.args[0].value  # make_with_state(Cls)(...) builds a Cls
+            found = self.module_type(func, site.scope)
+            if found is not None:
+                return found
+            qualname = self.qualname(node.func, site.scope)
+            if qualname in _KIND_PRESERVING:
+                argument = argument_at(node, None, _KIND_PRESERVING[qualname])
+                return self.module_class(argument.value, site) if argument is not None else None
+            return None
+        if isinstance(node, cst.Name):
+            bindings = self.lookup(node.value, site.scope)
+            classes = {self._binding_module_class(b) for b in bindings}
+            classes.discard(None)
+            return classes.pop() if len(classes) == 1 else None
+        if isinstance(node, cst.Attribute):
+            owner = self._method_class_of_self(node.value, site.scope)
+            if owner is not None:
+                return self._field_module_class(owner, node.attr.value)
+            outer = self.module_class(node.value, site)
+            if outer is not None and outer.node is not None:
+                return self._field_module_class(outer.node, node.attr.value)
+        return None
+
+    def _binding_module_class(self, binding: Binding) -> ModuleClass | None:
+        if binding.kind == "param" and binding.path == (0,) and binding.annotation is None:
+            owner = self._method_class_of_self(cst.Name(binding.name), binding.scope)
+            if owner is not None:
+                return ModuleClass(owner, owner.name.value)
+        if binding.annotation is not None:
+            where = binding.scope.parent if binding.kind == "param" else binding.scope
+            found = self.module_type(_outer_annotation(binding.annotation), where or binding.scope)
+            if found is not None:
+                return found
+        if binding.kind == "assign" and binding.value is not None and not binding.path:
+            return self.module_class(binding.value, Site(binding.scope, binding.order))
+        if binding.kind == "param":
+            function = binding.scope.node
+            if isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
+                bound = 1 if binding.scope.parent.kind == CLASS else 0
+                classes = set()
+                for call, site in self.calls_of(function):
+                    argument = argument_for(call, binding, bound)
+                    if argument is not None:
+                        classes.add(self.module_class(argument, site))
+                classes.discard(None)
+                return classes.pop() if len(classes) == 1 else None
+        return None
+
+    def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
+        class_scope = self.index.body_scope(owner)
+        for binding in class_scope.bindings.get(attr, []) if class_scope else []:
+            if binding.annotation is not None:
+                found = self.module_type(_outer_annotation(binding.annotation), class_scope)
+                if found is not None:
+                    return found
+        init = _method(owner, "__init__")
+        init_scope = self.index.body_scope(init) if init is not None else None
+        if init is not None and init_scope is not None:
+            for value in _self_assignments(init, attr):
+                found = self.module_class(value, Site(init_scope, 10**9))
+                if found is not None:
+                    return found
+        return None
+
+    # -- value kinds ---------------------------------------------------------------------
+
     def kind(self, node: cst.BaseExpression, site: Site) -> Kind:
         """What kind of value `node` evaluates to at `site`."""
         if isinstance(node, cst.Name):
+            if node.value in _LITERAL_NAMES and not self.lookup(node.value, site.scope):
+                return Kind.PLAIN
             return self._name_kind(node.value, site)
         if isinstance(node, cst.Call):
             return self._call_kind(node, site)
@@ -166,8 +298,13 @@ class Facts:
             return self._subscript_kind(node, site)
         if isinstance(node, cst.Attribute):
             return self._attribute_kind(node, site)
-        if isinstance(node, (cst.Dict, cst.List, cst.Tuple, cst.Set, cst.BaseNumber,
-                             cst.BaseString, cst.DictComp, cst.ListComp)):
+        if isinstance(node, (cst.BaseNumber, cst.BaseString)):
+            return Kind.PLAIN
+        if isinstance(node, cst.Lambda):
+            return Kind.FUNCTION
+        if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+            return self._arithmetic_kind(node, site)
+        if isinstance(node, (cst.Dict, cst.List, cst.Tuple, cst.Set, cst.DictComp, cst.ListComp)):
             return Kind.OTHER
         return Kind.UNKNOWN
 
@@ -187,9 +324,7 @@ class Facts:
         kinds = {self.binding_kind(b) for b in bindings}
         if Kind.MODULE in kinds and Kind.FILTERED not in kinds:
             return Kind.MODULE
-        if kinds == {Kind.FILTERED}:
-            return Kind.FILTERED
-        return Kind.UNKNOWN
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     def binding_kind(self, binding: Binding) -> Kind:
         key = id(binding)
@@ -201,37 +336,62 @@ class Facts:
         return result
 
     def _compute_binding_kind(self, binding: Binding) -> Kind:
-        if binding.kind in ("import", "def", "class"):
+        if binding.kind == "def":
+            return Kind.FUNCTION
+        if binding.kind in ("import", "class"):
             return Kind.OTHER
         if binding.annotation is not None:
             # parameter annotations are evaluated where the function is defined
             where = binding.scope.parent if binding.kind == "param" else binding.scope
-            if self.is_module_type(binding.annotation, where or binding.scope):
-                return Kind.MODULE
+            declared = self.annotation_kind(binding.annotation, where or binding.scope)
+            if declared is not Kind.UNKNOWN:
+                return declared
         if binding.kind == "param":
-            return Kind.MODULE if self._param_receives_module(binding) else Kind.UNKNOWN
+            if binding.path == (0,) and self._method_class_of_self(cst.Name(binding.name), binding.scope) is not None:
+                owner = self._method_class_of_self(cst.Name(binding.name), binding.scope)
+                class_binding = self.binding_of(owner) if owner is not None else None
+                if class_binding is not None and self.is_module_class(class_binding):
+                    return Kind.MODULE
+            return self._param_kind(binding)
         if binding.kind != "assign" or binding.value is None:
             return Kind.UNKNOWN
         site = Site(binding.scope, binding.order)
         value = binding.value
-        for position in binding.path:
+        for depth, position in enumerate(binding.path):
             if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
                 value = value.elements[position].value
             else:
-                return self._unpacked_call_kind(value, binding.path, site)
+                return self._unpacked_call_kind(value, binding.path[depth:], site)
         return self.kind(value, site)
 
+    def annotation_kind(self, annotation: cst.BaseExpression, scope: Scope) -> Kind:
+        """The kind an annotation declares: `jax.Array`, `Float[Array, "n"]` -> ARRAY,
+        `PRNGKeyArray` -> KEY, `Callable[...]` -> FUNCTION, a module class -> MODULE."""
+        outer = _outer_annotation(annotation)
+        if self.is_module_type(outer, scope):
+            return Kind.MODULE
+        declared = jax_api.annotation_kind(self.qualname(outer, scope))
+        if declared is None and isinstance(outer, cst.Name) and outer.value in ("float", "int", "bool", "str"):
+            return Kind.PLAIN if not self.lookup(outer.value, scope) else Kind.UNKNOWN
+        return {"array": Kind.ARRAY, "key": Kind.KEY, "callable": Kind.FUNCTION}.get(declared or "", Kind.UNKNOWN)
+
     def _unpacked_call_kind(self, value: cst.BaseExpression, path: tuple[int, ...], site: Site) -> Kind:
-        if not isinstance(value, cst.Call) or len(path) != 1:
+        if not isinstance(value, cst.Call) or not path:
             return Kind.UNKNOWN
         func = value.func
         if isinstance(func, cst.Call):  # eqx.nn.make_with_state(Cls)(...)
             func = func.func
         qualname = self.qualname(func, site.scope)
-        if qualname == "equinox.partition":
-            return Kind.FILTERED if path == (0,) else Kind.OTHER
-        if qualname == "equinox.nn.make_with_state":
-            return Kind.MODULE if path == (0,) else Kind.OTHER
+        if len(path) == 1:
+            if qualname == "equinox.partition":
+                return Kind.FILTERED if path == (0,) else Kind.OTHER
+            if qualname == "equinox.nn.make_with_state":
+                return Kind.MODULE if path == (0,) else Kind.OTHER
+            if qualname is not None and jax_api.returns_key(qualname):
+                return Kind.KEY
+        function = self.callee(value.func, site.scope)
+        if function is not None:
+            return self._return_kind(function, path)
         return Kind.UNKNOWN
 
     def _call_kind(self, node: cst.Call, site: Site) -> Kind:
@@ -239,43 +399,78 @@ class Facts:
         if qualname == "equinox.filter":
             return Kind.FILTERED
         if qualname in _KIND_PRESERVING:
-            position = _KIND_PRESERVING[qualname]
-            positional = [a for a in node.args if a.keyword is None and not a.star]
-            return self.kind(positional[position].value, site) if len(positional) > position else Kind.UNKNOWN
+            argument = argument_at(node, None, _KIND_PRESERVING[qualname])
+            return self.kind(argument.value, site) if argument is not None else Kind.UNKNOWN
         if self.is_module_type(node.func, site.scope):
             return Kind.MODULE
         if qualname is not None:
-            return Kind.UNKNOWN
+            return self._library_call_kind(node, qualname, site)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _ARRAY_METHODS:
+            if self.kind(_at_receiver(node.func.value), site) is Kind.ARRAY:
+                return Kind.ARRAY
         function = self.callee(node.func, site.scope)
         if function is not None:
-            return self._return_kind(function)
+            return self._return_kind(function, ())
+        return Kind.UNKNOWN
+
+    def _library_call_kind(self, node: cst.Call, qualname: str, site: Site) -> Kind:
+        if jax_api.returns_key(qualname):
+            return Kind.KEY
+        if jax_api.returns_array(qualname):
+            return Kind.ARRAY
+        found = jax_api.transform(qualname)
+        if found is not None and not found.calls_now:
+            return Kind.FUNCTION
+        module, _, name = qualname.rpartition(".")
+        if module == "optax" and name[:1].islower() and name not in _OPTAX_NOT_TRANSFORMATIONS:
+            return Kind.FUNCTION if "schedule" in name or name.endswith("_decay") else Kind.OPTAX
+        if module == "functools" and name == "partial":
+            return Kind.FUNCTION
         return Kind.UNKNOWN
 
     def _subscript_kind(self, node: cst.Subscript, site: Site) -> Kind:
-        if not (isinstance(node.value, cst.Call) and len(node.slice) == 1):
-            return Kind.UNKNOWN
-        index = node.slice[0].slice
-        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-            return self._unpacked_call_kind(node.value, (int(index.value.value),), site)
-        return Kind.UNKNOWN
+        if isinstance(node.value, cst.Call) and len(node.slice) == 1:
+            index = node.slice[0].slice
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+                found = self._unpacked_call_kind(node.value, (int(index.value.value),), site)
+                if found is not Kind.UNKNOWN:
+                    return found
+        inner = self.kind(node.value, site)
+        return inner if inner in (Kind.ARRAY, Kind.KEY) else Kind.UNKNOWN
 
     def _attribute_kind(self, node: cst.Attribute, site: Site) -> Kind:
-        """`self.model` inside a method: the class's annotation or `__init__` assignment."""
+        """`self.model` inside a method: the class's annotation or `__init__` assignment;
+        `x.T` of an array is an array, `x.shape` a plain value."""
         cls = self._method_class_of_self(node.value, site.scope)
         if cls is None:
+            if self.qualname(node, site.scope) is None and self.kind(node.value, site) is Kind.ARRAY:
+                if jax_api.static_attribute(node.attr.value):
+                    return Kind.PLAIN
+                return Kind.ARRAY if node.attr.value in ("T", "mT", "real", "imag") else Kind.UNKNOWN
             return Kind.UNKNOWN
         attr = node.attr.value
         class_scope = self.index.body_scope(cls)
         for binding in class_scope.bindings.get(attr, []) if class_scope else []:
-            if binding.annotation is not None and self.is_module_type(binding.annotation, class_scope):
+            if binding.annotation is not None:
+                declared = self.annotation_kind(binding.annotation, class_scope)
+                if declared is not Kind.UNKNOWN:
+                    return declared
+        init = _method(cls, "__init__")
+        init_scope = self.index.body_scope(init) if init is not None else None
+        if init is not None and init_scope is not None:
+            kinds = {self.kind(value, Site(init_scope, 10**9)) for value in _self_assignments(init, attr)}
+            if Kind.MODULE in kinds:
                 return Kind.MODULE
-        for item in cls.body.body:
-            if isinstance(item, cst.FunctionDef) and item.name.value == "__init__":
-                init_scope = self.index.body_scope(item)
-                for value in _self_assignments(item, attr):
-                    if init_scope is not None and self.kind(value, Site(init_scope, 10**9)) is Kind.MODULE:
-                        return Kind.MODULE
+            if len(kinds) == 1:
+                return kinds.pop()
         return Kind.UNKNOWN
+
+    def _arithmetic_kind(self, node: cst.BinaryOperation | cst.UnaryOperation, site: Site) -> Kind:
+        operands = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else [node.expression]
+        kinds = {self.kind(operand, site) for operand in operands}
+        if Kind.ARRAY in kinds and kinds <= {Kind.ARRAY, Kind.PLAIN, Kind.UNKNOWN}:
+            return Kind.ARRAY
+        return Kind.PLAIN if kinds == {Kind.PLAIN} else Kind.UNKNOWN
 
     def _method_class_of_self(self, node: cst.BaseExpression, scope: Scope) -> cst.ClassDef | None:
         if not isinstance(node, cst.Name):
@@ -286,17 +481,30 @@ class Facts:
         function_scope = bindings[0].scope
         parent = function_scope.parent
         if function_scope.kind == FUNCTION and parent is not None and parent.kind == CLASS:
+            if any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
+                   for d in function_scope.node.decorators):  # type: ignore[attr-defined]
+                return None
             return parent.node  # type: ignore[return-value]
         return None
 
-    def _return_kind(self, function: cst.FunctionDef) -> Kind:
-        key = id(function)
+    def _return_kind(self, function: cst.FunctionDef, path: tuple[int, ...]) -> Kind:
+        """The kind of what `function` returns (at `path` inside a returned tuple), when all
+        its returns agree."""
+        key = (id(function), path)
         if key not in self._returns:
             self._returns[key] = Kind.UNKNOWN
             scope = self.index.body_scope(function)
-            kinds = {self.kind(ret.value, Site(scope, 10**9)) for ret in _returns(function)
-                     if ret.value is not None} if scope else set()
-            self._returns[key] = Kind.MODULE if kinds == {Kind.MODULE} else Kind.UNKNOWN
+            kinds = set()
+            for ret in _returns(function):
+                value = ret.value
+                for position in path:
+                    if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
+                        value = value.elements[position].value
+                    else:
+                        value = None
+                        break
+                kinds.add(self.kind(value, Site(scope, 10**9)) if value is not None and scope else Kind.UNKNOWN)
+            self._returns[key] = kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
         return self._returns[key]
 
     # -- calls between functions of the file ------------------------------------------
@@ -305,7 +513,7 @@ class Facts:
         """The function of this file that calling `func` runs (seeing through jit/grad wrappers)."""
         if isinstance(func, cst.Call):
             qualname = self.qualname(func.func, scope)
-            if qualname in FUNCTION_WRAPPERS and func.args and func.args[0].keyword is None:
+            if qualname in function_wrappers() and func.args and func.args[0].keyword is None:
                 return self.callee(func.args[0].value, scope)
             return None
         if not isinstance(func, cst.Name):
@@ -336,17 +544,22 @@ class Facts:
                     self._calls_by_callee.setdefault(id(target), []).append((call, site))
         return self._calls_by_callee.get(id(function), [])
 
-    def _param_receives_module(self, binding: Binding) -> bool:
-        """Does some call in this file pass an Equinox module for this parameter?"""
+    def _param_kind(self, binding: Binding) -> Kind:
+        """What the calls of this file pass for a parameter: a module if any call passes one,
+        else the one kind every call that is understood agrees on."""
         function = binding.scope.node
         if not isinstance(function, cst.FunctionDef) or binding.scope.parent is None:
-            return False
-        is_method = binding.scope.parent.kind == CLASS
+            return Kind.UNKNOWN
+        bound = 1 if binding.scope.parent.kind == CLASS else 0
+        kinds = set()
         for call, site in self.calls_of(function):
-            argument = argument_for(call, binding, 1 if is_method else 0)
-            if argument is not None and self.kind(argument, site) is Kind.MODULE:
-                return True
-        return False
+            argument = argument_for(call, binding, bound)
+            if argument is not None:
+                kinds.add(self.kind(argument, site))
+        if Kind.MODULE in kinds:
+            return Kind.MODULE
+        kinds.discard(Kind.UNKNOWN)
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     # -- optax ---------------------------------------------------------------------------
 
@@ -498,3 +711,44 @@ def method_call(call: cst.Call, method: str) -> cst.BaseExpression | None:
     return None
 
 
+
+
+# Array methods whose result is an array (`x.at[i].set(v)`, `x.reshape(...)`, `x.sum()`).
+_ARRAY_METHODS = frozenset({"set", "add", "multiply", "divide", "power", "min", "max", "apply", "get",
+                            "reshape", "astype", "sum", "mean", "transpose", "squeeze", "ravel", "flatten",
+                            "clip", "round", "dot", "conj", "cumsum", "prod", "std", "var", "swapaxes"})
+
+
+def _at_receiver(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`x` in `x.at[i]` (the receiver an `.at[...]` update reads)."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "at":
+        return node.value.value
+    return node
+
+
+def _outer_annotation(annotation: cst.BaseExpression) -> cst.BaseExpression:
+    """`Float[Array, "n"]` -> `Float`; a string annotation is left as it is."""
+    return annotation.value if isinstance(annotation, cst.Subscript) else annotation
+
+
+def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    for item in cls.body.body:
+        if isinstance(item, cst.FunctionDef) and item.name.value == name:
+            return item
+    return None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ModuleClass:
+    """An Equinox module class: `node` is its definition when it is a class of this file,
+    `name` its qualified name (library classes) or its name in this file."""
+
+    node: cst.ClassDef | None
+    name: str
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ModuleClass) and (self.node is other.node if self.node or other.node
+                                                   else self.name == other.name)
+
+    def __hash__(self) -> int:
+        return hash((id(self.node), self.name))

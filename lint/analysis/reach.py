@@ -1,0 +1,113 @@
+"""Which functions of a file a context reaches: from root functions (handed to a transform,
+decorated by one, given to `lax.scan`), through the same-file functions they call or hand on,
+methods they call on instances (`self.step(...)`, `model(x)` runs `__call__`), and functions
+nested inside them. Shared by the traced and differentiated contexts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from odelint.analysis.calls import positional_args
+from odelint.analysis.classes import instance_class, method_of
+from odelint.analysis.facts import Facts
+from odelint.analysis.scopes import FUNCTION, LAMBDA, Scope, Site
+
+if TYPE_CHECKING:
+    Function = cst.FunctionDef | cst.Lambda
+
+
+class Reach:
+    """Root functions with a reason each; `spread` adds what they reach."""
+
+    def __init__(self, facts: Facts, never_into: Iterable[str] = ()) -> None:
+        self.facts = facts
+        self.reasons: dict[int, str] = {}        # function -> why the context holds there
+        self.roots: dict[int, str] = {}          # function reached -> the root reason behind it
+        self._never_into = frozenset(never_into)  # callees given these functions run elsewhere
+
+    def why(self, site: Site) -> str | None:
+        """Why the context holds for code at `site` (or in a function around it), else None."""
+        scope: Scope | None = site.scope
+        while scope is not None:
+            reason = self.reasons.get(id(scope.node))
+            if reason is not None:
+                return reason
+            scope = scope.parent
+        return None
+
+    def add_root(self, function: Function, reason: str) -> None:
+        self.reasons.setdefault(id(function), reason)
+        self.roots.setdefault(id(function), reason)
+
+    def function(self, node: cst.BaseExpression, scope: Scope) -> tuple[Function, int] | None:
+        """The same-file function a value calls, and how many leading parameters are already
+        bound (by `functools.partial` or a bound method's `self`)."""
+        if isinstance(node, cst.Lambda):
+            return node, 0
+        if isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == "functools.partial":
+            args = positional_args(node, before_star=True)
+            inner = self.function(args[0].value, scope) if args else None
+            return (inner[0], inner[1] + len(args) - 1) if inner else None
+        if isinstance(node, cst.Attribute):
+            cls = instance_class(self.facts, node.value, scope)
+            method = method_of(self.facts, cls, node.attr.value) if cls is not None else None
+            return (method, 1) if method is not None else None
+        function = self.facts.callee(node, scope)
+        return (function, 0) if function is not None else None
+
+    def spread(self) -> None:
+        """Functions that code in the context calls or hands on are in the context too."""
+        if not self.reasons:
+            return
+        pending = []
+        for call, site in self.facts.index.of_type(cst.Call):
+            targets = self._targets(call, site)
+            if targets:
+                pending.append((site, targets))
+        changed = True
+        while changed:
+            changed = False
+            waiting = []
+            for site, targets in pending:
+                caller = enclosing_function(site.scope)
+                if caller is None or self.why(site) is None:
+                    waiting.append((site, targets))
+                    continue
+                for target in targets:
+                    if id(target) not in self.reasons:
+                        root = self.roots.get(id(caller), self.why(site))
+                        self.roots[id(target)] = root  # type: ignore[assignment]
+                        self.reasons[id(target)] = f"{function_name(target)} is called from {function_name(caller)}; {root}"
+                        changed = True
+            pending = waiting
+
+    def _targets(self, call: cst.Call, site: Site) -> list[Function]:
+        found = []
+        callee = self.function(call.func, site.scope)
+        if callee is not None:
+            found.append(callee[0])
+        cls = instance_class(self.facts, call.func, site.scope)
+        method = method_of(self.facts, cls, "__call__") if cls is not None else None
+        if method is not None:
+            found.append(method)
+        if self.facts.qualname(call.func, site.scope) not in self._never_into:
+            for arg in call.args:
+                if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                    passed = self.function(arg.value, site.scope)
+                    if passed is not None:
+                        found.append(passed[0])
+        return found
+
+
+def function_name(function: Function) -> str:
+    return f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "a lambda"
+
+
+def enclosing_function(scope: Scope | None) -> Function | None:
+    while scope is not None and scope.kind not in (FUNCTION, LAMBDA):
+        scope = scope.parent
+    return scope.node if scope is not None else None  # type: ignore[return-value]

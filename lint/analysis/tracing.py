@@ -1,0 +1,269 @@
+"""Where code runs on abstract tracers, and which values there are traced.
+
+Code is traced inside a function handed to (or decorated by) a tracing transform
+(`jax.jit`, `jax.vmap`, `eqx.filter_jit`, `jax.checkpoint`, ... from rules/data/jax_api.toml),
+a function given to `lax.scan`/`while_loop`/`fori_loop`/`cond`/`switch` or to a diffrax
+term, and everything those call or nest (`Reach`). There, Python `if`, `bool()`, `print` and
+`hash` see tracers, not numbers.
+
+A value is traced when it derives from a traced parameter: a parameter of a traced root that
+the transform does not make static (`static_argnums`/`static_argnames`; for Equinox's
+filter_* transforms only arrays are traced), or a parameter of a reached function that traced
+code passes a traced value for. `x.shape`, `len(x)`, `x is None` are static even then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from odelint.analysis import jax_api
+from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
+from odelint.analysis.facts import Facts, Kind
+from odelint.analysis.reach import Reach, function_name
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
+
+if TYPE_CHECKING:
+    from odelint.analysis.reach import Function
+
+
+@dataclasses.dataclass(frozen=True)
+class Traced:
+    """A traced value's origin: the parameter it derives from, and why that is traced."""
+
+    parameter: Binding = dataclasses.field(repr=False)
+    reason: str
+
+    def describe(self) -> str:
+        return f"`{self.parameter.name}` ({self.reason})"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Root:
+    spelling: str                          # `jax.jit`, `lax.scan`: for messages
+    transform: jax_api.Transform | None    # None for a traced body (lax.scan's f, a vector field)
+    offset: int                            # leading parameters bound (partial, a method's self)
+    static_positions: frozenset[int] | None = frozenset()  # None: not a literal, unknown
+    static_names: frozenset[str] = frozenset()
+    params: tuple[int, ...] | None = None  # traced bodies: which parameters are traced
+    unmapped: frozenset[int] = frozenset()  # vmap's in_axes=None positions
+
+
+class Tracing(Reach):
+    def __init__(self, facts: Facts) -> None:
+        super().__init__(facts, never_into=jax_api.callbacks())
+        self._roots: dict[int, _Root] = {}
+        self._origins: dict[int, Traced | None] = {}
+        self._find_call_roots()
+        self._find_decorator_roots()
+        self.spread()
+
+    # -- which code is traced ------------------------------------------------------------
+
+    def traced_by(self, site: Site) -> str | None:
+        """Why code at `site` runs on tracers (`step` is traced by `jax.jit`), else None."""
+        return self.why(site)
+
+    def _find_call_roots(self) -> None:
+        for call, site in self.facts.index.of_type(cst.Call):
+            qualname = self.facts.qualname(call.func, site.scope)
+            transform = jax_api.transform(qualname)
+            if transform is not None and transform.traces:
+                target = argument_at(call, "fun", 0) or argument_at(call, "f", 0)
+                if target is not None:
+                    self._add(target.value, site.scope, call.func, transform, call)
+                continue
+            body = jax_api.traced_body(qualname)
+            if body is not None:
+                for target in _body_functions(call, body):
+                    self._add(target, site.scope, call.func, None, None, body.params)
+
+    def _find_decorator_roots(self) -> None:
+        for scope in list(self.facts.index.body_scopes.values()):
+            if scope.kind != FUNCTION:
+                continue
+            function: cst.FunctionDef = scope.node  # type: ignore[assignment]
+            offset = 1 if scope.parent is not None and scope.parent.kind == CLASS else 0
+            for decorator in function.decorators:
+                found = self._decorator_transform(decorator.decorator, scope.parent or scope)
+                if found is not None:
+                    transform, spelled, options = found
+                    self._record(function, offset, spelled, transform, options)
+
+    def _decorator_transform(self, node: cst.BaseExpression, scope: Scope):
+        qualname = self.facts.qualname(node.func if isinstance(node, cst.Call) else node, scope)
+        if isinstance(node, cst.Call) and qualname == "functools.partial":
+            args = positional_args(node, before_star=True)
+            inner = jax_api.transform(self.facts.qualname(args[0].value, scope)) if args else None
+            return (inner, args[0].value, node) if inner is not None and inner.traces else None
+        transform = jax_api.transform(qualname)
+        if transform is None or not transform.traces:
+            return None
+        if isinstance(node, cst.Call):  # @eqx.filter_jit(donate="all"), @jax.jit(...) (0.4.x style)
+            return transform, node.func, node
+        return transform, node, None
+
+    def _add(self, target: cst.BaseExpression, scope: Scope, spelled: cst.BaseExpression,
+             transform: jax_api.Transform | None, options: cst.Call | None,
+             params: tuple[int, ...] | None = None) -> None:
+        resolved = self.function(target, scope)
+        if resolved is not None:
+            self._record(resolved[0], resolved[1], spelled, transform, options, params)
+
+    def _record(self, function: Function, offset: int, spelled: cst.BaseExpression,
+                transform: jax_api.Transform | None, options: cst.Call | None,
+                params: tuple[int, ...] | None = None) -> None:
+        spelling = cst.Module([]).code_for_node(spelled)
+        static_positions: frozenset[int] | None = frozenset()
+        static_names: frozenset[str] = frozenset()
+        unmapped: frozenset[int] = frozenset()
+        if transform is not None and options is not None:
+            for keyword in transform.static:
+                given = keyword_arg(options, keyword)
+                if given is None:
+                    continue
+                if keyword.endswith("argnames"):
+                    static_names = frozenset(_strings(given.value))
+                else:
+                    numbers = _integers(given.value)
+                    static_positions = None if numbers is None else frozenset(numbers)
+            in_axes = keyword_arg(options, "in_axes")
+            if in_axes is not None and isinstance(in_axes.value, (cst.Tuple, cst.List)):
+                unmapped = frozenset(i for i, e in enumerate(in_axes.value.elements)
+                                     if isinstance(e.value, cst.Name) and e.value.value == "None")
+        self._roots.setdefault(id(function), _Root(spelling, transform, offset, static_positions, static_names,
+                                                   params, unmapped))
+        self.add_root(function, f"{function_name(function)} is traced by `{spelling}`")
+
+    # -- which values are traced -----------------------------------------------------------
+
+    def traced_value(self, node: cst.BaseExpression, site: Site) -> Traced | None:
+        """The traced parameter the value of `node` at `site` derives from, or None."""
+        if self.why(site) is None:
+            return None
+        return self._value_origin(node, site.scope)
+
+    def _value_origin(self, node: cst.BaseExpression, scope: Scope) -> Traced | None:
+        for name in dynamic_names(self.facts, node, scope):
+            for binding in self.facts.lookup(name.value, scope):
+                origin = self._origin(binding)
+                if origin is not None:
+                    return origin
+        return None
+
+    def _origin(self, binding: Binding) -> Traced | None:
+        key = id(binding)
+        if key not in self._origins:
+            self._origins[key] = None  # cycle guard
+            self._origins[key] = self._compute_origin(binding)
+        return self._origins[key]
+
+    def _compute_origin(self, binding: Binding) -> Traced | None:
+        if binding.kind == "param":
+            return self._parameter_origin(binding)
+        if binding.kind == "assign" and binding.value is not None:
+            value = binding.value
+            for position in binding.path:
+                if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
+                    value = value.elements[position].value
+            return self._value_origin(value, binding.scope)
+        return None
+
+    def _parameter_origin(self, binding: Binding) -> Traced | None:
+        function = binding.scope.node
+        root = self._roots.get(id(function))
+        if root is not None and self._root_traces(root, binding):
+            owner = function_name(function)  # type: ignore[arg-type]
+            return Traced(binding, f"a parameter of {owner}, traced by `{root.spelling}`")
+        if isinstance(function, cst.FunctionDef) and id(function) in self.reasons:
+            bound = 1 if binding.scope.parent is not None and binding.scope.parent.kind == CLASS else 0
+            for call, site in self.facts.calls_of(function):
+                if self.why(site) is None:
+                    continue
+                argument = argument_for(call, binding, bound)
+                origin = self._value_origin(argument, site.scope) if argument is not None else None
+                if origin is not None:
+                    return origin
+        return None
+
+    def _root_traces(self, root: _Root, binding: Binding) -> bool:
+        param: cst.Param = binding.node  # type: ignore[assignment]
+        if not binding.path:
+            return False  # keyword-only: jit traces them too, but only when passed; unknown here
+        position = binding.path[0] - root.offset
+        if position < 0 or param.default is not None:
+            return False
+        if root.transform is None:
+            return root.params is None or position in root.params
+        if root.transform.filtered:
+            return self.facts.binding_kind(binding) in (Kind.ARRAY, Kind.KEY)
+        if root.static_positions is None or position in root.static_positions or binding.name in root.static_names:
+            return False
+        return position not in root.unmapped
+
+
+def dynamic_names(facts: Facts, node: cst.CSTNode, scope: Scope) -> list[cst.Name]:
+    """Names whose traced-ness reaches the value of `node`: `x.shape`, `len(x)`,
+    `isinstance(x, T)` and `x is None` do not pass it on; lambdas are not entered."""
+    found: list[cst.Name] = []
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.append(current)
+        elif isinstance(current, cst.Attribute):
+            if not jax_api.static_attribute(current.attr.value):
+                stack.append(current.value)
+        elif isinstance(current, cst.Call):
+            if not jax_api.static_function(facts.qualname(current.func, scope) or _builtin(current.func)):
+                stack.extend(arg.value for arg in current.args)
+                if not isinstance(current.func, cst.Name):
+                    stack.append(current.func)
+        elif isinstance(current, cst.Comparison):
+            if not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in current.comparisons):
+                stack.append(current.left)
+                stack.extend(t.comparator for t in current.comparisons)
+        elif isinstance(current, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            continue
+        elif isinstance(current, cst.Arg):
+            stack.append(current.value)
+        else:
+            stack.extend(current.children)
+    return found
+
+
+def _builtin(func: cst.BaseExpression) -> str | None:
+    return func.value if isinstance(func, cst.Name) else None
+
+
+def _body_functions(call: cst.Call, body: jax_api.TracedBody) -> list[cst.BaseExpression]:
+    found = []
+    for index, position in enumerate(body.functions):
+        keyword = body.keywords[index] if index < len(body.keywords) else None
+        arg = argument_at(call, keyword, position)
+        if arg is not None:
+            found.append(arg.value)
+    for index, position in enumerate(body.lists):
+        keyword = body.keywords[len(body.functions) + index] if len(body.functions) + index < len(body.keywords) else None
+        arg = argument_at(call, keyword, position)
+        if arg is not None and isinstance(arg.value, (cst.List, cst.Tuple)):
+            found.extend(element.value for element in arg.value.elements)
+    return found
+
+
+def _integers(node: cst.BaseExpression) -> set[int] | None:
+    if isinstance(node, cst.Integer):
+        return {int(node.value)}
+    if isinstance(node, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Integer) for e in node.elements):
+        return {int(e.value.value) for e in node.elements}  # type: ignore[attr-defined]
+    return None
+
+
+def _strings(node: cst.BaseExpression) -> list[str]:
+    if isinstance(node, cst.SimpleString):
+        return [node.evaluated_value] if isinstance(node.evaluated_value, str) else []
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [s for e in node.elements for s in _strings(e.value)]
+    return []

@@ -1,0 +1,334 @@
+"""The semantic model on its own: value kinds, module leaves, traced contexts and values, flow."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+from odelint.analysis import jax_api
+from odelint.analysis.facts import Facts, Kind
+from odelint.analysis.leaves import LeafKind
+from odelint.analysis.scopes import Site, build_scope_index
+
+
+class Model:
+    """A program and its facts; `at(name)` asks about a name at the end of the module."""
+
+    def __init__(self, source: str) -> None:
+        self.module = cst.parse_module(textwrap.dedent(source))
+        self.index = build_scope_index(self.module, {cst.Call, cst.If})
+        self.facts = Facts(self.index)
+        self.end = Site(self.index.module_scope, 10**9)
+
+    def kind(self, expression: str) -> Kind:
+        return self.facts.kind(cst.parse_expression(expression), self.end)
+
+    def leaves(self, expression: str) -> list[str]:
+        found = self.facts.module_class(cst.parse_expression(expression), self.end)
+        assert found is not None, f"{expression} is not known as a module"
+        return [leaf.describe(expression) for leaf in self.facts.non_array_leaves(found)]
+
+    def ifs(self) -> dict[str, tuple[str | None, str | None]]:
+        """Each `if` test's text -> (why its code is traced, the traced value it reads)."""
+        found = {}
+        for node, site in self.index.of_type(cst.If):
+            traced = self.facts.traced_value(node.test, site)
+            found[self.module.code_for_node(node.test)] = (self.facts.traced_by(site),
+                                                           traced.describe() if traced else None)
+        return found
+
+
+# -- kinds ---------------------------------------------------------------------------------
+
+KINDS = """
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array, Float, PRNGKeyArray
+
+key = jax.random.PRNGKey(0)
+k1, k2 = jax.random.split(key)
+keys = jax.random.split(key, 4)
+x = jnp.zeros(3)
+y = x * 2 + 1
+z = x.at[0].set(1.0)
+shape = x.shape
+n = 3
+name = "run"
+mlp = eqx.nn.MLP(2, 2, 8, 2, key=key)
+params = eqx.filter(mlp, eqx.is_array)
+dyn, static = eqx.partition(mlp, eqx.is_array)
+opt = optax.chain(optax.clip(1.0), optax.adam(1e-3))
+schedule = optax.cosine_decay_schedule(1e-3, 100)
+batched = jax.vmap(lambda v: v)
+square = lambda v: v * v
+updated = eqx.apply_updates(mlp, params)
+
+def make(k):
+    return eqx.nn.Linear(2, 2, key=k), optax.adam(1e-3), jnp.ones(2)
+
+net, optim, w = make(key)
+
+def annotated(a: Float[Array, "n"], k: PRNGKeyArray, m: eqx.nn.MLP):
+    return a, k, m
+"""
+
+
+@pytest.mark.parametrize(("expression", "expected"), [
+    ("key", Kind.KEY), ("k1", Kind.KEY), ("keys", Kind.KEY), ("keys[0]", Kind.KEY),
+    ("x", Kind.ARRAY), ("y", Kind.ARRAY), ("z", Kind.ARRAY), ("x[1:]", Kind.ARRAY), ("x.T", Kind.ARRAY),
+    ("shape", Kind.PLAIN), ("n", Kind.PLAIN), ("name", Kind.PLAIN), ("None", Kind.PLAIN),
+    ("mlp", Kind.MODULE), ("params", Kind.FILTERED), ("dyn", Kind.FILTERED), ("updated", Kind.MODULE),
+    ("opt", Kind.OPTAX), ("schedule", Kind.FUNCTION), ("batched", Kind.FUNCTION), ("square", Kind.FUNCTION),
+    ("make", Kind.FUNCTION), ("net", Kind.MODULE), ("optim", Kind.OPTAX), ("w", Kind.ARRAY),
+    ("[1, 2]", Kind.OTHER), ("undefined_name", Kind.UNKNOWN), ("jnp.shape(x)", Kind.UNKNOWN),
+])
+def test_value_kinds(expression: str, expected: Kind) -> None:
+    assert Model(KINDS).kind(expression) is expected
+
+
+def test_annotated_parameters_have_the_declared_kinds() -> None:
+    model = Model(KINDS)
+    scope = next(s for s in model.index.body_scopes.values() if getattr(s.node, "name", None)
+                 and s.node.name.value == "annotated")
+    site = Site(scope, 10**9)
+    kinds = [model.facts.kind(cst.Name(name), site) for name in ("a", "k", "m")]
+    assert kinds == [Kind.ARRAY, Kind.KEY, Kind.MODULE]
+
+
+def test_parameters_take_the_kind_their_callers_pass() -> None:
+    model = Model("""
+        import jax.numpy as jnp
+        import equinox as eqx
+
+        def inner(a, b, c):
+            return a
+
+        inner(jnp.ones(2), eqx.nn.Linear(1, 1, key=None), 1.0)
+        inner(jnp.zeros(2), None, 2.0)
+    """)
+    scope = next(s for s in model.index.body_scopes.values() if s.node.name.value == "inner")
+    site = Site(scope, 10**9)
+    assert model.facts.kind(cst.Name("a"), site) is Kind.ARRAY
+    assert model.facts.kind(cst.Name("b"), site) is Kind.MODULE, "a module at any call site is a module"
+    assert model.facts.kind(cst.Name("c"), site) is Kind.PLAIN
+
+
+def test_self_in_a_module_method_is_that_module() -> None:
+    model = Model("""
+        import equinox as eqx
+
+        class Net(eqx.Module):
+            def __call__(self, x):
+                return x
+
+        class NotAModule:
+            def __call__(self, x):
+                return x
+    """)
+    for name, expected in (("Net", Kind.MODULE), ("NotAModule", Kind.UNKNOWN)):
+        method = next(s for s in model.index.body_scopes.values()
+                      if s.kind == "function" and s.parent.node.name.value == name)
+        assert model.facts.kind(cst.Name("self"), Site(method, 10**9)) is expected
+
+
+# -- module classes and leaves ----------------------------------------------------------------
+
+LEAVES = """
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from typing import Callable
+
+class Block(eqx.Module):
+    lin: eqx.nn.Linear
+    act: Callable
+    scale: float
+    tag: str = eqx.field(static=True)
+
+class Net(eqx.Module):
+    mlp: eqx.nn.MLP
+    blocks: list
+    f: Callable
+    w: jax.Array
+    ctrl: diffrax.PIDController
+
+    def __init__(self, key):
+        self.mlp = eqx.nn.MLP(2, 2, 4, 2, key=key)
+        self.blocks = [Block(eqx.nn.Linear(2, 2, key=key), jax.nn.relu, 1.0, "a") for _ in range(2)]
+        self.f = jax.vmap(lambda x: x)
+        self.w = jnp.zeros(3)
+        self.ctrl = diffrax.PIDController(rtol=1e-3, atol=1e-6)
+
+class Untyped(eqx.Module):
+    act: object
+    label: object
+
+    def __init__(self):
+        self.act = jax.nn.tanh
+        self.label = "x"
+
+class Arrays(eqx.Module):
+    w: jax.Array
+    lin: eqx.nn.Linear
+    frozen: Callable = eqx.field(static=True)
+
+class Child(Arrays):
+    g: Callable
+
+net = Net(None)
+untyped = Untyped()
+arrays = Arrays()
+child = Child()
+mlp = eqx.nn.MLP(1, 1, 1, 1, key=None)
+seq = eqx.nn.Linear(1, 1, key=None)
+drop = eqx.nn.Dropout(0.1)
+"""
+
+
+def test_leaves_are_named_by_their_path() -> None:
+    leaves = Model(LEAVES).leaves("net")
+    assert "`net.mlp.activation` is a function" in leaves
+    assert "`net.f` is a function (a `jax.vmap` result)" in leaves
+    assert "`net.ctrl.norm` is a function" in leaves
+    assert "`net.blocks[0].act` is a function" in leaves
+    assert "`net.blocks[0].scale` is a Python number" in leaves
+    assert not any(".w" in leaf or "lin" in leaf or "tag" in leaf for leaf in leaves)
+
+
+def test_leaves_from_init_assignments_and_bases() -> None:
+    model = Model(LEAVES)
+    assert model.leaves("untyped") == ["`untyped.act` is a function (`jax.nn.tanh`)", "`untyped.label` is a string"]
+    assert model.leaves("child") == ["`child.g` is a function"]
+
+
+def test_array_only_modules_have_no_non_array_leaves() -> None:
+    model = Model(LEAVES)
+    assert model.leaves("arrays") == [], "static fields are not leaves"
+    assert model.leaves("seq") == []
+
+
+def test_library_modules_from_the_data_table() -> None:
+    model = Model(LEAVES)
+    assert model.leaves("mlp") == ["`mlp.activation` is a function", "`mlp.final_activation` is a function"]
+    found = model.facts.module_class(cst.Name("drop"), model.end)
+    assert [leaf.kind for leaf in model.facts.non_array_leaves(found)] == [LeafKind.SCALAR, LeafKind.SCALAR]
+    assert not LeafKind.SCALAR.crashes_transforms and LeafKind.FUNCTION.crashes_transforms
+
+
+def test_library_module_table() -> None:
+    assert jax_api.is_library_module("diffrax.Tsit5") and jax_api.is_library_module("lineax.CG")
+    assert not jax_api.is_library_module("diffrax.diffeqsolve"), "functions are not classes"
+    assert not jax_api.is_library_module("equinox.nn.State")
+    assert jax_api.library_module("optimistix.Newton").functions == ("norm",)
+
+
+# -- contexts -------------------------------------------------------------------------------
+
+CONTEXTS = """
+import equinox as eqx
+import functools
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+@functools.partial(jax.jit, static_argnums=(1,))
+def step(x, n):
+    y = x * 2
+    s = x.shape[0]
+    if y > 0:
+        pass
+    if n > 0:
+        pass
+    if s > 1:
+        pass
+    if x is None:
+        pass
+    helper(y, s)
+    return y
+
+def helper(a, b):
+    if a > b:
+        pass
+    if b > 1:
+        pass
+
+@eqx.filter_jit
+def filtered(model, x: jax.Array, flag):
+    if flag:
+        pass
+    if x.sum() > 0:
+        pass
+
+def body(carry, x):
+    if carry > 0:
+        pass
+    return carry, x
+
+lax.scan(body, 0.0, jnp.ones(3))
+
+def vector_field(t, y, args):
+    if args:
+        pass
+    if y > 1:
+        pass
+
+import diffrax
+term = diffrax.ODETerm(vector_field)
+
+def host(x):
+    if x > 0:
+        pass
+
+batched = jax.vmap(lambda v, w: v, in_axes=(0, None))
+"""
+
+
+def test_traced_contexts_and_values() -> None:
+    ifs = Model(CONTEXTS).ifs()
+    assert ifs["y > 0"] == ("`step` is traced by `jax.jit`", "`x` (a parameter of `step`, traced by `jax.jit`)")
+    assert ifs["n > 0"][1] is None, "static_argnums"
+    assert ifs["s > 1"][1] is None, "x.shape is static"
+    assert ifs["x is None"][1] is None, "identity tests are static"
+    assert ifs["a > b"][0].startswith("`helper` is called from `step`")
+    assert ifs["a > b"][1] == "`x` (a parameter of `step`, traced by `jax.jit`)"
+    assert ifs["b > 1"][1] is None
+    assert ifs["flag"] == ("`filtered` is traced by `eqx.filter_jit`", None), "filter_jit keeps non-arrays static"
+    assert ifs["x.sum() > 0"][1] == "`x` (a parameter of `filtered`, traced by `eqx.filter_jit`)"
+    assert ifs["carry > 0"][1] == "`carry` (a parameter of `body`, traced by `lax.scan`)"
+    assert ifs["args"][1] is None, "diffrax traces a vector field's t and y, not its args"
+    assert ifs["y > 1"][1] == "`y` (a parameter of `vector_field`, traced by `diffrax.ODETerm`)"
+    assert ifs["x > 0"] == (None, None), "a function nothing traces runs on the host"
+
+
+def test_differentiated_contexts() -> None:
+    model = Model("""
+        import jax
+
+        def loss(w):
+            if w > 0:
+                pass
+
+        def host(w):
+            if w > 0:
+                pass
+
+        jax.grad(loss)(1.0)
+    """)
+    reasons = {model.module.code_for_node(node.test) + str(i): model.facts.differentiated_by(site)
+               for i, (node, site) in enumerate(model.index.of_type(cst.If))}
+    assert reasons == {"w > 00": "`loss` is differentiated by `jax.grad`", "w > 01": None}
+
+
+def test_transform_table() -> None:
+    jit, grad, jvp = jax_api.transform("jax.jit"), jax_api.transform("jax.grad"), jax_api.transform("jax.jvp")
+    assert jit.traces and not jit.differentiates and jit.equinox == "equinox.filter_jit"
+    assert grad.reverse and not grad.forward and not grad.traces
+    assert jvp.forward and jvp.calls_now
+    assert jax_api.transform("equinox.filter_grad").filtered
+    assert not jax_api.traced_body("jax.lax.while_loop").reverse
+    assert jax_api.returns_array("jax.numpy.sqrt") and not jax_api.returns_array("jax.numpy.shape")
+    assert jax_api.returns_key("jax.random.split") and not jax_api.returns_array("jax.random.split")
