@@ -49,6 +49,11 @@ _OPTAX_NOT_TRANSFORMATIONS = frozenset({"apply_updates", "incremental_update", "
 _LITERAL_NAMES = frozenset({"True", "False", "None"})
 
 
+def model_node_types() -> set[type]:
+    """The node types the model reads from the engine's shared index, whatever rules run."""
+    return {cst.Call}
+
+
 @functools.cache
 def function_wrappers() -> frozenset[str]:
     """Transforms whose result is the function they wrap, called with the same parameters."""
@@ -617,18 +622,18 @@ class Facts:
         return True
 
     def module_names_visible(self, site: Site) -> list[str]:
-        """Names visible at `site` that hold Equinox modules (innermost scope first)."""
-        found: list[str] = []
+        """Names holding Equinox modules in the innermost scope around `site` that has any
+        (a step function's `model` parameter hides the script's other models)."""
         scope: Scope | None = site.scope
         first = True
         while scope is not None:
             if scope.kind != CLASS or first:
-                for name in scope.bindings:
-                    if name not in found and self._name_kind(name, site) is Kind.MODULE:
-                        found.append(name)
+                found = [name for name in scope.bindings if self._name_kind(name, site) is Kind.MODULE]
+                if found:
+                    return found
             scope = scope.parent
             first = False
-        return found
+        return []
 
 
 _CONVENTIONAL_ALIASES = {"equinox": "eqx", "jax.numpy": "jnp", "jax.lax": "lax", "optax": "optax",

@@ -38,6 +38,7 @@ class Leaf:
     path: str              # `activation`, `mlp.activation`, `layers[0].activation`
     kind: LeafKind
     detail: str = ""       # what the field holds, when known: "`jax.nn.relu`", "a `jax.vmap` result"
+    transform: str | None = None  # the transform whose result the field holds (`jax.vmap`)
 
     def describe(self, owner: str) -> str:
         held = f" ({self.detail})" if self.detail else ""
@@ -152,7 +153,9 @@ class Leaves:
         kind = facts.kind(value, site)
         leaves = self._from_kind(name, kind, value, site, depth)
         if leaves and kind is Kind.FUNCTION:
-            return [Leaf(name, LeafKind.FUNCTION, _describe_function(facts, value, site))]
+            qualname = facts.qualname(value.func, site.scope) if isinstance(value, cst.Call) else None
+            transform = qualname if jax_api.transform(qualname) is not None else None
+            return [Leaf(name, LeafKind.FUNCTION, _describe_function(facts, value, site), transform)]
         if leaves is None and isinstance(value, (cst.Name, cst.Attribute)):
             qualname = facts.qualname(value, site.scope)
             if qualname and _looks_like_library_function(qualname):
@@ -161,7 +164,7 @@ class Leaves:
 
 
 def _nested(prefix: str, leaves: tuple[Leaf, ...]) -> list[Leaf]:
-    return [Leaf(f"{prefix}.{leaf.path}", leaf.kind, leaf.detail) for leaf in leaves]
+    return [dataclasses.replace(leaf, path=f"{prefix}.{leaf.path}") for leaf in leaves]
 
 
 def _outer(node: cst.BaseExpression) -> cst.BaseExpression:

@@ -42,6 +42,9 @@ class Binding:
     qualname: str | None = None
     annotation: cst.BaseExpression | None = None
 
+    def __repr__(self) -> str:
+        return f"Binding({self.name!r}, {self.kind}, order={self.order}, path={self.path})"
+
 
 @dataclasses.dataclass(eq=False)
 class Scope:
@@ -51,6 +54,9 @@ class Scope:
     bindings: dict[str, list[Binding]] = dataclasses.field(default_factory=dict)
     global_names: set[str] = dataclasses.field(default_factory=set)
     nonlocal_names: set[str] = dataclasses.field(default_factory=set)
+
+    def __repr__(self) -> str:
+        return f"Scope({self.kind}, {type(self.node).__name__})"
 
     @property
     def module(self) -> "Scope":

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Collection, Sequence
 
 import libcst as cst
-from odelint.analysis.facts import Facts
+from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.scopes import build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
@@ -196,7 +196,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     """One traversal for facts, then every rule's visitors over the indexed nodes."""
     result = LintResult([], parsed=True)
     try:
-        index = build_scope_index(module, all_node_types(rules) | {cst.Call})  # the dataflow needs calls
+        index = build_scope_index(module, all_node_types(rules) | model_node_types())
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
     context = FileContext(path, source, module, Facts(index))

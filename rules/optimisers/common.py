@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Site
@@ -36,3 +38,33 @@ def filtered(facts: Facts, value: cst.BaseExpression, site: Site) -> tuple[cst.C
 def wrap_in_filter(facts: Facts, value: cst.BaseExpression, site: Site) -> Edits:
     call, imports = filtered(facts, value, site)
     return Edits([Replace(value, call)], imports)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    """Why a whole Equinox module breaks an optax call, and whether filtering it is a safe fix."""
+
+    reason: str
+    safe_to_filter: bool
+
+
+def module_fault(facts: Facts, value: cst.BaseExpression, site: Site, text: str) -> Fault | None:
+    """The leaf of the module `value` that optax cannot handle, named by its path; None when
+    its class is known and every leaf is an array (or a Python number), so nothing fails.
+
+    A field holding a `jax.vmap`/`jax.jit` result is a function to the pytree: filtering the
+    module keeps the crash away but silently drops that field's parameters from training, so
+    it is reported with no safe fix."""
+    module_class = facts.module_class(value, site)
+    if module_class is None:
+        return Fault(f"`{text}` is an Equinox module whose leaves are not all known to be arrays", True)
+    bad = [leaf for leaf in facts.non_array_leaves(module_class) if leaf.kind.crashes_transforms]
+    if not bad:
+        return None
+    transformed = [leaf for leaf in bad if leaf.transform is not None]
+    if transformed:
+        leaf = transformed[0]
+        return Fault(f"{leaf.describe(text)}: filtering drops the parameters inside it from training; build it "
+                     f"with the `eqx.filter_*` transform so its arrays are leaves", False)
+    more = f" (and {len(bad) - 1} more non-array leaves)" if len(bad) > 1 else ""
+    return Fault(bad[0].describe(text) + more, True)

@@ -7,6 +7,7 @@ from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
+from odelint.rules.optimisers.common import module_fault
 
 
 class OptaxApplyUpdatesOnModule(Rule):
@@ -54,10 +55,13 @@ class OptaxApplyUpdatesOnModule(Rule):
         args = positional_args(node)
         if not args or not self.facts.is_module(args[0].value, site):
             return
+        text = source_of(self.context.module, args[0].value)
+        fault = module_fault(self.facts, args[0].value, site, text)
+        if fault is None:
+            return
         self.report(
             node,
-            f"`optax.apply_updates` on the Equinox module `{source_of(self.context.module, args[0].value)}` "
-            "fails on its non-array leaves: use `eqx.apply_updates`",
+            f"`optax.apply_updates` on the Equinox module `{text}` fails: {fault.reason}; use `eqx.apply_updates`",
             fix=self.fix("Use eqx.apply_updates", lambda: self._swap(node, site)),
         )
 
@@ -73,10 +77,10 @@ class OptaxApplyUpdatesOnModule(Rule):
             "model = eqx.apply_updates(model, None)\n",
         ),
         Flag(
-            "from equinox import Module, apply_updates as au\nfrom optax import apply_updates\n\n"
-            "class M(Module):\n    w: float\n\ndef step(m: M, u):\n    return apply_updates(m, u)\n",
-            fixed="from equinox import Module, apply_updates as au\nfrom optax import apply_updates\n\n"
-            "class M(Module):\n    w: float\n\ndef step(m: M, u):\n    return au(m, u)\n",
+            "from typing import Callable\nfrom equinox import Module, apply_updates as au\nfrom optax import apply_updates\n\n"
+            "class M(Module):\n    f: Callable\n\ndef step(m: M, u):\n    return apply_updates(m, u)\n",
+            fixed="from typing import Callable\nfrom equinox import Module, apply_updates as au\nfrom optax import apply_updates\n\n"
+            "class M(Module):\n    f: Callable\n\ndef step(m: M, u):\n    return au(m, u)\n",
         ),
         Pass(
             "import equinox as eqx\nimport optax\nimport jax.numpy as jnp\n\n"

@@ -8,7 +8,7 @@ from odelint.analysis.facts import method_call
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Safety
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.optimisers.common import wrap_in_filter
+from odelint.rules.optimisers.common import module_fault, wrap_in_filter
 
 
 class OptimizerInitUnfiltered(Rule):
@@ -18,7 +18,9 @@ class OptimizerInitUnfiltered(Rule):
     Flags `optimiser.init(model)` where `model` is an Equinox module (built from
     `eqx.nn.*`, from a class of this file that subclasses `eqx.Module`, returned by a
     function of this file that builds one, passed in from such a value, or annotated
-    as one).
+    as one) that holds a leaf optax cannot handle. The message names that leaf
+    (`model.mlp.activation` is a function). A module whose leaves are all arrays or
+    Python numbers (`eqx.nn.Linear`) initialises fine and is not reported.
 
     ## Why is this bad?
     Optax expects a pytree of arrays. A module also holds non-array leaves: activation
@@ -46,7 +48,10 @@ class OptimizerInitUnfiltered(Rule):
 
     ## Fix safety
     Safe: filtering keeps exactly the array leaves the optimiser can hold state for,
-    which is what Equinox documents. The fix reuses the file's alias for `equinox`
+    which is what Equinox documents. No fix when a field holds a `jax.vmap`/`jax.jit`
+    result: to the pytree that field is a function, so filtering would silence the crash
+    and silently leave the parameters inside it untrained; build it with
+    `eqx.filter_vmap`/`eqx.filter_jit` instead. The fix reuses the file's alias for `equinox`
     and adds `import equinox as eqx` only when there is none.
     """
 
@@ -66,12 +71,19 @@ class OptimizerInitUnfiltered(Rule):
         if not self.facts.is_module(value, site) or not self.facts.may_be_optax(receiver, site):
             return
         text = source_of(self.context.module, value)
+        fault = module_fault(self.facts, value, site, text)
+        if fault is None:
+            return
+        fix = None
+        if fault.safe_to_filter:
+            fix = self.fix("Filter the module to its arrays", lambda: wrap_in_filter(self.facts, value, site))
         self.report(
             value,
-            f"`{source_of(self.context.module, receiver)}.init` gets the unfiltered Equinox module `{text}`; "
-            f"its non-array leaves crash optax: pass `eqx.filter({text}, eqx.is_array)`",
-            fix=self.fix("Filter the module to its arrays",
-                         lambda: wrap_in_filter(self.facts, value, site)),
+            f"`{source_of(self.context.module, receiver)}.init` gets the unfiltered Equinox module `{text}`: "
+            f"{fault.reason}; optax crashes on such leaves, so pass `eqx.filter({text}, eqx.is_array)`"
+            if fault.safe_to_filter else
+            f"`{source_of(self.context.module, receiver)}.init` gets the Equinox module `{text}`: {fault.reason}",
+            fix=fix,
         )
 
     examples = (
@@ -87,11 +99,11 @@ class OptimizerInitUnfiltered(Rule):
         # aliases: `import equinox as eq`, `import optax as ox`, a same-file Module subclass
         Flag(
             "import equinox as eq\nimport optax as ox\n\n"
-            "class Net(eq.Module):\n    w: float\n\n"
+            "class Net(eq.Module):\n    mlp: eq.nn.MLP\n\n"
             "class Deeper(Net):\n    pass\n\n"
             "net = Deeper(1.0)\nstate = ox.adamw(1e-3).init(net)\n",
             fixed="import equinox as eq\nimport optax as ox\n\n"
-            "class Net(eq.Module):\n    w: float\n\n"
+            "class Net(eq.Module):\n    mlp: eq.nn.MLP\n\n"
             "class Deeper(Net):\n    pass\n\n"
             "net = Deeper(1.0)\nstate = ox.adamw(1e-3).init(eq.filter(net, eq.is_array))\n",
         ),
@@ -108,8 +120,8 @@ class OptimizerInitUnfiltered(Rule):
         Flag(
             "import equinox as eqx\nimport optax\n\noptim = optax.adam(1e-3)\n\n"
             "def make_state(m):\n    return optim.init(m)\n\n"
-            "def other(m: eqx.nn.Linear):\n    return optim.init(m)\n\n"
-            "make_state(eqx.nn.Linear(2, 2, key=None))\n",
+            "def other(m: eqx.nn.MLP):\n    return optim.init(m)\n\n"
+            "make_state(eqx.nn.MLP(2, 2, 4, 1, key=None))\n",
             count=2,
         ),
         # `self.model` declared as a module field of the trainer
@@ -140,4 +152,47 @@ class OptimizerInitUnfiltered(Rule):
             "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 16, 2, key=None)\n"
             "opt_state = optax.adam(1e-3).init(model)  # noqa: ODL201\n"
         ),
+        # modules whose leaves are all arrays (or numbers) initialise fine
+        Pass("""
+            import equinox as eqx
+            import jax
+            import optax
+
+            class Affine(eqx.Module):
+                w: jax.Array
+                b: float
+                lin: eqx.nn.Linear
+
+            linear = eqx.nn.Linear(2, 2, key=jax.random.PRNGKey(0))
+            s1 = optax.adam(1e-3).init(linear)
+            s2 = optax.adam(1e-3).init(Affine(None, 1.0, linear))
+        """),
+        # a stored jax.vmap result: filtering would silently drop its parameters, so no fix
+        Flag("""
+            import equinox as eqx
+            import jax
+            import optax
+
+            class Ensemble(eqx.Module):
+                heads: object
+
+                def __init__(self, key):
+                    self.heads = jax.vmap(eqx.nn.Linear(2, 2, key=key))
+
+            model = Ensemble(jax.random.PRNGKey(0))
+            opt_state = optax.adam(1e-3).init(model)
+        """, fixed="""
+            import equinox as eqx
+            import jax
+            import optax
+
+            class Ensemble(eqx.Module):
+                heads: object
+
+                def __init__(self, key):
+                    self.heads = jax.vmap(eqx.nn.Linear(2, 2, key=key))
+
+            model = Ensemble(jax.random.PRNGKey(0))
+            opt_state = optax.adam(1e-3).init(model)
+        """, message="`model.heads` is a function (a `jax.vmap` result): filtering drops the parameters"),
     )

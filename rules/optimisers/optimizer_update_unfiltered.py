@@ -8,7 +8,7 @@ from odelint.analysis.facts import method_call
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Safety
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.optimisers.common import wrap_in_filter
+from odelint.rules.optimisers.common import module_fault, wrap_in_filter
 
 
 class OptimizerUpdateUnfiltered(Rule):
@@ -63,11 +63,19 @@ class OptimizerUpdateUnfiltered(Rule):
         if value is None or not self.facts.is_module(value, site) or not self.facts.may_be_optax(receiver, site):
             return
         text = source_of(self.context.module, value)
+        fault = module_fault(self.facts, value, site, text)
+        if fault is None:
+            return
+        fix = None
+        if fault.safe_to_filter:
+            fix = self.fix("Filter the module to its arrays", lambda: wrap_in_filter(self.facts, value, site))
         self.report(
             value,
             f"`{source_of(self.context.module, receiver)}.update` gets the unfiltered Equinox module `{text}` "
-            f"as params; pass `eqx.filter({text}, eqx.is_array)`",
-            fix=self.fix("Filter the module to its arrays", lambda: wrap_in_filter(self.facts, value, site)),
+            f"as params: {fault.reason}; pass `eqx.filter({text}, eqx.is_array)`" if fault.safe_to_filter else
+            f"`{source_of(self.context.module, receiver)}.update` gets the Equinox module `{text}` as params: "
+            f"{fault.reason}",
+            fix=fix,
         )
 
     examples = (
@@ -89,10 +97,10 @@ class OptimizerUpdateUnfiltered(Rule):
         ),
         # params= keyword, `import equinox as eq`, a module built by a same-file function
         Flag(
-            "import equinox as eq\nimport optax as ox\n\nclass Field(eq.Module):\n    w: float\n\n"
+            "import equinox as eq\nimport optax as ox\n\nclass Field(eq.Module):\n    mlp: eq.nn.MLP\n\n"
             "def make():\n    return Field(1.0)\n\nf = make()\ntx = ox.lamb(1e-3)\n"
             "u, s = tx.update(None, None, params=f)\n",
-            fixed="import equinox as eq\nimport optax as ox\n\nclass Field(eq.Module):\n    w: float\n\n"
+            fixed="import equinox as eq\nimport optax as ox\n\nclass Field(eq.Module):\n    mlp: eq.nn.MLP\n\n"
             "def make():\n    return Field(1.0)\n\nf = make()\ntx = ox.lamb(1e-3)\n"
             "u, s = tx.update(None, None, params=eq.filter(f, eq.is_array))\n",
         ),
@@ -100,7 +108,7 @@ class OptimizerUpdateUnfiltered(Rule):
         Flag(
             "import equinox as eqx\nimport optax\n\ndef step(m, s, g, optim):\n"
             "    return optim.update(g, s, m)\n\n"
-            "fast = eqx.filter_jit(step)\nfast(eqx.nn.Linear(1, 1, key=None), None, None, optax.lars(0.1))\n",
+            "fast = eqx.filter_jit(step)\nfast(eqx.nn.MLP(1, 1, 1, 1, key=None), None, None, optax.lars(0.1))\n",
         ),
         Pass(
             "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
