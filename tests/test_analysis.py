@@ -332,3 +332,64 @@ def test_transform_table() -> None:
     assert not jax_api.traced_body("jax.lax.while_loop").reverse
     assert jax_api.returns_array("jax.numpy.sqrt") and not jax_api.returns_array("jax.numpy.shape")
     assert jax_api.returns_key("jax.random.split") and not jax_api.returns_array("jax.random.split")
+
+
+# -- flow across files and through optax ------------------------------------------------------
+
+def test_module_classes_of_the_projects_other_files(tmp_path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "model.py").write_text(textwrap.dedent("""
+        import equinox as eqx
+        import jax
+
+        class Net(eqx.Module):
+            mlp: eqx.nn.MLP
+
+        class Plain:
+            pass
+
+        class Arrays(eqx.Module):
+            w: jax.Array
+    """))
+    train = package / "train.py"
+    source = textwrap.dedent("""
+        from .model import Net, Plain, Arrays
+        from pkg.model import Net as Absolute
+
+        def make(key):
+            return Net(key), 1
+
+        net, count = make(None)
+        other = Absolute(None)
+        plain = Plain()
+        arrays = Arrays(None)
+    """)
+    train.write_text(source)
+    module = cst.parse_module(source)
+    index = build_scope_index(module, {cst.Call})
+    facts = Facts(index, str(train))
+    end = Site(index.module_scope, 10**9)
+    for name in ("net", "other"):
+        found = facts.module_class(cst.Name(name), end)
+        assert found is not None and found.name == "Net"
+        assert [leaf.describe(name) for leaf in facts.non_array_leaves(found)] == [
+            f"`{name}.mlp.activation` is a function", f"`{name}.mlp.final_activation` is a function"]
+    assert facts.kind(cst.Name("plain"), end) is not Kind.MODULE
+    assert facts.non_array_leaves(facts.module_class(cst.Name("arrays"), end)) == ()
+    assert Facts(index).module_class(cst.Name("net"), end) is None, "without a path no other file is read"
+
+
+def test_optimisers_that_keep_no_state_per_parameter() -> None:
+    model = Model("""
+        import optax
+        a = optax.sgd(0.1)
+        b = optax.sgd(0.1, momentum=0.9)
+        c = optax.sgd(0.1, None)
+        d = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))
+        e = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.1))
+    """)
+    keeps = {name: model.facts.optax_keeps_param_state(cst.Name(name), model.end) for name in "abcde"}
+    assert keeps == {"a": False, "b": True, "c": False, "d": False, "e": True}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -47,6 +48,10 @@ _NN_NON_MODULES = frozenset({"equinox.nn.State", "equinox.nn.StateIndex"})
 _OPTAX_NOT_TRANSFORMATIONS = frozenset({"apply_updates", "incremental_update", "periodic_update", "global_norm",
                                         "safe_norm", "safe_root_mean_squares"})
 _LITERAL_NAMES = frozenset({"True", "False", "None"})
+# Top-level packages never looked up among the project's files.
+_NEVER_PROJECT = frozenset({"jax", "jaxlib", "equinox", "optax", "diffrax", "lineax", "optimistix", "numpy",
+                            "scipy", "typing", "collections", "functools", "dataclasses", "abc", "math", "os",
+                            "sys", "jaxtyping", "flax", "torch", "haiku"})
 
 
 def model_node_types() -> set[type]:
@@ -61,11 +66,14 @@ def function_wrappers() -> frozenset[str]:
 
 
 class Facts:
-    def __init__(self, index: ScopeIndex) -> None:
+    def __init__(self, index: ScopeIndex, path: str | None = None, seen: frozenset[str] = frozenset()) -> None:
         self.index = index
+        self.path = path                # the linted file, to find the project's other files
+        self._seen = seen               # files whose facts are being built (import cycles)
         self._qualnames: dict[int, str | None] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
+        self._binding_classes: dict[int, ModuleClass | None] = {}
         self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
         self._in_progress: set[int] = set()
@@ -208,6 +216,28 @@ class Facts:
             for binding in self.lookup(node.value, scope):
                 if binding.kind == "class" and self.is_module_class(binding):
                     return ModuleClass(binding.node, node.value)  # type: ignore[arg-type]
+        return self._project_module_type(qualname)
+
+    def _project_module_type(self, qualname: str | None) -> ModuleClass | None:
+        """A module class that another file of the project defines (`from model import Net`)."""
+        if not qualname or self.path is None or "." not in qualname.lstrip("."):
+            return None
+        module, _, name = qualname.rpartition(".")
+        if module.split(".")[0] in _NEVER_PROJECT:
+            return None
+        from odelint.analysis import project
+
+        where = project.module_file(module, self.path)
+        if where is None or os.path.abspath(where) in self._seen or os.path.abspath(where) == os.path.abspath(self.path):
+            return None
+        other = project.facts_of(where, self._seen | {os.path.abspath(self.path)})
+        if other is None:
+            return None
+        for binding in other.index.module_scope.bindings.get(name, []):
+            if binding.kind == "class" and other.is_module_class(binding):
+                return ModuleClass(binding.node, name, other)  # type: ignore[arg-type]
+            if binding.kind == "import":
+                return other._project_module_type(binding.qualname)
         return None
 
     def is_module_class(self, binding: Binding) -> bool:
@@ -249,6 +279,13 @@ class Facts:
         return None
 
     def _binding_module_class(self, binding: Binding) -> ModuleClass | None:
+        key = id(binding)
+        if key not in self._binding_classes:
+            self._binding_classes[key] = None  # cycle guard: `model = step(model)` in a loop
+            self._binding_classes[key] = self._compute_binding_module_class(binding)
+        return self._binding_classes[key]
+
+    def _compute_binding_module_class(self, binding: Binding) -> ModuleClass | None:
         if binding.kind == "param" and binding.path == (0,) and binding.annotation is None:
             owner = self._method_class_of_self(cst.Name(binding.name), binding.scope)
             if owner is not None:
@@ -258,8 +295,13 @@ class Facts:
             found = self.module_type(_outer_annotation(binding.annotation), where or binding.scope)
             if found is not None:
                 return found
-        if binding.kind == "assign" and binding.value is not None and not binding.path:
-            return self.module_class(binding.value, Site(binding.scope, binding.order))
+        if binding.kind == "assign" and binding.value is not None:
+            value, rest = _element_at(binding.value, binding.path)
+            site = Site(binding.scope, binding.order)
+            if not rest:
+                return self.module_class(value, site)
+            function = self.callee(value.func, site.scope) if isinstance(value, cst.Call) else None
+            return self._returned_module_class(function, rest) if function is not None else None
         if binding.kind == "param":
             function = binding.scope.node
             if isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
@@ -272,6 +314,15 @@ class Facts:
                 classes.discard(None)
                 return classes.pop() if len(classes) == 1 else None
         return None
+
+    def _returned_module_class(self, function: cst.FunctionDef, path: tuple[int, ...]) -> ModuleClass | None:
+        """The module class `function` returns (at `path` inside a returned tuple), when all agree."""
+        scope = self.index.body_scope(function)
+        found = set()
+        for ret in _returns(function):
+            value, rest = _element_at(ret.value, path) if ret.value is not None else (None, path)
+            found.add(self.module_class(value, Site(scope, 10**9)) if value is not None and not rest and scope else None)
+        return found.pop() if len(found) == 1 else None
 
     def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
         class_scope = self.index.body_scope(owner)
@@ -583,6 +634,9 @@ class Facts:
             if parts:
                 for arg in node.args:
                     parts |= self._optax_parts(arg.value, site, seen)
+                momentum = argument_at(node, "momentum", 1) if parts == {"optax.sgd"} else None
+                if momentum is not None and not (isinstance(momentum.value, cst.Name) and momentum.value.value == "None"):
+                    parts = {"optax.sgd+momentum"}  # sgd keeps a trace per parameter only with momentum
             return parts
         if isinstance(node, (cst.Attribute, cst.Name)):
             qualname = self.qualname(node, site.scope)
@@ -607,11 +661,21 @@ class Facts:
             return parts
         return set()
 
+    def optax_keeps_param_state(self, node: cst.BaseExpression, site: Site) -> bool:
+        """Does this optimiser's `init` build state per parameter (`zeros_like` over the
+        params)? False only when every part is known to be stateless (`sgd` without
+        momentum, `scale`, `clip_by_global_norm`, ...: rules/data/jax_api.toml)."""
+        parts = self.optax_constructors(node, site)
+        if not parts:
+            return True
+        stateless = jax_api.optax_stateless()
+        return not all(part in stateless for part in parts)
+
     def may_be_optax(self, node: cst.BaseExpression, site: Site) -> bool:
         """Could this receiver be an optax optimiser? False only when we know it is not:
         it was built by a call that does not trace back to optax, or is a class, function
         or import of something else. Parameters and attributes stay possible."""
-        if self.optax_constructors(node, site):
+        if self.optax_constructors(node, site) or self.kind(node, site) is Kind.OPTAX:
             return True
         if isinstance(node, cst.Call):
             return False
@@ -750,6 +814,7 @@ class ModuleClass:
 
     node: cst.ClassDef | None
     name: str
+    facts: Facts | None = None   # set for a class of another file of the project: its file's facts
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ModuleClass) and (self.node is other.node if self.node or other.node
@@ -757,3 +822,14 @@ class ModuleClass:
 
     def __hash__(self) -> int:
         return hash((id(self.node), self.name))
+
+
+def _element_at(value: cst.BaseExpression, path: tuple[int, ...]) -> tuple[cst.BaseExpression, tuple[int, ...]]:
+    """The element of a tuple/list display at `path`, and the part of the path left when the
+    display ends (`a, b = make()` leaves the whole path on the call)."""
+    for depth, position in enumerate(path):
+        if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
+            value = value.elements[position].value
+        else:
+            return value, path[depth:]
+    return value, ()

@@ -174,3 +174,9 @@ def library_module(qualname: str) -> LibraryModule | None:
     row = _libraries().get("module", {}).get(qualname, {})
     return LibraryModule(qualname, tuple(row.get("functions", ())), tuple(row.get("scalars", ())),
                          tuple(row.get("modules", {}).items()))
+
+
+@functools.cache
+def optax_stateless() -> frozenset[str]:
+    """optax constructors whose `init` keeps no state per parameter."""
+    return frozenset(_api()["optax"]["stateless"])

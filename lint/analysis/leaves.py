@@ -52,6 +52,8 @@ class Leaves:
 
     def non_array(self, module_class: ModuleClass, depth: int = 0) -> tuple[Leaf, ...]:
         """The leaves of an instance of `module_class` that are not arrays."""
+        if module_class.facts is not None and module_class.facts is not self.facts:
+            return module_class.facts.non_array_leaves(module_class)  # a class of another file
         if module_class in self._cache:
             return self._cache[module_class]
         self._cache[module_class] = ()  # cycle guard

@@ -199,7 +199,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
-    context = FileContext(path, source, module, Facts(index))
+    context = FileContext(path, source, module, Facts(index, path))
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
         rule = rule_class(context)

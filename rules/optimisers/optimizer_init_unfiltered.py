@@ -58,7 +58,7 @@ class OptimizerInitUnfiltered(Rule):
     code = "ODL201"
     name = "optimizer-init-unfiltered"
     summary = "An optax optimiser is initialised with an unfiltered Equinox module"
-    triggers = (("optax", "equinox"),)
+    triggers = (("optax",),)  # the module class may come from another file of the project
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL201"
 
@@ -70,6 +70,8 @@ class OptimizerInitUnfiltered(Rule):
         value = args[0].value
         if not self.facts.is_module(value, site) or not self.facts.may_be_optax(receiver, site):
             return
+        if not self.facts.optax_keeps_param_state(receiver, site):
+            return  # `sgd` without momentum, `scale`, ...: init never looks at the leaves
         text = source_of(self.context.module, value)
         fault = module_fault(self.facts, value, site, text)
         if fault is None:
@@ -152,6 +154,22 @@ class OptimizerInitUnfiltered(Rule):
             "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 16, 2, key=None)\n"
             "opt_state = optax.adam(1e-3).init(model)  # noqa: ODL201\n"
         ),
+        # stateless optimisers never look at the leaves in init
+        Pass("""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=None)
+            s1 = optax.sgd(1e-2).init(model)
+            s2 = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(1e-2, momentum=None)).init(model)
+        """),
+        Flag("""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=None)
+            state = optax.sgd(1e-2, momentum=0.9).init(model)
+        """, message="`model.activation` is a function"),
         # modules whose leaves are all arrays (or numbers) initialise fine
         Pass("""
             import equinox as eqx
