@@ -23,7 +23,7 @@ from odelint.analysis.scopes import CLASS, FUNCTION, LAMBDA, Binding, Scope, Sit
 # default 0), "first" (Equinox's filter_* transforms) or "all" (jvp/vjp/linearize primals).
 DIFFERENTIATING = {
     "jax.grad": "argnums", "jax.value_and_grad": "argnums", "jax.jacfwd": "argnums",
-    "jax.jacrev": "argnums", "jax.hessian": "argnums",
+    "jax.jacrev": "argnums", "jax.jacobian": "argnums", "jax.hessian": "argnums",
     "jax.jvp": "all", "jax.vjp": "all", "jax.linearize": "all",
     "equinox.filter_grad": "first", "equinox.filter_value_and_grad": "first",
     "equinox.filter_jacfwd": "first", "equinox.filter_jacrev": "first", "equinox.filter_hessian": "first",

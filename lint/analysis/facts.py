@@ -645,8 +645,7 @@ class Facts:
             if isinstance(node, cst.Name):
                 parts: set[str] = set()
                 for binding in self.lookup(node.value, site.scope):
-                    if binding.kind == "assign" and not binding.path and binding.value is not None:
-                        parts |= self._optax_parts(binding.value, Site(binding.scope, binding.order), seen)
+                    parts |= self._binding_optax_parts(binding, seen)
                 return parts
         if isinstance(node, (cst.List, cst.Tuple)):
             parts = set()
@@ -658,6 +657,33 @@ class Facts:
             for element in node.elements:
                 if isinstance(element, cst.DictElement):
                     parts |= self._optax_parts(element.value, site, seen)
+            return parts
+        return set()
+
+    def _binding_optax_parts(self, binding: Binding, seen: set[int]) -> set[str]:
+        """Follow a name to what built it: an assignment (through tuples returned by this
+        file's functions: `net, opt = make(key)`), or what the calls pass for a parameter."""
+        site = Site(binding.scope, binding.order)
+        if binding.kind == "assign" and binding.value is not None:
+            value, rest = _element_at(binding.value, binding.path)
+            if not rest:
+                return self._optax_parts(value, site, seen)
+            function = self.callee(value.func, site.scope) if isinstance(value, cst.Call) else None
+            scope = self.index.body_scope(function) if function is not None else None
+            parts: set[str] = set()
+            for ret in _returns(function) if function is not None and scope is not None else ():
+                element, left = _element_at(ret.value, rest) if ret.value is not None else (None, rest)
+                if element is not None and not left:
+                    parts |= self._optax_parts(element, Site(scope, 10**9), seen)
+            return parts
+        function = binding.scope.node
+        if binding.kind == "param" and isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
+            bound = 1 if binding.scope.parent.kind == CLASS else 0
+            parts = set()
+            for call, call_site in self.calls_of(function):
+                argument = argument_for(call, binding, bound)
+                if argument is not None:
+                    parts |= self._optax_parts(argument, call_site, seen)
             return parts
         return set()
 
