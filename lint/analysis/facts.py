@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import os
 import functools
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 

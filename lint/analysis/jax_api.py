@@ -180,3 +180,9 @@ def library_module(qualname: str) -> LibraryModule | None:
 def optax_stateless() -> frozenset[str]:
     """optax constructors whose `init` keeps no state per parameter."""
     return frozenset(_api()["optax"]["stateless"])
+
+
+@functools.cache
+def optax_need_params() -> frozenset[str]:
+    """optax constructors (last name) whose `update` raises without `params`."""
+    return frozenset(_api()["optax"]["need_params"])

@@ -14,7 +14,6 @@ import dataclasses
 import enum
 
 import libcst as cst
-
 from odelint.analysis import jax_api
 from odelint.analysis.facts import Facts, Kind, ModuleClass
 from odelint.analysis.scopes import Site

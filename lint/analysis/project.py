@@ -71,7 +71,6 @@ def facts_of(path: str, seen: frozenset[str]) -> Facts | None:
 
 def _build(path: str, size: int, seen: frozenset[str]) -> Facts | None:
     import libcst as cst
-
     from odelint.analysis.facts import Facts, model_node_types
     from odelint.analysis.scopes import build_scope_index
 

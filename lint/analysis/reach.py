@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import libcst as cst
-
 from odelint.analysis.calls import positional_args
 from odelint.analysis.classes import instance_class, method_of
 from odelint.analysis.facts import Facts

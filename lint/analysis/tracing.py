@@ -18,7 +18,6 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
-
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
 from odelint.analysis.facts import Facts, Kind

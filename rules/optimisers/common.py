@@ -5,25 +5,16 @@ from __future__ import annotations
 import dataclasses
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace
 
-# optax transformations whose `update` raises without `params`
-# ("You are using a transformation that requires the current value of parameters"),
-# checked against optax 0.2.8. Matched on the last dotted component under `optax.`.
-NEED_PARAMS = frozenset({
-    "adamw", "adamaxw", "nadamw", "adan", "lion", "lamb", "lars", "adadelta", "fromage", "adafactor",
-    "add_decayed_weights", "lookahead", "adaptive_grad_clip", "keep_params_nonnegative",
-    "scale_by_trust_ratio", "scale_by_param_block_norm", "scale_by_param_block_rms",
-    "scale_by_factored_rms", "prodigy", "dadapt_adamw", "mechanize", "madgrad", "scale_by_madgrad",
-    "momo", "momo_adam",
-})
-
 
 def needs_params(constructors: frozenset[str] | None) -> list[str]:
     """The constructors (sorted) among those given that make `update` need params."""
-    return sorted(name for name in constructors or () if name.rsplit(".", 1)[-1] in NEED_PARAMS)
+    need = jax_api.optax_need_params()
+    return sorted(name for name in constructors or () if name.rsplit(".", 1)[-1] in need)
 
 
 def filtered(facts: Facts, value: cst.BaseExpression, site: Site) -> tuple[cst.Call, tuple]:

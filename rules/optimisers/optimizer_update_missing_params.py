@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import keyword_arg, positional_args, source_of
 from odelint.analysis.facts import method_call
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.optimisers.common import NEED_PARAMS, filtered, needs_params
+from odelint.rules.optimisers.common import filtered, needs_params
 
 
 class OptimizerUpdateMissingParams(Rule):
@@ -49,7 +50,7 @@ class OptimizerUpdateMissingParams(Rule):
     code = "ODL203"
     name = "optimizer-update-missing-params"
     summary = "An optax update that needs params is called without them"
-    triggers = tuple(("optax", "update", name) for name in sorted(NEED_PARAMS))
+    triggers = tuple(("optax", "update", name) for name in sorted(jax_api.optax_need_params()))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL203"
 
