@@ -126,74 +126,173 @@ class CallbackWithoutStopGradient(Rule):
 
     examples = (
         # a progress meter's step: diffrax calls it inside a solve that may be differentiated
-        Flag(
-            "import diffrax\nimport jax\nfrom jax.experimental import io_callback\n\n"
-            "class Meter(diffrax.AbstractProgressMeter):\n"
-            "    def step(self, state, progress):\n"
-            "        io_callback(print, None, progress, ordered=True)\n        return state\n",
-            fixed="import diffrax\nimport jax\nfrom jax.experimental import io_callback\n\n"
-            "class Meter(diffrax.AbstractProgressMeter):\n"
-            "    def step(self, state, progress):\n"
-            "        io_callback(print, None, jax.lax.stop_gradient(progress), ordered=True)\n"
-            "        return state\n",
+        Flag("""
+            import diffrax
+            import jax
+            from jax.experimental import io_callback
+
+            class Meter(diffrax.AbstractProgressMeter):
+                def step(self, state, progress):
+                    io_callback(print, None, progress, ordered=True)
+                    return state
+        """, fixed="""
+            import diffrax
+            import jax
+            from jax.experimental import io_callback
+
+            class Meter(diffrax.AbstractProgressMeter):
+                def step(self, state, progress):
+                    io_callback(print, None, jax.lax.stop_gradient(progress), ordered=True)
+                    return state
+        """,
             message="IO callbacks do not support JVP",
         ),
         # a helper called from a grad-decorated loss; the result is used: unsafe; `lax` alias reused
-        Flag(
-            "import jax\nfrom jax import lax\n\ndef host(x):\n    return x\n\n"
-            "def logged(x):\n    return jax.pure_callback(host, x, x * 2.0, 3)\n\n"
-            "@jax.grad\ndef loss(x):\n    return logged(x) + x\n",
-            fixed="import jax\nfrom jax import lax\n\ndef host(x):\n    return x\n\n"
-            "def logged(x):\n    return jax.pure_callback(host, x, lax.stop_gradient(x * 2.0), 3)\n\n"
-            "@jax.grad\ndef loss(x):\n    return logged(x) + x\n",
+        Flag("""
+            import jax
+            from jax import lax
+
+            def host(x):
+                return x
+
+            def logged(x):
+                return jax.pure_callback(host, x, x * 2.0, 3)
+
+            @jax.grad
+            def loss(x):
+                return logged(x) + x
+        """, fixed="""
+            import jax
+            from jax import lax
+
+            def host(x):
+                return x
+
+            def logged(x):
+                return jax.pure_callback(host, x, lax.stop_gradient(x * 2.0), 3)
+
+            @jax.grad
+            def loss(x):
+                return logged(x) + x
+        """,
             unsafe=True,
             message="`logged` is called from `loss`; `loss` is differentiated by `jax.grad`",
         ),
         # from-import aliases, a lambda given to eqx.filter_value_and_grad, a nested scan body
-        Flag(
-            "import equinox as eqx\nimport jax.numpy as jnp\nfrom jax import lax as L\n"
-            "from jax.experimental import io_callback as log\n\n"
-            "def run(x):\n    def body(c, _):\n        log(print, None, c)\n        return c * x, None\n"
-            "    return L.scan(body, x, None, length=3)[0]\n\n"
-            "value, grad = eqx.filter_value_and_grad(lambda x: jnp.sum(run(x)))(jnp.ones(2))\n",
-            fixed="import equinox as eqx\nimport jax.numpy as jnp\nfrom jax import lax as L\n"
-            "from jax.experimental import io_callback as log\n\n"
-            "def run(x):\n    def body(c, _):\n        log(print, None, L.stop_gradient(c))\n        return c * x, None\n"
-            "    return L.scan(body, x, None, length=3)[0]\n\n"
-            "value, grad = eqx.filter_value_and_grad(lambda x: jnp.sum(run(x)))(jnp.ones(2))\n",
+        Flag("""
+            import equinox as eqx
+            import jax.numpy as jnp
+            from jax import lax as L
+            from jax.experimental import io_callback as log
+
+            def run(x):
+                def body(c, _):
+                    log(print, None, c)
+                    return c * x, None
+                return L.scan(body, x, None, length=3)[0]
+
+            value, grad = eqx.filter_value_and_grad(lambda x: jnp.sum(run(x)))(jnp.ones(2))
+        """, fixed="""
+            import equinox as eqx
+            import jax.numpy as jnp
+            from jax import lax as L
+            from jax.experimental import io_callback as log
+
+            def run(x):
+                def body(c, _):
+                    log(print, None, L.stop_gradient(c))
+                    return c * x, None
+                return L.scan(body, x, None, length=3)[0]
+
+            value, grad = eqx.filter_value_and_grad(lambda x: jnp.sum(run(x)))(jnp.ones(2))
+        """,
         ),
         # `net(y)` reaches `Net.__call__`, which reaches a method through `self`; no jax import to reuse: one is added
-        Flag(
-            "import jax.numpy as jnp\nimport equinox as eqx\n\nclass Net(eqx.Module):\n"
-            "    def report(self, y):\n        eqx.filter_pure_callback(print, y, result_shape_dtypes=None)\n"
-            "    def __call__(self, y):\n        self.report(y)\n        return y\n\n"
-            "def f(y):\n    net = Net()\n    return net(y)\n\nout = eqx.filter_vjp(f, jnp.ones(2))\n",
-            fixed="import jax.numpy as jnp\nimport equinox as eqx\nimport jax.lax as lax\n\nclass Net(eqx.Module):\n"
-            "    def report(self, y):\n        eqx.filter_pure_callback(print, lax.stop_gradient(y), result_shape_dtypes=None)\n"
-            "    def __call__(self, y):\n        self.report(y)\n        return y\n\n"
-            "def f(y):\n    net = Net()\n    return net(y)\n\nout = eqx.filter_vjp(f, jnp.ones(2))\n",
+        Flag("""
+            import jax.numpy as jnp
+            import equinox as eqx
+
+            class Net(eqx.Module):
+                def report(self, y):
+                    eqx.filter_pure_callback(print, y, result_shape_dtypes=None)
+                def __call__(self, y):
+                    self.report(y)
+                    return y
+
+            def f(y):
+                net = Net()
+                return net(y)
+
+            out = eqx.filter_vjp(f, jnp.ones(2))
+        """, fixed="""
+            import jax.numpy as jnp
+            import equinox as eqx
+            import jax.lax as lax
+
+            class Net(eqx.Module):
+                def report(self, y):
+                    eqx.filter_pure_callback(print, lax.stop_gradient(y), result_shape_dtypes=None)
+                def __call__(self, y):
+                    self.report(y)
+                    return y
+
+            def f(y):
+                net = Net()
+                return net(y)
+
+            out = eqx.filter_vjp(f, jnp.ones(2))
+        """,
         ),
-        Pass(
-            "import diffrax\nimport jax\nfrom jax.experimental import io_callback\n\n"
-            "class Meter(diffrax.AbstractProgressMeter):\n"
-            "    def step(self, state, progress):\n"
-            "        io_callback(print, None, jax.lax.stop_gradient(progress))\n"
-            "        jax.debug.callback(print, progress)\n        jax.debug.print('{p}', p=progress)\n"
-            "        io_callback(print, None, 'step', 3, (1, 2.0), progress.shape, ordered=True)\n"
-            "        return state\n"
+        Pass("""
+            import diffrax
+            import jax
+            from jax.experimental import io_callback
+
+            class Meter(diffrax.AbstractProgressMeter):
+                def step(self, state, progress):
+                    io_callback(print, None, jax.lax.stop_gradient(progress))
+                    jax.debug.callback(print, progress)
+                    jax.debug.print('{p}', p=progress)
+                    io_callback(print, None, 'step', 3, (1, 2.0), progress.shape, ordered=True)
+                    return state
+        """
         ),
         # not differentiated: jit only, a plain class, a host function given to the callback
-        Pass(
-            "import jax\nfrom jax.experimental import io_callback\n\nLIMIT = 10\n\n"
-            "def host(x):\n    io_callback(print, None, x)\n\n"
-            "@jax.jit\ndef f(x):\n    io_callback(host, None, x)\n    return x\n\n"
-            "class Meter:\n    def step(self, state, progress):\n        io_callback(print, None, progress)\n\n"
-            "@jax.grad\ndef loss(x):\n    io_callback(host, None, LIMIT)\n    return x\n"
+        Pass("""
+            import jax
+            from jax.experimental import io_callback
+
+            LIMIT = 10
+
+            def host(x):
+                io_callback(print, None, x)
+
+            @jax.jit
+            def f(x):
+                io_callback(host, None, x)
+                return x
+
+            class Meter:
+                def step(self, state, progress):
+                    io_callback(print, None, progress)
+
+            @jax.grad
+            def loss(x):
+                io_callback(host, None, LIMIT)
+                return x
+        """
         ),
         # a local function named like the callback
-        Pass(
-            "import jax\n\ndef io_callback(f, shape, x):\n    return x\n\n"
-            "@jax.grad\ndef loss(x):\n    return io_callback(print, None, x)\n"
+        Pass("""
+            import jax
+
+            def io_callback(f, shape, x):
+                return x
+
+            @jax.grad
+            def loss(x):
+                return io_callback(print, None, x)
+        """
         ),
     )
 

@@ -123,51 +123,99 @@ class ProgressMeterDifferentiatedTime(Rule):
         return scope is not None and any(is_stop_gradient(self.facts, node, scope) for node in _calls(step.body))
 
     examples = (
-        Flag(
-            "import diffrax\nimport jax\n\nterm = diffrax.ODETerm(lambda t, y, a: -y)\n\n"
-            "def final(t1):\n    return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, 1.0,\n"
-            "                               progress_meter=diffrax.TextProgressMeter()).ys[-1]\n\n"
-            "print(jax.grad(final)(1.0))\n",
+        Flag("""
+            import diffrax
+            import jax
+
+            term = diffrax.ODETerm(lambda t, y, a: -y)
+
+            def final(t1):
+                return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, 1.0,
+                                           progress_meter=diffrax.TextProgressMeter()).ys[-1]
+
+            print(jax.grad(final)(1.0))
+        """,
             message="`t1` comes from `t1`, a parameter of `final` that `jax.grad` differentiates",
         ),
         # argnums, keyword times, assignment and a closure, the meter through a name; from-imports
-        Flag(
-            "from diffrax import diffeqsolve, Euler, ODETerm, TqdmProgressMeter as Bar\n"
-            "from jax import value_and_grad\n\n"
-            "def loss(y0, ts):\n    meter = Bar()\n    t_end = ts[-1]\n"
-            "    def solve():\n        return diffeqsolve(ODETerm(lambda t, y, a: -y), Euler(), t0=0.0, t1=t_end,\n"
-            "                           dt0=0.1, y0=y0, progress_meter=meter)\n"
-            "    return solve().ys[-1]\n\nvalue_and_grad(loss, argnums=(0, 1))\n",
+        Flag("""
+            from diffrax import diffeqsolve, Euler, ODETerm, TqdmProgressMeter as Bar
+            from jax import value_and_grad
+
+            def loss(y0, ts):
+                meter = Bar()
+                t_end = ts[-1]
+                def solve():
+                    return diffeqsolve(ODETerm(lambda t, y, a: -y), Euler(), t0=0.0, t1=t_end,
+                                       dt0=0.1, y0=y0, progress_meter=meter)
+                return solve().ys[-1]
+
+            value_and_grad(loss, argnums=(0, 1))
+        """,
         ),
         # the time reaches a helper through a call; eqx.filter_grad differentiates the first argument
-        Flag(
-            "import diffrax as dfx\nimport equinox as eqx\n\n"
-            "def solve(t0, meter):\n    return dfx.diffeqsolve(dfx.ODETerm(lambda t, y, a: -y), dfx.Euler(), t0, 1.0, 0.1,\n"
-            "                          1.0, progress_meter=meter).ys[-1]\n\n"
-            "@eqx.filter_grad\ndef loss(t0):\n    return solve(t0, dfx.TextProgressMeter())\n",
+        Flag("""
+            import diffrax as dfx
+            import equinox as eqx
+
+            def solve(t0, meter):
+                return dfx.diffeqsolve(dfx.ODETerm(lambda t, y, a: -y), dfx.Euler(), t0, 1.0, 0.1,
+                                      1.0, progress_meter=meter).ys[-1]
+
+            @eqx.filter_grad
+            def loss(t0):
+                return solve(t0, dfx.TextProgressMeter())
+        """,
             message="`t0` comes from `t0`, a parameter of `loss` that `eqx.filter_grad` differentiates",
         ),
-        Pass(
-            "import diffrax\nimport jax\n\nterm = diffrax.ODETerm(lambda t, y, a: -y)\n\n"
-            "def final(y0, t1):\n    return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, y0,\n"
-            "                               progress_meter=diffrax.TextProgressMeter()).ys[-1]\n\n"
-            "jax.grad(final)(1.0, 2.0)\njax.grad(final, argnums=0)(1.0, 2.0)\n"
-            "def no_meter(t1):\n    return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, 1.0,\n"
-            "                               progress_meter=diffrax.NoProgressMeter()).ys[-1]\n\n"
-            "jax.grad(no_meter)(1.0)\njax.jit(final)(1.0, 2.0)\n"
+        Pass("""
+            import diffrax
+            import jax
+
+            term = diffrax.ODETerm(lambda t, y, a: -y)
+
+            def final(y0, t1):
+                return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, y0,
+                                           progress_meter=diffrax.TextProgressMeter()).ys[-1]
+
+            jax.grad(final)(1.0, 2.0)
+            jax.grad(final, argnums=0)(1.0, 2.0)
+            def no_meter(t1):
+                return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, t1, 0.1, 1.0,
+                                           progress_meter=diffrax.NoProgressMeter()).ys[-1]
+
+            jax.grad(no_meter)(1.0)
+            jax.jit(final)(1.0, 2.0)
+        """
         ),
         # the user's own meter that stops the gradient; a meter parameter that only gets NoProgressMeter
-        Pass(
-            "import diffrax\nimport equinox as eqx\nimport jax\n\n"
-            "class StopGrad(diffrax.AbstractProgressMeter):\n    meter: diffrax.AbstractProgressMeter\n"
-            "    def init(self):\n        return self.meter.init()\n"
-            "    def step(self, state, progress):\n        return self.meter.step(state, jax.lax.stop_gradient(progress))\n"
-            "    def close(self, state):\n        return self.meter.close(state)\n\n"
-            "def solve(t1, meter):\n    return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: -y), diffrax.Euler(),\n"
-            "                               0.0, t1, 0.1, 1.0, progress_meter=meter).ys[-1]\n\n"
-            "@eqx.filter_grad\ndef loss(t1):\n    return solve(t1, diffrax.NoProgressMeter())\n\n"
-            "@jax.grad\ndef loss2(t1):\n    return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: -y), diffrax.Euler(),\n"
-            "        0.0, t1, 0.1, 1.0, progress_meter=StopGrad(diffrax.TextProgressMeter())).ys[-1]\n"
+        Pass("""
+            import diffrax
+            import equinox as eqx
+            import jax
+
+            class StopGrad(diffrax.AbstractProgressMeter):
+                meter: diffrax.AbstractProgressMeter
+                def init(self):
+                    return self.meter.init()
+                def step(self, state, progress):
+                    return self.meter.step(state, jax.lax.stop_gradient(progress))
+                def close(self, state):
+                    return self.meter.close(state)
+
+            def solve(t1, meter):
+                return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: -y), diffrax.Euler(),
+                                           0.0, t1, 0.1, 1.0, progress_meter=meter).ys[-1]
+
+            @eqx.filter_grad
+            def loss(t1):
+                return solve(t1, diffrax.NoProgressMeter())
+
+            @jax.grad
+            def loss2(t1):
+                return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: -y), diffrax.Euler(),
+                    0.0, t1, 0.1, 1.0, progress_meter=StopGrad(diffrax.TextProgressMeter())).ys[-1]
+        """
         ),
     )
 

@@ -125,65 +125,152 @@ class CallablePytreeInControlFlow(Rule):
         return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == "equinox.Partial"
 
     examples = (
-        Flag(
-            "import equinox as eqx\nimport jax\n\nclass Cell(eqx.Module):\n    a: jax.Array\n\n"
-            "    def step(self, c, x):\n        return c * self.a + x, c\n\n"
-            "    def __call__(self, xs):\n        return jax.lax.scan(self.step, 0.0, xs)\n",
-            fixed="import equinox as eqx\nimport jax\n\nclass Cell(eqx.Module):\n    a: jax.Array\n\n"
-            "    def step(self, c, x):\n        return c * self.a + x, c\n\n"
-            "    def __call__(self, xs):\n        return jax.lax.scan(lambda c, x: self.step(c, x), 0.0, xs)\n",
+        Flag("""
+            import equinox as eqx
+            import jax
+
+            class Cell(eqx.Module):
+                a: jax.Array
+
+                def step(self, c, x):
+                    return c * self.a + x, c
+
+                def __call__(self, xs):
+                    return jax.lax.scan(self.step, 0.0, xs)
+        """, fixed="""
+            import equinox as eqx
+            import jax
+
+            class Cell(eqx.Module):
+                a: jax.Array
+
+                def step(self, c, x):
+                    return c * self.a + x, c
+
+                def __call__(self, xs):
+                    return jax.lax.scan(lambda c, x: self.step(c, x), 0.0, xs)
+        """,
             message="a bound method of an Equinox module",
         ),
         # while_loop with modules for both functions; `from jax import lax`; a name `v` is avoided
-        Flag(
-            "import equinox as eqx\nfrom jax import lax\n\nclass Body(eqx.Module):\n    a: float\n"
-            "    def __call__(self, x):\n        return x * self.a\n\n"
-            "def run(v, x):\n    body = Body(v)\n    return lax.while_loop(Body(v), body, x)\n",
-            fixed="import equinox as eqx\nfrom jax import lax\n\nclass Body(eqx.Module):\n    a: float\n"
-            "    def __call__(self, x):\n        return x * self.a\n\n"
-            "def run(v, x):\n    body = Body(v)\n    return lax.while_loop(lambda v_: Body(v)(v_), lambda v: body(v), x)\n",
+        Flag("""
+            import equinox as eqx
+            from jax import lax
+
+            class Body(eqx.Module):
+                a: float
+                def __call__(self, x):
+                    return x * self.a
+
+            def run(v, x):
+                body = Body(v)
+                return lax.while_loop(Body(v), body, x)
+        """, fixed="""
+            import equinox as eqx
+            from jax import lax
+
+            class Body(eqx.Module):
+                a: float
+                def __call__(self, x):
+                    return x * self.a
+
+            def run(v, x):
+                body = Body(v)
+                return lax.while_loop(lambda v_: Body(v)(v_), lambda v: body(v), x)
+        """,
             count=2,
         ),
         # fori_loop, switch branches, cond with keywords; eqx.nn, eqx.Partial, a method of a parameter
-        Flag(
-            "import equinox as eqx\nimport jax.lax as L\nfrom jax.lax import fori_loop, switch, cond\n\n"
-            "class Cell(eqx.Module):\n    w: float\n    def update(self, i, v):\n        return v + self.w\n\n"
-            "def go(cell: Cell, i, v, key):\n    mlp = eqx.nn.MLP(1, 1, 2, 1, key=key)\n"
-            "    v = fori_loop(0, 3, cell.update, v)\n    v = switch(i, [mlp, lambda x: x, eqx.Partial(cell.update, 0)], v)\n"
-            "    part = eqx.Partial(cell.update, 1)\n    v = cond(i > 0, true_fun=part, false_fun=mlp.__call__, operand=v)\n"
-            "    return L.cond(i > 1, cell, cell.update, v)\n",
-            fixed="import equinox as eqx\nimport jax.lax as L\nfrom jax.lax import fori_loop, switch, cond\n\n"
-            "class Cell(eqx.Module):\n    w: float\n    def update(self, i, v):\n        return v + self.w\n\n"
-            "def go(cell: Cell, i, v, key):\n    mlp = eqx.nn.MLP(1, 1, 2, 1, key=key)\n"
-            "    v = fori_loop(0, 3, lambda i, v: cell.update(i, v), v)\n"
-            "    v = switch(i, [lambda *a: mlp(*a), lambda x: x, lambda *a: eqx.Partial(cell.update, 0)(*a)], v)\n"
-            "    part = eqx.Partial(cell.update, 1)\n"
-            "    v = cond(i > 0, true_fun=lambda *a: part(*a), false_fun=lambda *a: mlp.__call__(*a), operand=v)\n"
-            "    return L.cond(i > 1, lambda *a: cell(*a), lambda *a: cell.update(*a), v)\n",
+        Flag("""
+            import equinox as eqx
+            import jax.lax as L
+            from jax.lax import fori_loop, switch, cond
+
+            class Cell(eqx.Module):
+                w: float
+                def update(self, i, v):
+                    return v + self.w
+
+            def go(cell: Cell, i, v, key):
+                mlp = eqx.nn.MLP(1, 1, 2, 1, key=key)
+                v = fori_loop(0, 3, cell.update, v)
+                v = switch(i, [mlp, lambda x: x, eqx.Partial(cell.update, 0)], v)
+                part = eqx.Partial(cell.update, 1)
+                v = cond(i > 0, true_fun=part, false_fun=mlp.__call__, operand=v)
+                return L.cond(i > 1, cell, cell.update, v)
+        """, fixed="""
+            import equinox as eqx
+            import jax.lax as L
+            from jax.lax import fori_loop, switch, cond
+
+            class Cell(eqx.Module):
+                w: float
+                def update(self, i, v):
+                    return v + self.w
+
+            def go(cell: Cell, i, v, key):
+                mlp = eqx.nn.MLP(1, 1, 2, 1, key=key)
+                v = fori_loop(0, 3, lambda i, v: cell.update(i, v), v)
+                v = switch(i, [lambda *a: mlp(*a), lambda x: x, lambda *a: eqx.Partial(cell.update, 0)(*a)], v)
+                part = eqx.Partial(cell.update, 1)
+                v = cond(i > 0, true_fun=lambda *a: part(*a), false_fun=lambda *a: mlp.__call__(*a), operand=v)
+                return L.cond(i > 1, lambda *a: cell(*a), lambda *a: cell.update(*a), v)
+        """,
             count=7,
         ),
-        Pass(
-            "import functools\nimport equinox as eqx\nimport jax\nfrom jax import lax\n\n"
-            "class Cell(eqx.Module):\n    a: jax.Array\n\n"
-            "    @staticmethod\n    def rule(c, x):\n        return c + x, c\n\n"
-            "    def __call__(self, xs):\n        lax.scan(lambda c, x: self.step(c, x), 0.0, xs)\n"
-            "        lax.scan(self.rule, 0.0, xs)\n        return lax.scan(functools.partial(step, a=self.a), 0.0, xs)\n\n"
-            "def step(c, x, a=1.0):\n    return c * a + x, c\n\n"
-            "lax.scan(step, 0.0, None, length=3)\n"
-            "lax.while_loop(lambda v: v < 3, jax.tree_util.Partial(step, a=2.0), 0.0)\n"
+        Pass("""
+            import functools
+            import equinox as eqx
+            import jax
+            from jax import lax
+
+            class Cell(eqx.Module):
+                a: jax.Array
+
+                @staticmethod
+                def rule(c, x):
+                    return c + x, c
+
+                def __call__(self, xs):
+                    lax.scan(lambda c, x: self.step(c, x), 0.0, xs)
+                    lax.scan(self.rule, 0.0, xs)
+                    return lax.scan(functools.partial(step, a=self.a), 0.0, xs)
+
+            def step(c, x, a=1.0):
+                return c * a + x, c
+
+            lax.scan(step, 0.0, None, length=3)
+            lax.while_loop(lambda v: v < 3, jax.tree_util.Partial(step, a=2.0), 0.0)
+        """
         ),
         # lax.map and associative_scan do not hash their function
-        Pass(
-            "import equinox as eqx\nimport jax\n\nmlp = eqx.nn.MLP(1, 1, 2, 1, key=jax.random.PRNGKey(0))\n"
-            "ys = jax.lax.map(mlp, jax.numpy.ones((3, 1)))\nzs = jax.lax.associative_scan(mlp.__call__, ys)\n"
+        Pass("""
+            import equinox as eqx
+            import jax
+
+            mlp = eqx.nn.MLP(1, 1, 2, 1, key=jax.random.PRNGKey(0))
+            ys = jax.lax.map(mlp, jax.numpy.ones((3, 1)))
+            zs = jax.lax.associative_scan(mlp.__call__, ys)
+        """
         ),
         # a plain class's method, a function held in a module field, a name shadowing lax
-        Pass(
-            "import equinox as eqx\nfrom jax import lax\n\nclass Plain:\n    def step(self, c, x):\n"
-            "        return c, x\n\nclass Holder(eqx.Module):\n    fn: object\n"
-            "    def __call__(self, xs):\n        return lax.scan(self.fn, 0.0, xs)\n\n"
-            "lax.scan(Plain().step, 0.0, None, length=2)\n"
-            "def f(lax, m: Holder):\n    return lax.scan(m, 0.0, None)\n"
+        Pass("""
+            import equinox as eqx
+            from jax import lax
+
+            class Plain:
+                def step(self, c, x):
+                    return c, x
+
+            class Holder(eqx.Module):
+                fn: object
+                def __call__(self, xs):
+                    return lax.scan(self.fn, 0.0, xs)
+
+            lax.scan(Plain().step, 0.0, None, length=2)
+            def f(lax, m: Holder):
+                return lax.scan(m, 0.0, None)
+        """
         ),
     )
 

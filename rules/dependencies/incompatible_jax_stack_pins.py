@@ -69,25 +69,68 @@ class IncompatibleJaxStackPins(TextRule):
     fixtures = "tests/fixtures/ODL501"
 
     examples = (
-        Flag("jax==0.4.33\njaxlib==0.4.33\nequinox==0.11.6\ndiffrax==0.6.0\noptax\n", filename="requirements.txt",
+        Flag("""
+            jax==0.4.33
+            jaxlib==0.4.33
+            equinox==0.11.6
+            diffrax==0.6.0
+            optax
+        """, filename="requirements.txt",
              message="ValueError: Closure-converted function called with different dynamic arguments"),
         # ranges that admit only bad releases, in a constraints file
-        Flag("jax>=0.4.32,<0.4.33\nequinox~=0.11.0,<0.11.7\n", filename="constraints.txt",
+        Flag("""
+            jax>=0.4.32,<0.4.33
+            equinox~=0.11.0,<0.11.7
+        """, filename="constraints.txt",
              message="`equinox<0.11.7,~=0.11.0` with jax<0.4.33,>=0.4.32"),
-        Flag('[project]\nname = "m"\ndependencies = ["jax==0.7.0", "equinox"]\n', filename="pyproject.toml",
+        Flag("""
+            [project]
+            name = "m"
+            dependencies = ["jax==0.7.0", "equinox"]
+        """, filename="pyproject.toml",
              message="segmentation faults"),
-        Flag("[options]\ninstall_requires =\n    jax>=0.4.36\n    diffrax==0.6.0\n", filename="setup.cfg",
+        Flag("""
+            [options]
+            install_requires =
+                jax>=0.4.36
+                diffrax==0.6.0
+        """, filename="setup.cfg",
              message="use diffrax>=0.6.1"),
-        Flag("name: ode\ndependencies:\n  - python=3.11\n  - jax=0.4.34\n  - pip:\n    - equinox==0.11.7\n",
+        Flag("""
+            name: ode
+            dependencies:
+              - python=3.11
+              - jax=0.4.34
+              - pip:
+                - equinox==0.11.7
+        """,
              filename="environment.yml", message="`equinox==0.11.7` with jax==0.4.34.*"),
         # a good version is still possible, or the versions are good
-        Pass("jax==0.4.33\njaxlib==0.4.33\nequinox>=0.11.6\ndiffrax==0.6.0\n", filename="requirements.txt"),
-        Pass("jax<=0.4.31\nequinox==0.11.6\n", filename="requirements-old.txt"),
-        Pass('[project]\nname = "m"\ndependencies = ["jax>=0.4.36", "equinox>=0.11.8", "diffrax>=0.6.1"]\n',
+        Pass("""
+            jax==0.4.33
+            jaxlib==0.4.33
+            equinox>=0.11.6
+            diffrax==0.6.0
+        """, filename="requirements.txt"),
+        Pass("""
+            jax<=0.4.31
+            equinox==0.11.6
+        """, filename="requirements-old.txt"),
+        Pass("""
+            [project]
+            name = "m"
+            dependencies = ["jax>=0.4.36", "equinox>=0.11.8", "diffrax>=0.6.1"]
+        """,
              filename="pyproject.toml"),
         # a marker makes the pin conditional; noqa
-        Pass('jax==0.4.33 ; sys_platform == "linux"\nequinox==0.11.6\n', filename="requirements.txt"),
-        Pass("jax==0.4.33\nequinox==0.11.6  # noqa: ODL501\n", filename="requirements.txt"),
+        Pass("""
+            jax==0.4.33 ; sys_platform == "linux"
+            equinox==0.11.6
+        """, filename="requirements.txt"),
+        Pass("""
+            jax==0.4.33
+            equinox==0.11.6  # noqa: ODL501
+        """, filename="requirements.txt"),
     )
 
     def check_text(self) -> None:

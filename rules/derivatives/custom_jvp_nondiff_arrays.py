@@ -407,57 +407,148 @@ class CustomJvpNondiffArrays(Rule):
 
     examples = (
         # the decorator form with a same-file module: the keyword-only rewrite
-        Flag(
-            "import functools\n\nimport equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\n\n"
-            "class Field(eqx.Module):\n    w: jax.Array\n\n    def __call__(self, y):\n        return jnp.tanh(self.w * y)\n\n\n"
-            "@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))\ndef apply(f, y):\n    return f(y)\n\n\n"
-            "@apply.defjvp\ndef apply_jvp(f, primals, tangents):\n    (y,), (ty,) = primals, tangents\n"
-            "    return apply(f, y), jax.jvp(f, (y,), (ty,))[1]\n\n\n"
-            "def step(w, y):\n    return apply(Field(w), y)\n",
-            fixed="import functools\n\nimport equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\n\n"
-            "class Field(eqx.Module):\n    w: jax.Array\n\n    def __call__(self, y):\n        return jnp.tanh(self.w * y)\n\n\n"
-            "@eqx.filter_custom_jvp\ndef apply(y, *, f):\n    return f(y)\n\n\n"
-            "@apply.def_jvp\ndef apply_jvp(primals, tangents, *, f):\n    (y,), (ty,) = primals, tangents\n"
-            "    return apply(y, f=f), jax.jvp(f, (y,), (ty,))[1]\n\n\n"
-            "def step(w, y):\n    return apply(y, f=Field(w))\n",
+        Flag("""
+            import functools
+
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+
+            class Field(eqx.Module):
+                w: jax.Array
+
+                def __call__(self, y):
+                    return jnp.tanh(self.w * y)
+
+
+            @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+            def apply(f, y):
+                return f(y)
+
+
+            @apply.defjvp
+            def apply_jvp(f, primals, tangents):
+                (y,), (ty,) = primals, tangents
+                return apply(f, y), jax.jvp(f, (y,), (ty,))[1]
+
+
+            def step(w, y):
+                return apply(Field(w), y)
+        """, fixed="""
+            import functools
+
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+
+            class Field(eqx.Module):
+                w: jax.Array
+
+                def __call__(self, y):
+                    return jnp.tanh(self.w * y)
+
+
+            @eqx.filter_custom_jvp
+            def apply(y, *, f):
+                return f(y)
+
+
+            @apply.def_jvp
+            def apply_jvp(primals, tangents, *, f):
+                (y,), (ty,) = primals, tangents
+                return apply(y, f=f), jax.jvp(f, (y,), (ty,))[1]
+
+
+            def step(w, y):
+                return apply(y, f=Field(w))
+        """,
             unsafe=True,
             message="non-differentiable `f` receives an Equinox module (`Field(w)`)",
         ),
         # from-imports, JAX's call-form registration, two non-differentiable arguments,
         # no equinox import yet: `import equinox as eqx` is added
-        Flag(
-            "from functools import partial\nfrom jax import custom_jvp\nimport jax.numpy as np\n\n"
-            "@partial(custom_jvp, nondiff_argnums=(0, 2))\ndef scaled(f, x, scale):\n    return scale * f(x)\n\n"
-            "def scaled_jvp(f, scale, primals, tangents):\n    return scaled(f, primals[0], scale), tangents[0]\n\n"
-            "scaled.defjvp(scaled_jvp)\n\n"
-            "def run(x):\n    return scaled(jnp_fn, x, np.ones(3))\n\njnp_fn = np.sin\n",
-            fixed="from functools import partial\nfrom jax import custom_jvp\nimport jax.numpy as np\n"
-            "import equinox as eqx\n\n"
-            "@eqx.filter_custom_jvp\ndef scaled(x, *, f, scale):\n    return scale * f(x)\n\n"
-            "def scaled_jvp(primals, tangents, *, f, scale):\n    return scaled(primals[0], f=f, scale=scale), tangents[0]\n\n"
-            "scaled.def_jvp(scaled_jvp)\n\n"
-            "def run(x):\n    return scaled(x, f=jnp_fn, scale=np.ones(3))\n\njnp_fn = np.sin\n",
+        Flag("""
+            from functools import partial
+            from jax import custom_jvp
+            import jax.numpy as np
+
+            @partial(custom_jvp, nondiff_argnums=(0, 2))
+            def scaled(f, x, scale):
+                return scale * f(x)
+
+            def scaled_jvp(f, scale, primals, tangents):
+                return scaled(f, primals[0], scale), tangents[0]
+
+            scaled.defjvp(scaled_jvp)
+
+            def run(x):
+                return scaled(jnp_fn, x, np.ones(3))
+
+            jnp_fn = np.sin
+        """, fixed="""
+            from functools import partial
+            from jax import custom_jvp
+            import jax.numpy as np
+            import equinox as eqx
+
+            @eqx.filter_custom_jvp
+            def scaled(x, *, f, scale):
+                return scale * f(x)
+
+            def scaled_jvp(primals, tangents, *, f, scale):
+                return scaled(primals[0], f=f, scale=scale), tangents[0]
+
+            scaled.def_jvp(scaled_jvp)
+
+            def run(x):
+                return scaled(x, f=jnp_fn, scale=np.ones(3))
+
+            jnp_fn = np.sin
+        """,
             unsafe=True,
             message="`scale` receives an array (`np.ones(3)`)",
         ),
         # a bound method, an eqx.Partial, a closure, an annotation; custom_vjp and the
         # call form get no fix
-        Flag(
-            "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n"
-            "    def forward(self, y):\n        return self.w * y\n\n"
-            "def g(f, y):\n    return f(y)\n\n"
-            "h = jax.custom_jvp(g, nondiff_argnums=(0,))\n"
-            "k = jax.custom_vjp(g, nondiff_argnums=[0])\n\n"
-            "def loss(net: Net, w, y):\n    a = h(net.forward, y)\n    b = k(lambda y: w * y, y)\n"
-            "    return a + b\n\n"
-            "@eqx.filter_jit\ndef loss2(w, y):\n    p = eqx.Partial(lambda w, y: w * y, w)\n    return h(p, y)\n",
+        Flag("""
+            import equinox as eqx
+            import jax
+
+            class Net(eqx.Module):
+                w: jax.Array
+                def forward(self, y):
+                    return self.w * y
+
+            def g(f, y):
+                return f(y)
+
+            h = jax.custom_jvp(g, nondiff_argnums=(0,))
+            k = jax.custom_vjp(g, nondiff_argnums=[0])
+
+            def loss(net: Net, w, y):
+                a = h(net.forward, y)
+                b = k(lambda y: w * y, y)
+                return a + b
+
+            @eqx.filter_jit
+            def loss2(w, y):
+                p = eqx.Partial(lambda w, y: w * y, w)
+                return h(p, y)
+        """,
             count=2,
             message="`h` is a `jax.custom_jvp` whose non-differentiable `f` receives a bound method",
         ),
-        Flag(
-            "import functools as ft\nimport jax\nfrom jaxtyping import Array, Float\n\n"
-            "@ft.partial(jax.custom_vjp, nondiff_argnames=('w',))\n"
-            "def f(x, w: Float[Array, 'n']):\n    return x * w\n",
+        Flag("""
+            import functools as ft
+            import jax
+            from jaxtyping import Array, Float
+
+            @ft.partial(jax.custom_vjp, nondiff_argnames=('w',))
+            def f(x, w: Float[Array, 'n']):
+                return x * w
+        """,
             message="`w` is annotated as an array (`Float[Array, 'n']`)",
         ),
         # a call that binds `f` twice (a TypeError when run): reported, left as it is, since
@@ -468,54 +559,120 @@ class CustomJvpNondiffArrays(Rule):
             unsafe=True,
         ),
         # used elsewhere than by a direct call (here: passed to vmap): reported, no fix
-        Flag(
-            "import functools\nimport jax\nimport equinox as eqx\n\n"
-            "@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))\ndef apply(f, y):\n    return f(y)\n\n"
-            "@apply.defjvp\ndef apply_jvp(f, primals, tangents):\n    return jax.jvp(f, primals, tangents)\n\n"
-            "def run(key, y):\n    mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)\n    return jax.vmap(apply, in_axes=(None, 0))(mlp, y)\n",
+        Flag("""
+            import functools
+            import jax
+            import equinox as eqx
+
+            @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+            def apply(f, y):
+                return f(y)
+
+            @apply.defjvp
+            def apply_jvp(f, primals, tangents):
+                return jax.jvp(f, primals, tangents)
+
+            def run(key, y):
+                mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)
+                return jax.vmap(apply, in_axes=(None, 0))(mlp, y)
+        """,
         ),
         # JAX's documented use: plain functions and static values
-        Pass(
-            "from functools import partial\nimport jax\nimport jax.numpy as jnp\n\n"
-            "@partial(jax.custom_jvp, nondiff_argnums=(0, 2))\ndef app(f, x, n):\n    return f(x) * n\n\n"
-            "@app.defjvp\ndef app_jvp(f, n, primals, tangents):\n    x, = primals\n    t, = tangents\n"
-            "    return app(f, x, n), 2.0 * t\n\n"
-            "def square(y):\n    return y ** 2\n\n"
-            "def run(x, k):\n    scale = 3\n    a = app(jnp.sin, x, 2)\n    b = app(square, x, k)\n"
-            "    c = app(lambda y: scale * y ** 2, x, 1)\n    return a + b + c + app(jnp.vectorize(square), x, 1)\n"
+        Pass("""
+            from functools import partial
+            import jax
+            import jax.numpy as jnp
+
+            @partial(jax.custom_jvp, nondiff_argnums=(0, 2))
+            def app(f, x, n):
+                return f(x) * n
+
+            @app.defjvp
+            def app_jvp(f, n, primals, tangents):
+                x, = primals
+                t, = tangents
+                return app(f, x, n), 2.0 * t
+
+            def square(y):
+                return y ** 2
+
+            def run(x, k):
+                scale = 3
+                a = app(jnp.sin, x, 2)
+                b = app(square, x, k)
+                c = app(lambda y: scale * y ** 2, x, 1)
+                return a + b + c + app(jnp.vectorize(square), x, 1)
+        """
         ),
         # Equinox's own filter_custom_jvp, a custom_jvp without nondiff_argnums, and a
         # module passed to a *differentiable* argument
-        Pass(
-            "import equinox as eqx\nimport jax\n\n@eqx.filter_custom_jvp\ndef apply(y, *, f):\n    return f(y)\n\n"
-            "@jax.custom_jvp\ndef plain(f, y):\n    return f(y)\n\n"
-            "import functools\n@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))\n"
-            "def other(f, n):\n    return f(n)\n\n"
-            "def run(key, y):\n    mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)\n"
-            "    return apply(y, f=mlp), plain(mlp, y), other(mlp, 3)\n"
+        Pass("""
+            import equinox as eqx
+            import jax
+
+            @eqx.filter_custom_jvp
+            def apply(y, *, f):
+                return f(y)
+
+            @jax.custom_jvp
+            def plain(f, y):
+                return f(y)
+
+            import functools
+            @functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+            def other(f, n):
+                return f(n)
+
+            def run(key, y):
+                mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)
+                return apply(y, f=mlp), plain(mlp, y), other(mlp, 3)
+        """
         ),
         # dtypes and shapes computed by jax.numpy are static metadata, not arrays; so is a
         # parameter annotated as a dtype (distrax's von Mises sampler)
-        Pass(
-            "import functools\nfrom typing import Optional\nimport jax\nimport jax.numpy as jnp\n"
-            "import numpy as np\n\n"
-            "@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 2))\n"
-            "def sample(shape, c, dtype: jnp.dtype):\n    return jnp.zeros(shape, dtype) + c\n\n"
-            "@sample.defjvp\ndef sample_jvp(shape, dtype, primals, tangents):\n"
-            "    return sample(shape, primals[0], dtype), tangents[0]\n\n"
-            "@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))\n"
-            "def cdf(x, dtype: Optional[jnp.dtype] = None, like: np.dtype | None = None):\n    return x\n\n"
-            "class Dist:\n    def sample(self, x, loc):\n        dtype = jnp.result_type(x, loc)\n"
-            "        s = sample(jnp.shape(x), x, dtype)\n"
-            "        s = s + sample(x.shape, x, jnp.promote_types(x.dtype, loc.dtype))\n"
-            "        return s + cdf(x, jnp.dtype('float32'), jnp.finfo(dtype).dtype)\n"
+        Pass("""
+            import functools
+            from typing import Optional
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+
+            @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 2))
+            def sample(shape, c, dtype: jnp.dtype):
+                return jnp.zeros(shape, dtype) + c
+
+            @sample.defjvp
+            def sample_jvp(shape, dtype, primals, tangents):
+                return sample(shape, primals[0], dtype), tangents[0]
+
+            @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+            def cdf(x, dtype: Optional[jnp.dtype] = None, like: np.dtype | None = None):
+                return x
+
+            class Dist:
+                def sample(self, x, loc):
+                    dtype = jnp.result_type(x, loc)
+                    s = sample(jnp.shape(x), x, dtype)
+                    s = s + sample(x.shape, x, jnp.promote_types(x.dtype, loc.dtype))
+                    return s + cdf(x, jnp.dtype('float32'), jnp.finfo(dtype).dtype)
+        """
         ),
         # a local `partial` that is not functools', and a custom_jvp name that is not JAX's
-        Pass(
-            "import equinox as eqx\n\ndef partial(*a, **k):\n    return lambda f: f\n\n"
-            "def custom_jvp(f, nondiff_argnums=()):\n    return f\n\n"
-            "@partial(custom_jvp, nondiff_argnums=(0,))\ndef apply(f, y):\n    return f(y)\n\n"
-            "apply(eqx.nn.Linear(2, 2, key=None), 1.0)\n"
+        Pass("""
+            import equinox as eqx
+
+            def partial(*a, **k):
+                return lambda f: f
+
+            def custom_jvp(f, nondiff_argnums=()):
+                return f
+
+            @partial(custom_jvp, nondiff_argnums=(0,))
+            def apply(f, y):
+                return f(y)
+
+            apply(eqx.nn.Linear(2, 2, key=None), 1.0)
+        """
         ),
     )
 

@@ -184,73 +184,192 @@ class UncheckedNoneTangent(Rule):
         return Edits(edits, imports)
 
     examples = (
-        Flag(
-            "import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\n\n"
-            "@eqx.filter_custom_jvp\ndef softplus(x, beta):\n    return jnp.logaddexp(0.0, beta * x) / beta\n\n\n"
-            "@softplus.def_jvp\ndef softplus_jvp(primals, tangents):\n"
-            "    (x, beta), (tx, tb) = primals, tangents\n    out = softplus(x, beta)\n"
-            "    s = jax.nn.sigmoid(beta * x)\n    return out, s * tx + (x * s - out) / beta * tb\n",
-            fixed="import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\n\n"
-            "@eqx.filter_custom_jvp\ndef softplus(x, beta):\n    return jnp.logaddexp(0.0, beta * x) / beta\n\n\n"
-            "@softplus.def_jvp\ndef softplus_jvp(primals, tangents):\n"
-            "    (x, beta), (tx, tb) = primals, tangents\n"
-            "    tx = jnp.zeros_like(x) if tx is None else tx\n"
-            "    tb = jnp.zeros_like(beta) if tb is None else tb\n    out = softplus(x, beta)\n"
-            "    s = jax.nn.sigmoid(beta * x)\n    return out, s * tx + (x * s - out) / beta * tb\n",
+        Flag("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+
+            @eqx.filter_custom_jvp
+            def softplus(x, beta):
+                return jnp.logaddexp(0.0, beta * x) / beta
+
+
+            @softplus.def_jvp
+            def softplus_jvp(primals, tangents):
+                (x, beta), (tx, tb) = primals, tangents
+                out = softplus(x, beta)
+                s = jax.nn.sigmoid(beta * x)
+                return out, s * tx + (x * s - out) / beta * tb
+        """, fixed="""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+
+            @eqx.filter_custom_jvp
+            def softplus(x, beta):
+                return jnp.logaddexp(0.0, beta * x) / beta
+
+
+            @softplus.def_jvp
+            def softplus_jvp(primals, tangents):
+                (x, beta), (tx, tb) = primals, tangents
+                tx = jnp.zeros_like(x) if tx is None else tx
+                tb = jnp.zeros_like(beta) if tb is None else tb
+                out = softplus(x, beta)
+                s = jax.nn.sigmoid(beta * x)
+                return out, s * tx + (x * s - out) / beta * tb
+        """,
             message="tangents `tx`, `tb` of the `softplus.def_jvp` rule are used as arrays",
         ),
         # aliases, the call form of registration, subscripted tangents, a primal that is
         # not unpacked, a jnp call; one tangent is already checked; `import jax as J` is reused
-        Flag(
-            "from equinox import filter_custom_jvp as fcj\nimport jax as J\n\n"
-            "def _f(x, y, *, scale):\n    return scale * x * y\n\nf = fcj(_f)\n\n"
-            "def f_jvp(p, t, *, scale):\n    x, y = p\n    ty = t[1]\n    tx = t[0]\n"
-            "    out_t = J.numpy.sum(tx)\n    if ty is not None:\n        out_t = out_t + ty\n"
-            "    return f(x, y, scale=scale), out_t\n\nf.def_jvp(f_jvp)\n",
-            fixed="from equinox import filter_custom_jvp as fcj\nimport jax as J\n\n"
-            "def _f(x, y, *, scale):\n    return scale * x * y\n\nf = fcj(_f)\n\n"
-            "def f_jvp(p, t, *, scale):\n    x, y = p\n    ty = t[1]\n    tx = t[0]\n"
-            "    tx = J.numpy.zeros_like(x) if tx is None else tx\n"
-            "    out_t = J.numpy.sum(tx)\n    if ty is not None:\n        out_t = out_t + ty\n"
-            "    return f(x, y, scale=scale), out_t\n\nf.def_jvp(f_jvp)\n",
+        Flag("""
+            from equinox import filter_custom_jvp as fcj
+            import jax as J
+
+            def _f(x, y, *, scale):
+                return scale * x * y
+
+            f = fcj(_f)
+
+            def f_jvp(p, t, *, scale):
+                x, y = p
+                ty = t[1]
+                tx = t[0]
+                out_t = J.numpy.sum(tx)
+                if ty is not None:
+                    out_t = out_t + ty
+                return f(x, y, scale=scale), out_t
+
+            f.def_jvp(f_jvp)
+        """, fixed="""
+            from equinox import filter_custom_jvp as fcj
+            import jax as J
+
+            def _f(x, y, *, scale):
+                return scale * x * y
+
+            f = fcj(_f)
+
+            def f_jvp(p, t, *, scale):
+                x, y = p
+                ty = t[1]
+                tx = t[0]
+                tx = J.numpy.zeros_like(x) if tx is None else tx
+                out_t = J.numpy.sum(tx)
+                if ty is not None:
+                    out_t = out_t + ty
+                return f(x, y, scale=scale), out_t
+
+            f.def_jvp(f_jvp)
+        """,
             message="tangent `tx` of the `f.def_jvp` rule is used as an array",
         ),
         # deprecated `.defjvp`: renamed, with the guard its zeros now need
-        Flag(
-            "import equinox as eqx\nimport jax.numpy as np\n\n@eqx.filter_custom_jvp\ndef cube(x):\n    return x ** 3\n\n"
-            "@cube.defjvp\ndef cube_jvp(primals, tangents):\n    x, = primals\n    t, = tangents\n"
-            "    return cube(x), 3 * np.square(x) * t\n",
-            fixed="import equinox as eqx\nimport jax.numpy as np\n\n@eqx.filter_custom_jvp\ndef cube(x):\n    return x ** 3\n\n"
-            "@cube.def_jvp\ndef cube_jvp(primals, tangents):\n    x, = primals\n    t, = tangents\n"
-            "    t = np.zeros_like(x) if t is None else t\n"
-            "    return cube(x), 3 * np.square(x) * t\n",
+        Flag("""
+            import equinox as eqx
+            import jax.numpy as np
+
+            @eqx.filter_custom_jvp
+            def cube(x):
+                return x ** 3
+
+            @cube.defjvp
+            def cube_jvp(primals, tangents):
+                x, = primals
+                t, = tangents
+                return cube(x), 3 * np.square(x) * t
+        """, fixed="""
+            import equinox as eqx
+            import jax.numpy as np
+
+            @eqx.filter_custom_jvp
+            def cube(x):
+                return x ** 3
+
+            @cube.def_jvp
+            def cube_jvp(primals, tangents):
+                x, = primals
+                t, = tangents
+                t = np.zeros_like(x) if t is None else t
+                return cube(x), 3 * np.square(x) * t
+        """,
             message="`cube.defjvp` is deprecated",
         ),
         # `.defjvp` whose tangents escape into jax.jvp: reported, no fix
-        Flag(
-            "import equinox as eqx\nimport jax\n\n@eqx.filter_custom_jvp\ndef call(x, *, fn):\n    return fn(x)\n\n"
-            "@call.defjvp\ndef call_jvp(primals, tangents, *, fn):\n    return jax.jvp(fn, primals, tangents)\n",
+        Flag("""
+            import equinox as eqx
+            import jax
+
+            @eqx.filter_custom_jvp
+            def call(x, *, fn):
+                return fn(x)
+
+            @call.defjvp
+            def call_jvp(primals, tangents, *, fn):
+                return jax.jvp(fn, primals, tangents)
+        """,
         ),
         # every use checked: by an early guard, a conditional expression, an `if`, `and`
-        Pass(
-            "import equinox as eqx\nimport jax.numpy as jnp\n\n@eqx.filter_custom_jvp\ndef f(x, y, z, w):\n    return x * y * z * w\n\n"
-            "@f.def_jvp\ndef f_jvp(primals, tangents):\n    x, y, z, w = primals\n    tx, ty, tz, tw = tangents\n"
-            "    tx = jnp.zeros_like(x) if tx is None else tx\n"
-            "    out = tx * y * z * w\n"
-            "    out = out + (0.0 if ty is None else x * ty * z * w)\n"
-            "    if tz is not None:\n        out = out + x * y * tz * w\n"
-            "    if tw is None:\n        return f(x, y, z, w), out\n"
-            "    return f(x, y, z, w), out + x * y * z * tw\n"
+        Pass("""
+            import equinox as eqx
+            import jax.numpy as jnp
+
+            @eqx.filter_custom_jvp
+            def f(x, y, z, w):
+                return x * y * z * w
+
+            @f.def_jvp
+            def f_jvp(primals, tangents):
+                x, y, z, w = primals
+                tx, ty, tz, tw = tangents
+                tx = jnp.zeros_like(x) if tx is None else tx
+                out = tx * y * z * w
+                out = out + (0.0 if ty is None else x * ty * z * w)
+                if tz is not None:
+                    out = out + x * y * tz * w
+                if tw is None:
+                    return f(x, y, z, w), out
+                return f(x, y, z, w), out + x * y * z * tw
+        """
         ),
         # jax.custom_jvp tangents are never None; a filter_custom_jvp whose rule passes the
         # tangents on whole; a same-named method that is not Equinox's
-        Pass(
-            "import equinox as eqx\nimport jax\n\n@jax.custom_jvp\ndef g(x):\n    return x ** 2\n\n"
-            "@g.defjvp\ndef g_jvp(primals, tangents):\n    x, = primals\n    t, = tangents\n    return g(x), 2 * x * t\n\n"
-            "@eqx.filter_custom_jvp\ndef h(m, x):\n    return m(x)\n\n"
-            "@h.def_jvp\ndef h_jvp(primals, tangents):\n    return eqx.filter_jvp(lambda m, x: m(x), primals, tangents)\n\n"
-            "class Thing:\n    def def_jvp(self, fn):\n        return fn\n\nthing = Thing()\n\n"
-            "@thing.def_jvp\ndef other(primals, tangents):\n    a, = tangents\n    return a * 2\n"
+        Pass("""
+            import equinox as eqx
+            import jax
+
+            @jax.custom_jvp
+            def g(x):
+                return x ** 2
+
+            @g.defjvp
+            def g_jvp(primals, tangents):
+                x, = primals
+                t, = tangents
+                return g(x), 2 * x * t
+
+            @eqx.filter_custom_jvp
+            def h(m, x):
+                return m(x)
+
+            @h.def_jvp
+            def h_jvp(primals, tangents):
+                return eqx.filter_jvp(lambda m, x: m(x), primals, tangents)
+
+            class Thing:
+                def def_jvp(self, fn):
+                    return fn
+
+            thing = Thing()
+
+            @thing.def_jvp
+            def other(primals, tangents):
+                a, = tangents
+                return a * 2
+        """
         ),
     )
 

@@ -70,26 +70,62 @@ class OptaxApplyUpdatesOnModule(Rule):
         return Edits([Replace(node.func, func)], imports)
 
     examples = (
-        Flag(
-            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
-            "model = optax.apply_updates(model, None)\n",
-            fixed="import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
-            "model = eqx.apply_updates(model, None)\n",
+        Flag("""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            model = optax.apply_updates(model, None)
+        """, fixed="""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            model = eqx.apply_updates(model, None)
+        """,
         ),
-        Flag(
-            "from typing import Callable\nfrom equinox import Module, apply_updates as au\nfrom optax import apply_updates\n\n"
-            "class M(Module):\n    f: Callable\n\ndef step(m: M, u):\n    return apply_updates(m, u)\n",
-            fixed="from typing import Callable\nfrom equinox import Module, apply_updates as au\nfrom optax import apply_updates\n\n"
-            "class M(Module):\n    f: Callable\n\ndef step(m: M, u):\n    return au(m, u)\n",
+        Flag("""
+            from typing import Callable
+            from equinox import Module, apply_updates as au
+            from optax import apply_updates
+
+            class M(Module):
+                f: Callable
+
+            def step(m: M, u):
+                return apply_updates(m, u)
+        """, fixed="""
+            from typing import Callable
+            from equinox import Module, apply_updates as au
+            from optax import apply_updates
+
+            class M(Module):
+                f: Callable
+
+            def step(m: M, u):
+                return au(m, u)
+        """,
         ),
-        Pass(
-            "import equinox as eqx\nimport optax\nimport jax.numpy as jnp\n\n"
-            "model = eqx.nn.MLP(2, 2, 8, 1, key=None)\nparams = eqx.filter(model, eqx.is_array)\n"
-            "params = optax.apply_updates(params, None)\nd = optax.apply_updates({'w': jnp.ones(2)}, None)\n"
-            "model = eqx.apply_updates(model, None)\n"
+        Pass("""
+            import equinox as eqx
+            import optax
+            import jax.numpy as jnp
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            params = eqx.filter(model, eqx.is_array)
+            params = optax.apply_updates(params, None)
+            d = optax.apply_updates({'w': jnp.ones(2)}, None)
+            model = eqx.apply_updates(model, None)
+        """
         ),
-        Pass(
-            "import equinox as eqx\n\nclass optax:\n    apply_updates = staticmethod(lambda m, u: m)\n\n"
-            "model = eqx.nn.MLP(2, 2, 8, 1, key=None)\nmodel = optax.apply_updates(model, None)\n"
+        Pass("""
+            import equinox as eqx
+
+            class optax:
+                apply_updates = staticmethod(lambda m, u: m)
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            model = optax.apply_updates(model, None)
+        """
         ),
     )

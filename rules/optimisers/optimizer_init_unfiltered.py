@@ -89,25 +89,51 @@ class OptimizerInitUnfiltered(Rule):
         )
 
     examples = (
-        Flag(
-            "import equinox as eqx\nimport jax\nimport optax\n\n"
-            "model = eqx.nn.MLP(2, 2, 16, 2, key=jax.random.PRNGKey(0))\n"
-            "optim = optax.adam(1e-3)\nopt_state = optim.init(model)\n",
-            fixed="import equinox as eqx\nimport jax\nimport optax\n\n"
-            "model = eqx.nn.MLP(2, 2, 16, 2, key=jax.random.PRNGKey(0))\n"
-            "optim = optax.adam(1e-3)\nopt_state = optim.init(eqx.filter(model, eqx.is_array))\n",
+        Flag("""
+            import equinox as eqx
+            import jax
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=jax.random.PRNGKey(0))
+            optim = optax.adam(1e-3)
+            opt_state = optim.init(model)
+        """, fixed="""
+            import equinox as eqx
+            import jax
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=jax.random.PRNGKey(0))
+            optim = optax.adam(1e-3)
+            opt_state = optim.init(eqx.filter(model, eqx.is_array))
+        """,
             message="unfiltered Equinox module `model`",
         ),
         # aliases: `import equinox as eq`, `import optax as ox`, a same-file Module subclass
-        Flag(
-            "import equinox as eq\nimport optax as ox\n\n"
-            "class Net(eq.Module):\n    mlp: eq.nn.MLP\n\n"
-            "class Deeper(Net):\n    pass\n\n"
-            "net = Deeper(1.0)\nstate = ox.adamw(1e-3).init(net)\n",
-            fixed="import equinox as eq\nimport optax as ox\n\n"
-            "class Net(eq.Module):\n    mlp: eq.nn.MLP\n\n"
-            "class Deeper(Net):\n    pass\n\n"
-            "net = Deeper(1.0)\nstate = ox.adamw(1e-3).init(eq.filter(net, eq.is_array))\n",
+        Flag("""
+            import equinox as eq
+            import optax as ox
+
+            class Net(eq.Module):
+                mlp: eq.nn.MLP
+
+            class Deeper(Net):
+                pass
+
+            net = Deeper(1.0)
+            state = ox.adamw(1e-3).init(net)
+        """, fixed="""
+            import equinox as eq
+            import optax as ox
+
+            class Net(eq.Module):
+                mlp: eq.nn.MLP
+
+            class Deeper(Net):
+                pass
+
+            net = Deeper(1.0)
+            state = ox.adamw(1e-3).init(eq.filter(net, eq.is_array))
+        """,
         ),
         # from-imports only: `import equinox as eqx` is added after the imports
         Flag(
@@ -119,40 +145,86 @@ class OptimizerInitUnfiltered(Rule):
             "def main(key):\n    model = build(key)\n    return Adam(1e-3).init(eqx.filter(model, eqx.is_array))\n",
         ),
         # a parameter that receives a module at a call site, and an annotated one
-        Flag(
-            "import equinox as eqx\nimport optax\n\noptim = optax.adam(1e-3)\n\n"
-            "def make_state(m):\n    return optim.init(m)\n\n"
-            "def other(m: eqx.nn.MLP):\n    return optim.init(m)\n\n"
-            "make_state(eqx.nn.MLP(2, 2, 4, 1, key=None))\n",
+        Flag("""
+            import equinox as eqx
+            import optax
+
+            optim = optax.adam(1e-3)
+
+            def make_state(m):
+                return optim.init(m)
+
+            def other(m: eqx.nn.MLP):
+                return optim.init(m)
+
+            make_state(eqx.nn.MLP(2, 2, 4, 1, key=None))
+        """,
             count=2,
         ),
         # `self.model` declared as a module field of the trainer
-        Flag(
-            "import equinox as eqx\nimport optax\n\nclass Trainer:\n    model: eqx.nn.MLP\n\n"
-            "    def start(self, optim):\n        return optim.init(self.model)\n",
+        Flag("""
+            import equinox as eqx
+            import optax
+
+            class Trainer:
+                model: eqx.nn.MLP
+
+                def start(self, optim):
+                    return optim.init(self.model)
+        """,
         ),
-        Pass(
-            "import equinox as eqx\nimport optax\nimport jax.numpy as jnp\n\n"
-            "model = eqx.nn.MLP(2, 2, 16, 2, key=None)\noptim = optax.adam(1e-3)\n"
-            "s1 = optim.init(eqx.filter(model, eqx.is_array))\n"
-            "params, static = eqx.partition(model, eqx.is_inexact_array)\ns2 = optim.init(params)\n"
-            "s3 = optim.init({'w': jnp.ones(3)})\n"
-            "p4 = eqx.filter(model, eqx.is_array)\ns4 = optim.init(p4)\n"
-            "s5 = optim.init(eqx.partition(model, eqx.is_array)[0])\n"
+        Pass("""
+            import equinox as eqx
+            import optax
+            import jax.numpy as jnp
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=None)
+            optim = optax.adam(1e-3)
+            s1 = optim.init(eqx.filter(model, eqx.is_array))
+            params, static = eqx.partition(model, eqx.is_inexact_array)
+            s2 = optim.init(params)
+            s3 = optim.init({'w': jnp.ones(3)})
+            p4 = eqx.filter(model, eqx.is_array)
+            s4 = optim.init(p4)
+            s5 = optim.init(eqx.partition(model, eqx.is_array)[0])
+        """
         ),
         # not an optax optimiser, a name that only looks like a module, no optax import
-        Pass(
-            "import equinox as eqx\nimport optax\n\nclass Thing:\n    def init(self, m):\n        return m\n\n"
-            "model = eqx.nn.MLP(2, 2, 16, 2, key=None)\nThing().init(model)\nmodel.init(model)\n"
-            "def f(model):\n    return optax.adam(1e-3).init(model)\n"
+        Pass("""
+            import equinox as eqx
+            import optax
+
+            class Thing:
+                def init(self, m):
+                    return m
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=None)
+            Thing().init(model)
+            model.init(model)
+            def f(model):
+                return optax.adam(1e-3).init(model)
+        """
         ),
-        Pass(
-            "import equinox as eqx\n\nclass optax:\n    @staticmethod\n    def adam(lr):\n        return lr\n\n"
-            "model = eqx.nn.MLP(2, 2, 16, 2, key=None)\nopt = optax.adam(1e-3)\nopt.init(model)\n"
+        Pass("""
+            import equinox as eqx
+
+            class optax:
+                @staticmethod
+                def adam(lr):
+                    return lr
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=None)
+            opt = optax.adam(1e-3)
+            opt.init(model)
+        """
         ),
-        Pass(
-            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 16, 2, key=None)\n"
-            "opt_state = optax.adam(1e-3).init(model)  # noqa: ODL201\n"
+        Pass("""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=None)
+            opt_state = optax.adam(1e-3).init(model)  # noqa: ODL201
+        """
         ),
         # stateless optimisers never look at the leaves in init
         Pass("""

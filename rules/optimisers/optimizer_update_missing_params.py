@@ -78,33 +78,59 @@ class OptimizerUpdateMissingParams(Rule):
         return Edits([Replace(node, node.with_changes(args=[*args, cst.Arg(value)]))], imports)
 
     examples = (
-        Flag(
-            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
-            "optim = optax.adamw(1e-3)\n\ndef step(grads, opt_state):\n"
-            "    return optim.update(grads, opt_state)\n",
-            fixed="import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
-            "optim = optax.adamw(1e-3)\n\ndef step(grads, opt_state):\n"
-            "    return optim.update(grads, opt_state, eqx.filter(model, eqx.is_array))\n",
+        Flag("""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            optim = optax.adamw(1e-3)
+
+            def step(grads, opt_state):
+                return optim.update(grads, opt_state)
+        """, fixed="""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            optim = optax.adamw(1e-3)
+
+            def step(grads, opt_state):
+                return optim.update(grads, opt_state, eqx.filter(model, eqx.is_array))
+        """,
             unsafe=True,
             message="optax.adamw",
         ),
         # wrapped: chain / MultiSteps / inject_hyperparams; no module in scope: no fix
-        Flag(
-            "import optax as ox\nfrom optax import chain, clip_by_global_norm, add_decayed_weights\n\n"
-            "tx = ox.MultiSteps(chain(clip_by_global_norm(1.0), add_decayed_weights(1e-4)), 4)\n"
-            "u, s = tx.update({'w': 1.0}, None)\n"
-            "inj = ox.inject_hyperparams(ox.lamb)(learning_rate=1e-3)\nu, s = inj.update({'w': 1.0}, None)\n",
+        Flag("""
+            import optax as ox
+            from optax import chain, clip_by_global_norm, add_decayed_weights
+
+            tx = ox.MultiSteps(chain(clip_by_global_norm(1.0), add_decayed_weights(1e-4)), 4)
+            u, s = tx.update({'w': 1.0}, None)
+            inj = ox.inject_hyperparams(ox.lamb)(learning_rate=1e-3)
+            u, s = inj.update({'w': 1.0}, None)
+        """,
             count=2,
         ),
-        Pass(
-            "import optax\n\noptim = optax.adam(1e-3)\nu, s = optim.update(None, None)\n"
-            "w = optax.adamw(1e-3)\nu, s = w.update(None, None, {'w': 1.0})\n"
-            "u, s = w.update(None, None, params={'w': 1.0})\n"
-            "cache = {}\ncache.update({}, x=1)\n"
+        Pass("""
+            import optax
+
+            optim = optax.adam(1e-3)
+            u, s = optim.update(None, None)
+            w = optax.adamw(1e-3)
+            u, s = w.update(None, None, {'w': 1.0})
+            u, s = w.update(None, None, params={'w': 1.0})
+            cache = {}
+            cache.update({}, x=1)
+        """
         ),
         # MultiSteps around adam, which never reads params
-        Pass(
-            "import optax\n\noptim = optax.sgd(1e-3)\nsched = optax.MultiSteps(optax.adam(1e-3), 2)\n"
-            "u, s = sched.update(None, None)\n"
+        Pass("""
+            import optax
+
+            optim = optax.sgd(1e-3)
+            sched = optax.MultiSteps(optax.adam(1e-3), 2)
+            u, s = sched.update(None, None)
+        """
         ),
     )

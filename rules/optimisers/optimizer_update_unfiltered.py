@@ -79,48 +79,101 @@ class OptimizerUpdateUnfiltered(Rule):
         )
 
     examples = (
-        Flag(
-            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
-            "optim = optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2)\n"
-            "opt_state = optim.init(eqx.filter(model, eqx.is_array))\n\n"
-            "@eqx.filter_jit\ndef make_step(model, opt_state, grads):\n"
-            "    updates, opt_state = optim.update(grads, opt_state, model)\n"
-            "    return eqx.apply_updates(model, updates), opt_state\n\n"
-            "for _ in range(3):\n    model, opt_state = make_step(model, opt_state, None)\n",
-            fixed="import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
-            "optim = optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2)\n"
-            "opt_state = optim.init(eqx.filter(model, eqx.is_array))\n\n"
-            "@eqx.filter_jit\ndef make_step(model, opt_state, grads):\n"
-            "    updates, opt_state = optim.update(grads, opt_state, eqx.filter(model, eqx.is_array))\n"
-            "    return eqx.apply_updates(model, updates), opt_state\n\n"
-            "for _ in range(3):\n    model, opt_state = make_step(model, opt_state, None)\n",
+        Flag("""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            optim = optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2)
+            opt_state = optim.init(eqx.filter(model, eqx.is_array))
+
+            @eqx.filter_jit
+            def make_step(model, opt_state, grads):
+                updates, opt_state = optim.update(grads, opt_state, model)
+                return eqx.apply_updates(model, updates), opt_state
+
+            for _ in range(3):
+                model, opt_state = make_step(model, opt_state, None)
+        """, fixed="""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            optim = optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2)
+            opt_state = optim.init(eqx.filter(model, eqx.is_array))
+
+            @eqx.filter_jit
+            def make_step(model, opt_state, grads):
+                updates, opt_state = optim.update(grads, opt_state, eqx.filter(model, eqx.is_array))
+                return eqx.apply_updates(model, updates), opt_state
+
+            for _ in range(3):
+                model, opt_state = make_step(model, opt_state, None)
+        """,
         ),
         # params= keyword, `import equinox as eq`, a module built by a same-file function
-        Flag(
-            "import equinox as eq\nimport optax as ox\n\nclass Field(eq.Module):\n    mlp: eq.nn.MLP\n\n"
-            "def make():\n    return Field(1.0)\n\nf = make()\ntx = ox.lamb(1e-3)\n"
-            "u, s = tx.update(None, None, params=f)\n",
-            fixed="import equinox as eq\nimport optax as ox\n\nclass Field(eq.Module):\n    mlp: eq.nn.MLP\n\n"
-            "def make():\n    return Field(1.0)\n\nf = make()\ntx = ox.lamb(1e-3)\n"
-            "u, s = tx.update(None, None, params=eq.filter(f, eq.is_array))\n",
+        Flag("""
+            import equinox as eq
+            import optax as ox
+
+            class Field(eq.Module):
+                mlp: eq.nn.MLP
+
+            def make():
+                return Field(1.0)
+
+            f = make()
+            tx = ox.lamb(1e-3)
+            u, s = tx.update(None, None, params=f)
+        """, fixed="""
+            import equinox as eq
+            import optax as ox
+
+            class Field(eq.Module):
+                mlp: eq.nn.MLP
+
+            def make():
+                return Field(1.0)
+
+            f = make()
+            tx = ox.lamb(1e-3)
+            u, s = tx.update(None, None, params=eq.filter(f, eq.is_array))
+        """,
         ),
         # the module reaches the step function through eqx.filter_jit(step)
-        Flag(
-            "import equinox as eqx\nimport optax\n\ndef step(m, s, g, optim):\n"
-            "    return optim.update(g, s, m)\n\n"
-            "fast = eqx.filter_jit(step)\nfast(eqx.nn.MLP(1, 1, 1, 1, key=None), None, None, optax.lars(0.1))\n",
+        Flag("""
+            import equinox as eqx
+            import optax
+
+            def step(m, s, g, optim):
+                return optim.update(g, s, m)
+
+            fast = eqx.filter_jit(step)
+            fast(eqx.nn.MLP(1, 1, 1, 1, key=None), None, None, optax.lars(0.1))
+        """,
         ),
-        Pass(
-            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
-            "optim = optax.adamw(1e-3)\nparams = eqx.filter(model, eqx.is_inexact_array)\n"
-            "u, s = optim.update(None, None, params)\n"
-            "u, s = optim.update(None, None, eqx.filter(model, eqx.is_array))\n"
-            "u, s = optim.update(None, None, params={'w': 1.0})\n"
-            "d = {}\nd.update(model)\n"
+        Pass("""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            optim = optax.adamw(1e-3)
+            params = eqx.filter(model, eqx.is_inexact_array)
+            u, s = optim.update(None, None, params)
+            u, s = optim.update(None, None, eqx.filter(model, eqx.is_array))
+            u, s = optim.update(None, None, params={'w': 1.0})
+            d = {}
+            d.update(model)
+        """
         ),
         # `model` rebound to filtered arrays before the call
-        Pass(
-            "import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
-            "model = eqx.filter(model, eqx.is_array)\nu, s = optax.adam(1.0).update(None, None, model)\n"
+        Pass("""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+            model = eqx.filter(model, eqx.is_array)
+            u, s = optax.adam(1.0).update(None, None, model)
+        """
         ),
     )
