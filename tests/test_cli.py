@@ -51,8 +51,9 @@ def test_text_output_lists_findings_with_snippet_caret_and_summary(project: Path
     result = odelint("check", "pkg", "--no-cache", cwd=project)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == ("pkg/train.py:6:24: ODL201 [*] `optim.init` gets the unfiltered Equinox module `model`; "
-                        "its non-array leaves crash optax: pass `eqx.filter(model, eqx.is_array)`")
+    assert lines[0] == ("pkg/train.py:6:24: ODL201 [*] `optim.init` gets the unfiltered Equinox module `model`: "
+                        "`model.activation` is a function (and 1 more leaf that is not an array); optax crashes "
+                        "on such leaves, so pass `eqx.filter(model, eqx.is_array)`")
     assert lines[1] == " 6 | opt_state = optim.init(model)"
     assert lines[2] == "   |                        ^^^^^"
     assert any(line.startswith("pkg/train.py:10:26: ODL203 ") for line in lines)

@@ -57,5 +57,7 @@ def module_fault(facts: Facts, value: cst.BaseExpression, site: Site, text: str)
         leaf = transformed[0]
         return Fault(f"{leaf.describe(text)}: filtering drops the parameters inside it from training; build it "
                      f"with the `eqx.filter_*` transform so its arrays are leaves", False)
-    more = f" (and {len(bad) - 1} more non-array leaves)" if len(bad) > 1 else ""
+    others = len(bad) - 1
+    more = f" (and {others} more leaf that is not an array)" if others == 1 else (
+        f" (and {others} more leaves that are not arrays)" if others else "")
     return Fault(bad[0].describe(text) + more, True)
