@@ -1,11 +1,13 @@
 """Start-up and warm-run latency of odelint, side by side with Ruff on the same files.
 
     python bench/startup.py [--corpus /tmp/corpus] [--files 700] [--runs 30] [--ruff PATH]
-                            [--project DIR] [--pythonpath DIR] [--whole-corpus N] [--out FILE]
+                            [--project DIR] [--before DIR] [--whole-corpus N] [--out FILE]
 
-Every measurement is a whole child process (wall seconds, monotonic clock), the cases
-interleaved run by run so that a burst of load on the (shared) machine hits them all alike;
-tables give the median and the 90th percentile. Cases: the interpreter's own start-up
+Every measurement is a whole child process (wall seconds from a monotonic clock, CPU seconds
+from `wait4`), the cases interleaved run by run so that a burst of load on the (shared)
+machine hits them all alike; tables give the median and 90th percentile of the wall time and
+the median CPU time. Children run without PYTHONDONTWRITEBYTECODE, as an installed odelint
+does: its modules load from bytecode (the warm-up runs write it). Cases: the interpreter's own start-up
 (`python -c pass`), `--version`, `rules`, a warm `check` of a project of `--files` files
 (through the `odelint` console script and through `python -m odelint`), a `check` right
 after a configuration change (one rule ignored; the cache is put back to its warm state
@@ -14,9 +16,10 @@ before each run, and the table counts the files that were linted again), and
 
 The project is every k-th `.py` file of the corpus that `bench/make_corpus.sh` builds (in
 sorted path order, folders kept), or, without a corpus, generated files of the same size.
-`--pythonpath DIR` measures another checkout of odelint with this interpreter: DIR must hold
-an `odelint` package (a folder with `odelint -> lint` and `lint/rules -> ../rules` links),
-which is how the "before" numbers in bench/RESULTS.md were taken. `--whole-corpus N` also
+`--before DIR` also measures another checkout of odelint, interleaved with this one, with
+this interpreter and a copy of the project: DIR must hold an importable `odelint` package,
+e.g. `git archive COMMIT lint rules | tar -x -C DIR && ln -s lint DIR/odelint &&
+ln -s ../rules DIR/lint/rules` (how the "before" rows in bench/RESULTS.md were taken). `--whole-corpus N` also
 times N cold (`--no-cache`) and N warm runs of `odelint check` over the whole corpus.
 """
 
@@ -61,17 +64,24 @@ def build_project(corpus: Path | None, count: int, target: Path) -> int:
     return count
 
 
-def _timed(command: Sequence[str], cwd: Path, env: dict[str, str]) -> float:
+def _timed(command: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one child: CPU is user + sys from `wait4`, which a busy machine
+    inflates far less than wall time."""
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = 0  # reaped by wait4
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def _cache_entries(project: Path) -> int:
+    """Results stored: one per file and configuration (a file's entry holds one result per
+    set of enabled rules that could fire on it; before that, an entry was one result)."""
     total = 0
     for path in (project / CACHE).glob("results-*.json"):
         with open(path, encoding="utf-8") as handle:
-            total += len(json.load(handle))
+            total += sum(len(entry.get("results", ())) or 1 for entry in json.load(handle).values())
     return total
 
 
@@ -85,7 +95,7 @@ class ConfigChange:
         shutil.copytree(project / CACHE, self.snapshot / CACHE)
         self.relinted: list[int] = []
 
-    def __call__(self) -> float:
+    def __call__(self) -> tuple[float, float]:
         shutil.rmtree(self.project / CACHE)
         shutil.copytree(self.snapshot / CACHE, self.project / CACHE)
         before = _cache_entries(self.project)
@@ -98,10 +108,41 @@ class ConfigChange:
         shutil.copytree(self.snapshot / CACHE, self.project / CACHE)
 
 
-def _summary(times: list[float]) -> tuple[float, float]:
-    ordered = sorted(times)
-    p90 = statistics.quantiles(ordered, n=10, method="inclusive")[8] if len(ordered) > 1 else ordered[0]
-    return statistics.median(ordered), p90
+def _summary(times: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Median and 90th percentile of the wall times, median of the CPU times."""
+    walls = sorted(wall for wall, _ in times)
+    p90 = statistics.quantiles(walls, n=10, method="inclusive")[8] if len(walls) > 1 else walls[0]
+    return statistics.median(walls), p90, statistics.median(cpu for _, cpu in times)
+
+
+class Variant:
+    """One odelint to measure: this one, or (`--before DIR`) another checkout imported from DIR,
+    each with its own copy of the project so that their caches do not mix."""
+
+    def __init__(self, label: str, pythonpath: str | None, project: Path, ruff: str | None) -> None:
+        self.label, self.project = label, project
+        self.env = dict(os.environ)
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from bytecode, not source
+        if pythonpath:
+            self.env["PYTHONPATH"] = os.path.abspath(pythonpath)
+        self.script = str(Path(sys.executable).with_name("odelint"))
+        for _ in range(2):  # fill the caches (and write bytecode); the second run is a pure read
+            _timed([self.script, "check", "."], project, self.env)
+            if ruff:
+                _timed([ruff, "check", "--exit-zero", "."], project, self.env)
+        self.change = ConfigChange([self.script, "check", *CHANGED_CONFIG, "."], project, self.env)
+
+    def cases(self, files: int) -> dict[str, object]:
+        module = [sys.executable, "-m", "odelint"]
+        return {f"{self.label}{name}": case for name, case in {
+            "odelint --version": [self.script, "--version"],
+            "python -m odelint --version": [*module, "--version"],
+            "odelint rules": [self.script, "rules"],
+            "python -m odelint rules": [*module, "rules"],
+            f"odelint check . (warm, {files} files)": [self.script, "check", "."],
+            f"python -m odelint check . (warm, {files} files)": [*module, "check", "."],
+            f"odelint check {' '.join(CHANGED_CONFIG)} . (after the config change)": self.change,
+        }.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,58 +152,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--project", type=Path, default=Path(tempfile.gettempdir()) / "odelint-startup-project")
     parser.add_argument("--ruff", default=shutil.which("ruff"), help="the ruff executable (default: from PATH)")
-    parser.add_argument("--pythonpath", help="import odelint from this folder instead")
+    parser.add_argument("--before", metavar="DIR", help="also measure the odelint importable from DIR, interleaved")
     parser.add_argument("--whole-corpus", type=int, default=0, metavar="N", help="N cold and N warm runs on the corpus")
     parser.add_argument("--out", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
 
-    env = dict(os.environ)
-    if args.pythonpath:
-        env["PYTHONPATH"] = os.path.abspath(args.pythonpath)
-    script = str(Path(sys.executable).with_name("odelint"))
-    module = [sys.executable, "-m", "odelint"]
     files = build_project(args.corpus, args.files, args.project)
-    project = args.project
-
-    for _ in range(2):  # fill the caches (odelint's and Ruff's), twice so the second run is a pure read
-        _timed([script, "check", "."], project, env)
-        if args.ruff:
-            _timed([args.ruff, "check", "--exit-zero", "."], project, env)
-    change = ConfigChange([script, "check", *CHANGED_CONFIG, "."], project, env)
-
-    cases: dict[str, object] = {
-        "python -c pass (the interpreter alone)": [sys.executable, "-c", "pass"],
-        "odelint --version": [script, "--version"],
-        "python -m odelint --version": [*module, "--version"],
-        "odelint rules": [script, "rules"],
-        "python -m odelint rules": [*module, "rules"],
-        f"odelint check . (warm, {files} files)": [script, "check", "."],
-        f"python -m odelint check . (warm, {files} files)": [*module, "check", "."],
-        f"odelint check {' '.join(CHANGED_CONFIG)} . (after the config change)": change,
-    }
+    variants = [Variant("", None, args.project, args.ruff)]
+    if args.before:
+        copy = args.project.with_name(args.project.name + "-before")
+        build_project(args.corpus, args.files, copy)
+        variants.append(Variant("before: ", args.before, copy, None))
+    plain_env = variants[0].env
+    cases: dict[str, object] = {"python -c pass (the interpreter alone)": [sys.executable, "-c", "pass"]}
+    for variant in variants:
+        cases.update(variant.cases(files))
     if args.ruff:
         cases["ruff --version"] = [args.ruff, "--version"]
         cases[f"ruff check . (warm, {files} files)"] = [args.ruff, "check", "--exit-zero", "."]
-    times: dict[str, list[float]] = {name: [] for name in cases}
+    where = {name: variant for variant in variants for name in variant.cases(files)}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     load_before = os.getloadavg()
     for _ in range(args.runs):
         for name, case in cases.items():
-            times[name].append(case() if callable(case) else _timed(case, project, env))  # type: ignore[arg-type]
-    change.restore()
+            variant = where.get(name, variants[0])
+            measured = case() if callable(case) else _timed(case, variant.project, variant.env)  # type: ignore
+            times[name].append(measured)
+    for variant in variants:
+        variant.change.restore()
     load_after = os.getloadavg()
 
     lines = [f"Taken {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
              f"{os.cpu_count()} cores, Python {platform.python_version()}; load average "
              f"{' '.join(f'{v:.2f}' for v in load_before)} at the start, "
              f"{' '.join(f'{v:.2f}' for v in load_after)} at the end. n = {args.runs} per row.", "",
-             "| command | median ms | p90 ms |", "|---|---:|---:|"]
+             "| command | wall median ms | wall p90 ms | CPU median ms |", "|---|---:|---:|---:|"]
     for name, values in times.items():
-        median, p90 = _summary(values)
-        lines.append(f"| `{name}` | {median * 1000:.0f} | {p90 * 1000:.0f} |")
-    relinted = statistics.median(change.relinted) if change.relinted else 0
-    lines += ["", f"After the config change, {relinted:.0f} of {files} files were linted again (median)."]
+        median, p90, cpu = _summary(values)
+        lines.append(f"| `{name}` | {median * 1000:.0f} | {p90 * 1000:.0f} | {cpu * 1000:.0f} |")
+    lines.append("")
+    for variant in variants:
+        relinted = statistics.median(variant.change.relinted) if variant.change.relinted else 0
+        lines.append(f"{variant.label or 'now: '}after the config change, {relinted:.0f} of {files} files "
+                     "were linted again (median).")
     if args.whole_corpus and args.corpus.is_dir():
-        lines += ["", *_whole_corpus(args.corpus, script, env, args.whole_corpus)]
+        lines += ["", *_whole_corpus(args.corpus, variants[0].script, plain_env, args.whole_corpus)]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
@@ -179,8 +213,8 @@ def _whole_corpus(corpus: Path, script: str, env: dict[str, str], runs: int) -> 
     _timed(warm_command, corpus, env)
     cold, warm = [], []
     for _ in range(runs):
-        cold.append(_timed(cold_command, corpus, env))
-        warm.append(_timed(warm_command, corpus, env))
+        cold.append(_timed(cold_command, corpus, env)[0])
+        warm.append(_timed(warm_command, corpus, env)[0])
     shutil.rmtree(cache, ignore_errors=True)
     files = sum(1 for _ in corpus.rglob("*.py"))
     cold_median, warm_median = statistics.median(cold), statistics.median(warm)

@@ -11,7 +11,6 @@ import fnmatch
 import functools
 import importlib
 import os
-import pkgutil
 
 from odelint.api import rule_index
 from odelint.api.rule import PYTHON_FILES, BaseRule, Pass, validate_rule
@@ -53,6 +52,8 @@ ENGINE_RULES: tuple[type[BaseRule], ...] = (SyntaxErrorRule,)
 @functools.cache
 def all_rules() -> tuple[type[BaseRule], ...]:
     """Every registered rule, engine codes first, sorted by code. Raises on a malformed rule."""
+    import pkgutil
+
     import odelint.rules as package
 
     found: dict[str, type[BaseRule]] = {rule.code: rule for rule in ENGINE_RULES}

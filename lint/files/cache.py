@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterable
 
@@ -84,6 +83,8 @@ class Cache:
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written is silently skipped."""
+        import tempfile  # a warm run over an unchanged tree writes nothing
+
         if not self._dirty:
             return
         entries = self._entries

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -154,6 +153,8 @@ def parse_table(table: Mapping, where: str, codes: Sequence[str]) -> dict:
 
 def read_config_file(path: str, codes: Sequence[str]) -> dict | None:
     """The validated `[tool.odelint]` table of a pyproject.toml, or None when it has none."""
+    import tomllib  # only where there is a pyproject.toml to read
+
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
