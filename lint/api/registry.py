@@ -1,5 +1,9 @@
 """Finds every rule: each module of `odelint.rules` (one folder per family) contributes the rule
-classes it defines, so adding a rule never touches the engine."""
+classes it defines, so adding a rule never touches the engine.
+
+`all_rules()` imports them all, for linting. The light paths (`rule_infos`, `known_codes`,
+`info_for`, `file_patterns`) read the rules' metadata from `odelint.api.rule_index` instead,
+so listing rules, resolving configuration and answering from the cache import no rule."""
 
 from __future__ import annotations
 
@@ -7,9 +11,10 @@ import fnmatch
 import functools
 import importlib
 import os
-import pkgutil
 
+from odelint.api import rule_index
 from odelint.api.rule import PYTHON_FILES, BaseRule, Pass, validate_rule
+from odelint.api.rule_index import RuleInfo
 
 
 class SyntaxErrorRule(BaseRule):
@@ -47,6 +52,8 @@ ENGINE_RULES: tuple[type[BaseRule], ...] = (SyntaxErrorRule,)
 @functools.cache
 def all_rules() -> tuple[type[BaseRule], ...]:
     """Every registered rule, engine codes first, sorted by code. Raises on a malformed rule."""
+    import pkgutil
+
     import odelint.rules as package
 
     found: dict[str, type[BaseRule]] = {rule.code: rule for rule in ENGINE_RULES}
@@ -70,16 +77,43 @@ def rules_by_code() -> dict[str, type[BaseRule]]:
 
 def rule_for(code_or_name: str) -> type[BaseRule] | None:
     for rule in all_rules():
-        if code_or_name.upper() == rule.code or code_or_name == rule.name:
+        if _named(rule, code_or_name):
             return rule
     return None
+
+
+@functools.cache
+def rule_infos() -> tuple[RuleInfo, ...]:
+    """Every rule's metadata, sorted like `all_rules()`: from the index when it is current,
+    else from the rules themselves."""
+    return rule_index.load() or tuple(RuleInfo.of(rule) for rule in all_rules())
+
+
+def rules_digest() -> str:
+    """Changes whenever a rule's metadata (its gate above all) may have changed."""
+    return rule_index.sources_digest()
+
+
+def known_codes() -> tuple[str, ...]:
+    return tuple(info.code for info in rule_infos())
+
+
+def info_for(code_or_name: str) -> RuleInfo | None:
+    for info in rule_infos():
+        if _named(info, code_or_name):
+            return info
+    return None
+
+
+def _named(rule: type[BaseRule] | RuleInfo, code_or_name: str) -> bool:
+    return code_or_name.upper() == rule.code or code_or_name == rule.name
 
 
 @functools.cache
 def file_patterns() -> tuple[str, ...]:
     """Every file-name pattern some rule looks at (Python files first)."""
     patterns = list(PYTHON_FILES)
-    for rule in all_rules():
+    for rule in rule_infos():
         patterns += [pattern for pattern in rule.file_patterns if pattern not in patterns]
     return tuple(patterns)
 

@@ -14,11 +14,13 @@ import fnmatch
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
-from odelint.analysis.facts import Facts
 from odelint.api.finding import Edits, Finding, Fix, Safety, Span
+
+if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading their metadata
+    from odelint.analysis.facts import Facts
 
 CODE_PATTERN = re.compile(r"^ODL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

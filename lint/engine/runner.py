@@ -2,15 +2,15 @@
 
 The parent hashes each file for the cache lookup and keeps no file contents: workers read
 the files they lint (and key their results by the bytes they read), so no source text is
-pickled through the pool and no worker is forked holding the whole tree in memory."""
+pickled through the pool and no worker is forked holding the whole tree in memory.
+
+A warm run answers every file from the cache, so what only linting needs (the engine and
+through it the rules and LibCST, the process pool, difflib) is imported when a file is linted."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
-import difflib
 import hashlib
-import multiprocessing
 import os
 import threading
 import time
@@ -18,8 +18,6 @@ from collections.abc import Sequence
 
 from odelint.api.finding import Finding, Safety
 from odelint.api.registry import file_patterns, is_python_file
-from odelint.engine import core as engine
-from odelint.engine import noqa
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
@@ -57,6 +55,7 @@ class Outcome:
     diff: str | None = None
     applied: int = 0
     cache_key: str | None = None  # of the bytes the findings are for; None for stdin
+    relevant: list[str] = dataclasses.field(default_factory=list)  # the rules that could fire on those bytes
     read_digest: str | None = None  # sha256 of the bytes that new_data replaces
 
 
@@ -74,17 +73,23 @@ class RunResult:
 
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
+    from odelint.engine import core as engine
+    from odelint.engine import noqa
+    from odelint.engine.relevance import relevant_codes
+
     outcome = Outcome(task.path)
     data = task.data
     try:
         if data is None:
             data = _read(task.path)
-            outcome.cache_key = result_cache.key(data, task.path, task.codes, task.python)
+            outcome.cache_key = result_cache.key(data, task.path, task.python)
         source = decode(data, task.python)
     except SourceError as error:
         outcome.error = str(error)
         return outcome
     text = source.text
+    if outcome.cache_key is not None:
+        outcome.relevant = sorted(relevant_codes(text, task.path, task.python))
     python = task.python
     try:
         if task.mode in (FIX, DIFF):
@@ -104,6 +109,8 @@ def process(task: Task) -> Outcome:
     outcome.findings = [finding.to_dict() for finding in findings]
     outcome.crashes = [crash.message() for crash in crashes]
     if new_text != text:
+        import difflib
+
         outcome.new_data = encode(source, new_text)
         outcome.read_digest = hashlib.sha256(data).hexdigest()
         outcome.diff = "".join(difflib.unified_diff(
@@ -134,6 +141,9 @@ def _run_tasks(tasks: Sequence[Task], jobs: int) -> list[Outcome]:
     worker is left with a long file while the others idle at the end."""
     if jobs <= 1 or len(tasks) < 4 * jobs:
         return [process(task) for task in tasks]
+    import concurrent.futures
+    import multiprocessing
+
     load("libcst")  # once, before forking, rather than once per worker
     context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
     order = sorted(range(len(tasks)), key=lambda index: _size(tasks[index]), reverse=True)
@@ -192,7 +202,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
             except SourceError as error:
                 result.errors.append((target.path, str(error)))
                 continue
-            hit = cache.get(result_cache.key(data, target.path, codes, python))
+            hit = cache.get(result_cache.key(data, target.path, python), codes)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue
@@ -206,7 +216,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         _collect(task, outcome, options, result, stdin)
         if cache is not None and outcome.cache_key is not None and outcome.error is None \
                 and not outcome.crashes and outcome.new_data is None:
-            cache.put(outcome.cache_key, outcome.findings)
+            cache.put(outcome.cache_key, outcome.relevant, task.codes, outcome.findings)
     if cache is not None:
         cache.save()
     result.findings.sort(key=Finding.sort_key)

@@ -1,24 +1,25 @@
-"""The `odelint` command: Ruff's flags and exit codes (0 clean, 1 findings, 2 errors)."""
+"""The `odelint` command: Ruff's flags and exit codes (0 clean, 1 findings, 2 errors).
+
+Start-up is most of a warm run, so each command imports only what it uses: `--version`
+nothing but argparse, `rules` and `rule` the rules' metadata index, `check` the runner (which
+imports the rules, LibCST and multiprocessing only when some file must be linted)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from odelint import __version__
-from odelint.api import docs
 from odelint.api.errors import UsageError
-from odelint.api.registry import all_rules, rule_for
-from odelint.engine import runner
 from odelint.faces import report
-from odelint.faces.report import text as text_report
-from odelint.files import cache as result_cache
-from odelint.files.config import ConfigError, ConfigResolver, Overrides
-from odelint.files.selection import SelectionError, check_selectors
+
+if TYPE_CHECKING:
+    from odelint.engine import runner
+    from odelint.files.config import ConfigResolver, Overrides
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # Subcommands that live in their own modules: each has add_arguments(parser) and run(args).
@@ -70,7 +71,9 @@ def _check_parser(sub) -> None:
     speed.add_argument("--cache-dir", help="where to keep the cache (default: ./.odelint_cache)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """`command` names the one subcommand about to run: the other extra commands' modules are
+    then not imported (their subparsers take no options and carry no help)."""
     parser = argparse.ArgumentParser(prog="odelint", description="Lint and fix JAX, Equinox, Diffrax and Optax code.")
     parser.add_argument("--version", action="version", version=f"odelint {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -83,7 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     sub.add_parser("clean", help="remove the .odelint_cache folder")
     for name, (module, _) in EXTRA_COMMANDS.items():
-        importlib.import_module(module).add_arguments(sub.add_parser(name, help=importlib.import_module(module).__doc__))
+        if command in (None, "-h", "--help", name):
+            importlib.import_module(module).add_arguments(sub.add_parser(name, help=importlib.import_module(module).__doc__))
+        else:
+            sub.add_parser(name)
     return parser
 
 
@@ -97,7 +103,7 @@ def _normalise(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
-    parser = build_parser()
+    parser = build_parser(args_list[0])
     args = parser.parse_args(args_list)
     try:
         if args.command == "check":
@@ -107,12 +113,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "rules":
             return _rules(args)
         if args.command == "clean":
+            from odelint.files import cache as result_cache
+
             removed = result_cache.clean(os.path.join(os.getcwd(), result_cache.CACHE_DIR))
             print("removed .odelint_cache" if removed else "no cache to remove")
             return EXIT_CLEAN
         module, function = EXTRA_COMMANDS[args.command]
         return getattr(importlib.import_module(module), function)(args)
-    except (UsageError, ConfigError, SelectionError) as error:
+    except _user_errors() as error:  # evaluated only when something was raised
         print(f"odelint: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -126,6 +134,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors that are the user's mistake: one line, exit code 2."""
+    from odelint.files.config import ConfigError
+    from odelint.files.selection import SelectionError
+
+    return UsageError, ConfigError, SelectionError
+
+
 def _per_file_ignores(values: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     parsed = []
     for value in values:
@@ -137,7 +153,11 @@ def _per_file_ignores(values: list[str]) -> tuple[tuple[str, tuple[str, ...]], .
 
 
 def _overrides(args: argparse.Namespace) -> Overrides:
-    known = [rule.code for rule in all_rules()]
+    from odelint.api.registry import known_codes
+    from odelint.files.config import Overrides
+    from odelint.files.selection import check_selectors
+
+    known = known_codes()
     per_file = _per_file_ignores(args.per_file_ignores)
     check_selectors([*(args.select or []), *args.extend_select, *args.ignore,
                      *(c for _, codes in per_file for c in codes)], known, "command line")
@@ -156,6 +176,8 @@ def _overrides(args: argparse.Namespace) -> Overrides:
 
 
 def _mode(args: argparse.Namespace) -> str:
+    from odelint.engine import runner
+
     chosen = [flag for flag in ("fix", "diff", "add_noqa") if getattr(args, flag)]
     if len(chosen) > 1 and set(chosen) != {"fix", "diff"}:
         raise UsageError("choose one of --fix, --diff and --add-noqa")
@@ -165,8 +187,12 @@ def _mode(args: argparse.Namespace) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from odelint.api.registry import known_codes
+    from odelint.engine import runner
+    from odelint.files.config import ConfigResolver
+
     overrides = _overrides(args)
-    resolver = ConfigResolver(overrides, [rule.code for rule in all_rules()])
+    resolver = ConfigResolver(overrides, known_codes())
     mode = _mode(args)
     paths = args.paths or ["."]
     stdin = None
@@ -195,6 +221,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _settings_unsafe(resolver: ConfigResolver) -> bool:
+    from odelint.files.config import ConfigError
+
     try:
         return resolver.for_path(resolver.cwd).unsafe_fixes
     except ConfigError:
@@ -214,6 +242,8 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool) -
     output = report.render(args.format, result.findings, lines_of=lines_of, unsafe_fixes=unsafe_shown,
                            quiet=args.quiet, errors=result.errors + result.internal_errors)
     if args.format == "text" and args.statistics:
+        from odelint.faces.report import text as text_report
+
         output = text_report.statistics(result.findings)
     sys.stdout.write(output)
     if args.format == "text" and not args.quiet and result.fixes_applied:
@@ -223,6 +253,8 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool) -
 
 
 def _exit_code(args, mode: str, result: runner.RunResult) -> int:
+    from odelint.engine import runner
+
     if result.errors or result.internal_errors:
         return EXIT_ERROR
     if mode == runner.DIFF:
@@ -235,10 +267,15 @@ def _exit_code(args, mode: str, result: runner.RunResult) -> int:
 
 
 def _rule(args: argparse.Namespace) -> int:
+    import json
+
+    from odelint.api import docs
+    from odelint.api.registry import info_for, rule_infos
+
     if args.all:
-        chosen = list(all_rules())
+        chosen = list(rule_infos())
     elif args.code:
-        rule = rule_for(args.code)
+        rule = info_for(args.code)
         if rule is None:
             raise UsageError(f"unknown rule {args.code!r}; `odelint rules` lists them")
         chosen = [rule]
@@ -252,7 +289,12 @@ def _rule(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    rules = list(all_rules())
+    import json
+
+    from odelint.api import docs
+    from odelint.api.registry import rule_infos
+
+    rules = list(rule_infos())
     if args.format == "json":
         print(json.dumps([docs.as_dict(rule) for rule in rules], indent=2))
     elif args.format == "markdown":

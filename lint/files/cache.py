@@ -1,4 +1,10 @@
-"""Per-file results keyed by content, odelint version, enabled rules and file kind.
+"""Per-file results keyed by content, file name and kind, odelint version and the rules' sources,
+then by the enabled rules that could fire on the file.
+
+A file's entry records which rules could report anything on it (`odelint.engine.relevance`:
+those whose trigger words it holds and that look at its kind of file) and holds one result
+per subset of those rules that was on. Turning a rule on or off therefore re-lints only the
+files that pass its gate; every other file keeps its result, and a warm run computes no gate.
 
 One JSON file per cache folder, read once at start and written atomically at the end (only
 when something changed), so a warm run over an unchanged tree reads and hashes files but
@@ -10,21 +16,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterable
 
 from odelint import __version__
+from odelint.api.registry import rules_digest
 
 CACHE_DIR = ".odelint_cache"
 MAX_ENTRIES = 100_000
 REFRESH_SECONDS = 24 * 3600
 
 
-def key(data: bytes, filename: str, codes: Iterable[str], python: bool) -> str:
+def key(data: bytes, filename: str, python: bool) -> str:
+    """The file's entry; the rules' digest keeps a changed gate from answering for an old one."""
     digest = hashlib.sha256(data)
-    digest.update(f"\0{__version__}\0{os.path.basename(filename)}\0{python}\0{','.join(sorted(codes))}".encode())
+    digest.update(f"\0{__version__}\0{rules_digest()}\0{os.path.basename(filename)}\0{python}".encode())
     return digest.hexdigest()
+
+
+def _subkey(codes: Iterable[str]) -> str:
+    return ",".join(sorted(codes))
 
 
 class Cache:
@@ -41,25 +52,39 @@ class Cache:
         except (OSError, ValueError):
             self._entries = {}
 
-    def get(self, cache_key: str) -> list[dict] | None:
-        """The stored findings; the entry's last use is refreshed at most daily, so a warm
-        run over an unchanged tree does not rewrite the cache file."""
+    def get(self, cache_key: str, codes: Iterable[str]) -> list[dict] | None:
+        """The stored findings for the file with `codes` enabled; the entry's last use is
+        refreshed at most daily, so a warm run over an unchanged tree does not rewrite the
+        cache file."""
         entry = self._entries.get(cache_key)
-        if entry is None:
+        if not isinstance(entry, dict) or not isinstance(entry.get("relevant"), list):
+            return None
+        relevant = entry["relevant"]
+        findings = entry["results"].get(_subkey(code for code in codes if code in relevant))
+        if findings is None:
             return None
         now = int(time.time())
         if now - entry.get("used", 0) > REFRESH_SECONDS:
             entry["used"] = now
             self._dirty = True
-        return entry["findings"]
+        return findings
 
-    def put(self, cache_key: str, findings: list[dict]) -> None:
+    def put(self, cache_key: str, relevant: Iterable[str], codes: Iterable[str], findings: list[dict]) -> None:
+        """Store the findings of a run with `codes` enabled; `relevant` are the rules that
+        could fire on the file, whether enabled or not."""
+        relevant = sorted(relevant)
+        entry = self._entries.get(cache_key)
+        if not isinstance(entry, dict) or entry.get("relevant") != relevant:
+            entry = self._entries[cache_key] = {"relevant": relevant, "results": {}}
         stored = [{k: v for k, v in finding.items() if k != "path"} for finding in findings]
-        self._entries[cache_key] = {"findings": stored, "used": int(time.time())}
+        entry["results"][_subkey(code for code in codes if code in relevant)] = stored
+        entry["used"] = int(time.time())
         self._dirty = True
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written is silently skipped."""
+        import tempfile  # a warm run over an unchanged tree writes nothing
+
         if not self._dirty:
             return
         entries = self._entries

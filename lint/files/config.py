@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import pathspec
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
 
 DEFAULT_EXCLUDE = (
@@ -20,6 +19,9 @@ DEFAULT_EXCLUDE = (
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
 _BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude")
 KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, "per-file-ignores")
+
+if TYPE_CHECKING:
+    import pathspec
 
 
 class ConfigError(Exception):
@@ -63,8 +65,14 @@ class Settings:
         return resolve(self.codes, [self.file_layer, self.overrides.layer()])
 
     @functools.cached_property
-    def _exclude_spec(self) -> pathspec.GitIgnoreSpec:
-        return pathspec.GitIgnoreSpec.from_lines([p for p in self.exclude if p not in self._excluded_names])
+    def _exclude_spec(self) -> pathspec.GitIgnoreSpec | None:
+        """None when every pattern is a plain name (the defaults are), so pathspec is not imported."""
+        patterns = [p for p in self.exclude if p not in self._excluded_names]
+        if not patterns:
+            return None
+        import pathspec
+
+        return pathspec.GitIgnoreSpec.from_lines(patterns)
 
     @functools.cached_property
     def _excluded_names(self) -> frozenset[str]:
@@ -74,6 +82,8 @@ class Settings:
 
     @functools.cached_property
     def _per_file(self) -> tuple[tuple[pathspec.GitIgnoreSpec, frozenset[str]], ...]:
+        import pathspec
+
         return tuple((pathspec.GitIgnoreSpec.from_lines([pattern]), matching(self.codes, selectors))
                      for pattern, selectors in self.per_file_ignores)
 
@@ -88,7 +98,8 @@ class Settings:
             relative = os.path.basename(os.path.abspath(path))
         if not self._excluded_names.isdisjoint(relative.split("/")):
             return True
-        return self._exclude_spec.match_file(relative + ("/" if is_dir else ""))
+        spec = self._exclude_spec
+        return spec is not None and spec.match_file(relative + ("/" if is_dir else ""))
 
     def enabled(self, path: str) -> frozenset[str]:
         """Rule codes on for this file (after per-file-ignores)."""
@@ -142,6 +153,8 @@ def parse_table(table: Mapping, where: str, codes: Sequence[str]) -> dict:
 
 def read_config_file(path: str, codes: Sequence[str]) -> dict | None:
     """The validated `[tool.odelint]` table of a pyproject.toml, or None when it has none."""
+    import tomllib  # only where there is a pyproject.toml to read
+
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)

@@ -6,9 +6,12 @@ import dataclasses
 import fnmatch
 import os
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-import pathspec
 from odelint.files.config import ConfigError, ConfigResolver
+
+if TYPE_CHECKING:
+    import pathspec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +43,12 @@ class GitIgnore:
                         lines += handle.read().splitlines()
                 except OSError:
                     pass
-            self._specs[folder] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            if lines:
+                import pathspec  # only where a .gitignore is: a tree without one never needs it
+
+                self._specs[folder] = pathspec.GitIgnoreSpec.from_lines(lines)
+            else:
+                self._specs[folder] = None
         return self._specs[folder]
 
     def _root(self, folder: str) -> str | None:

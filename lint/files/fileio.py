@@ -7,8 +7,6 @@ import dataclasses
 import io
 import os
 import stat
-import tempfile
-import tokenize
 
 
 class SourceError(Exception):
@@ -26,6 +24,8 @@ def decode(data: bytes, python: bool = True) -> SourceText:
         raise SourceError("binary file (contains NUL bytes)")
     encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
     if python:
+        import tokenize  # decoding happens where a file is linted, not on a warm run
+
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         except SyntaxError as error:
@@ -64,6 +64,8 @@ def atomic_write(path: str, data: bytes) -> None:
 
     The file's permission bits are kept; a symlink is written through to its target.
     """
+    import tempfile
+
     target = os.path.realpath(path)
     folder = os.path.dirname(target) or "."
     mode = stat.S_IMODE(os.stat(target).st_mode)

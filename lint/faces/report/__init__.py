@@ -1,19 +1,23 @@
-"""Output formats. Each takes the findings of a run and returns the text to print."""
+"""Output formats. Each takes the findings of a run and returns the text to print; a format's
+module is imported only when it is used (SARIF needs the rules' docs, the others do not)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import importlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from odelint.api.finding import Finding
-from odelint.faces.report import github, json_format, sarif, text
+if TYPE_CHECKING:
+    from odelint.api.finding import Finding
 
-FORMATS: dict[str, Callable[..., str]] = {
-    "text": text.render,
-    "json": json_format.render,
-    "sarif": sarif.render,
-    "github": github.render,
+# format name -> the module whose `render(findings, **context)` writes it
+FORMATS: dict[str, str] = {
+    "text": "odelint.faces.report.text",
+    "json": "odelint.faces.report.json_format",
+    "sarif": "odelint.faces.report.sarif",
+    "github": "odelint.faces.report.github",
 }
 
 
 def render(name: str, findings: Sequence[Finding], **context) -> str:
-    return FORMATS[name](findings, **context)
+    return importlib.import_module(FORMATS[name]).render(findings, **context)

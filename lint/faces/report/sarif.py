@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from odelint import __version__
 from odelint.api.docs import DOCS_URL, url
 from odelint.api.finding import Finding
-from odelint.api.registry import rules_by_code
+from odelint.api.registry import rule_infos
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -20,7 +20,7 @@ def _uri(path: str) -> str:
 
 
 def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (), **_) -> str:
-    known = rules_by_code()
+    known = {info.code: info for info in rule_infos()}
     codes = sorted({f.code for f in findings})
     rules = []
     for code in codes:

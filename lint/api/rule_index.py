@@ -1,0 +1,141 @@
+"""Rules' metadata without their modules, so that `odelint rules`, `odelint rule CODE` and a
+warm `check` import no rule (nor the analysis and LibCST that rules import).
+
+`rules/data/rule_index.json` (package data) holds each rule's code, name, summary, docs, fix
+safety and file patterns, with a digest of the sources they come from: every
+`.py` and `.toml` of the rules package plus the rule API (`rule.py`, `registry.py`). `load`
+returns None when that digest no longer matches (a rule was added or changed and the index
+was not regenerated): the registry then imports the rules, so a stale index costs time,
+never a wrong answer. Regenerate it with
+
+    python -m odelint.api.rule_index
+
+and `tests/test_rule_index.py` fails, naming that command, whenever it is stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from odelint.api.finding import Safety
+
+if TYPE_CHECKING:
+    from odelint.api.rule import BaseRule
+
+INDEX_NAME = "rule_index.json"
+REGENERATE = "python -m odelint.api.rule_index"
+_API_SOURCES = ("rule.py", "registry.py")  # the defaults and the engine rules the metadata depends on
+_GENERATED = ("confirmations.json", INDEX_NAME)
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleInfo:
+    """What the faces and the configuration need to know about a rule, duck-typed like the
+    rule class for `odelint.api.docs` (`code`, `name`, `summary`, `fix_safety`,
+    `file_patterns`, `docs()`)."""
+
+    code: str
+    name: str
+    summary: str
+    text: str                           # the rule's docs, as `BaseRule.docs()` returns them
+    fix_safety: Safety | None
+    file_patterns: tuple[str, ...]
+
+    def docs(self) -> str:
+        return self.text
+
+    @classmethod
+    def of(cls, rule: type[BaseRule]) -> RuleInfo:
+        return cls(rule.code, rule.name, rule.summary, rule.docs(), rule.fix_safety, tuple(rule.file_patterns))
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "name": self.name, "summary": self.summary,
+                "fix_safety": self.fix_safety.value if self.fix_safety is not None else None,
+                "file_patterns": list(self.file_patterns), "docs": self.text}
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> RuleInfo:
+        safety = Safety(entry["fix_safety"]) if entry["fix_safety"] is not None else None
+        return cls(entry["code"], entry["name"], entry["summary"], entry["docs"], safety, tuple(entry["file_patterns"]))
+
+
+def _rules_folder() -> str:
+    import odelint.rules as package  # its __init__ is a docstring: importing it imports no rule
+
+    return os.path.dirname(package.__file__ or "")
+
+
+def index_path() -> str:
+    return os.path.join(_rules_folder(), "data", INDEX_NAME)
+
+
+def source_files() -> list[str]:
+    """The files the metadata is computed from, in a fixed order."""
+    rules = _rules_folder()
+    found = []
+    for folder, subfolders, names in os.walk(rules):
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+        found += [os.path.join(folder, name) for name in names
+                  if name.endswith((".py", ".toml")) and name not in _GENERATED]
+    api = os.path.dirname(os.path.abspath(__file__))
+    return sorted(found) + [os.path.join(api, name) for name in _API_SOURCES]
+
+
+@functools.cache
+def sources_digest() -> str:
+    """Names (relative to their package) and contents; a file that vanished changes the digest."""
+    digest = hashlib.sha256()
+    rules = _rules_folder()
+    for path in source_files():
+        relative = os.path.relpath(path, rules) if path.startswith(rules) else os.path.basename(path)
+        digest.update(relative.replace(os.sep, "/").encode() + b"\0")
+        try:
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+        except OSError:
+            digest.update(b"\0missing")
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def render(rules: Iterable[type[BaseRule]]) -> str:
+    """The index file's text: one rule per entry, sorted by code, so a merge shows which rule changed."""
+    infos = sorted((RuleInfo.of(rule) for rule in rules), key=lambda info: info.code)
+    entries = ",\n".join("  " + json.dumps(info.to_dict(), sort_keys=True) for info in infos)
+    return (f'{{"generated_by": {json.dumps(REGENERATE)},\n"digest": "{sources_digest()}",\n'
+            f'"rules": [\n{entries}\n]}}\n')
+
+
+def load() -> tuple[RuleInfo, ...] | None:
+    """The indexed metadata, or None when the index is missing, unreadable or stale."""
+    try:
+        with open(index_path(), encoding="utf-8") as handle:
+            document = json.load(handle)
+        if document.get("digest") != sources_digest():
+            return None
+        return tuple(RuleInfo.from_dict(entry) for entry in document["rules"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the index from the rules themselves (importing every one of them)."""
+    from odelint.api.registry import all_rules
+
+    text = render(all_rules())
+    path = index_path()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    print(f"wrote {path} ({len(all_rules())} rules)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

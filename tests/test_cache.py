@@ -1,0 +1,80 @@
+"""The result cache: a warm run answers from it, and a change of configuration re-lints only
+the files whose results it can change (those some rule turned on or off could report on)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from odelint.engine import runner
+from odelint.files.config import ConfigResolver, Overrides
+from odelint.api.registry import known_codes
+
+OPTAX_AND_EQUINOX = ("import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+                     "opt_state = optax.adam(1e-3).init(model)\n")
+WORDS_ONLY = '"""Mentions optax and equinox in prose only."""\nx = 1\n'
+PLAIN = "import jax.numpy as jnp\n\n\ndef loss(x):\n    return jnp.sum(x ** 2)\n"
+BROKEN = "def broken(:\n    pass\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch) -> tuple[Path, list[str]]:
+    """A project, and the list of the files each run lints (rather than answers from the cache)."""
+    for name, text in {"train.py": OPTAX_AND_EQUINOX, "words.py": WORDS_ONLY, "plain.py": PLAIN,
+                       "broken.py": BROKEN}.items():
+        (tmp_path / name).write_text(text)
+    linted: list[str] = []
+    process = runner.process
+
+    def recording(task: runner.Task) -> runner.Outcome:
+        linted.append(Path(task.path).name)
+        return process(task)
+
+    monkeypatch.setattr(runner, "process", recording)
+    return tmp_path, linted
+
+
+def check(folder: Path, use_cache: bool = True, **overrides) -> list[tuple[str, str, int]]:
+    resolver = ConfigResolver(Overrides(**overrides), known_codes(), cwd=str(folder))
+    result = runner.run([str(folder)], resolver, runner.Options(jobs=1, use_cache=use_cache))
+    return [(Path(f.path).name, f.code, f.span.line) for f in result.findings]
+
+
+def test_a_warm_run_lints_nothing_and_answers_the_same(project) -> None:
+    folder, linted = project
+    cold = check(folder)
+    assert sorted(linted) == ["broken.py", "plain.py", "train.py", "words.py"]
+    linted.clear()
+    assert check(folder) == cold and linted == []
+    assert ("train.py", "ODL201", 5) in cold and ("broken.py", "ODL000", 1) in cold
+
+
+def test_ignoring_a_rule_relints_only_the_files_that_rule_could_report_on(project) -> None:
+    folder, linted = project
+    check(folder)
+    linted.clear()
+    ignored = check(folder, ignore=("ODL201",))
+    # ODL201's gate is "optax" and "equinox": words.py passes it (the gate reads words, not code)
+    assert sorted(linted) == ["train.py", "words.py"]
+    assert ignored == check(folder, use_cache=False, ignore=("ODL201",))
+    linted.clear()
+    assert check(folder, ignore=("ODL201",)) == ignored and linted == []
+    check(folder)  # the default configuration's results were kept
+    assert linted == []
+
+
+def test_turning_off_the_syntax_check_relints_every_python_file(project) -> None:
+    folder, linted = project
+    check(folder)
+    linted.clear()
+    without = check(folder, ignore=("ODL000",))
+    assert sorted(linted) == ["broken.py", "plain.py", "train.py", "words.py"]
+    assert not any(code == "ODL000" for _, code, _ in without)
+
+
+def test_a_changed_file_is_linted_again(project) -> None:
+    folder, linted = project
+    check(folder)
+    linted.clear()
+    (folder / "plain.py").write_text(OPTAX_AND_EQUINOX)
+    assert ("plain.py", "ODL201", 5) in check(folder) and linted == ["plain.py"]

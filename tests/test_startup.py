@@ -1,0 +1,82 @@
+"""Each command imports only what it needs: start-up is most of a warm run.
+
+Timings belong to `bench/startup.py`; these tests check what gets imported, which does not
+depend on how busy the machine is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Runs one command in a fresh interpreter, then reports what it imported (on stderr, last line).
+RUN = """
+import sys
+from odelint.faces.cli import main
+try:
+    code = main({args!r})
+except SystemExit as stop:
+    code = stop.code
+import json
+print(json.dumps({{"code": code, "modules": sorted(sys.modules), "libcst": type(sys.modules.get("libcst")).__name__}}),
+      file=sys.stderr)
+"""
+
+HAZARD = ("import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+          "opt_state = optax.adam(1e-3).init(model)\n")
+PLAIN = "import jax.numpy as jnp\n\n\ndef loss(x):\n    return jnp.sum(x ** 2)\n"
+
+
+def imports_of(*args: str, cwd: Path | None = None) -> tuple[int, set[str], str, str]:
+    """(exit code, modules imported, what `libcst` is in sys.modules, stdout) of one command."""
+    result = subprocess.run([sys.executable, "-c", RUN.format(args=list(args))], capture_output=True, text=True,
+                            cwd=cwd, timeout=120)
+    report = json.loads(result.stderr.strip().splitlines()[-1])
+    return report["code"], set(report["modules"]), report["libcst"], result.stdout
+
+
+def rule_modules(modules: set[str]) -> set[str]:
+    """Modules that define rules (the family packages' `__init__` only hold a docstring)."""
+    return {name for name in modules if name.startswith("odelint.rules.") and name.count(".") >= 3}
+
+
+HEAVY = {"odelint.engine.runner", "odelint.engine.core", "odelint.analysis.facts", "multiprocessing",
+         "concurrent.futures", "pathspec"}
+
+
+def test_version_imports_neither_the_runner_nor_the_rules_nor_libcst() -> None:
+    code, modules, libcst, stdout = imports_of("--version")
+    assert code == 0 and stdout.startswith("odelint ")
+    assert not modules & (HEAVY | {"odelint.api.registry", "odelint.files.config"})
+    assert not rule_modules(modules)
+    assert libcst == "_StandIn"  # the deferred stand-in, never loaded
+
+
+@pytest.mark.parametrize("args", [("rules",), ("rules", "--format", "json"), ("rule", "ODL201")])
+def test_listing_rules_reads_the_index_instead_of_importing_them(args: tuple[str, ...]) -> None:
+    code, modules, libcst, stdout = imports_of(*args)
+    assert code == 0 and "ODL201" in stdout
+    assert not rule_modules(modules), "the rules' metadata index is stale: run `python -m odelint.api.rule_index`"
+    assert not modules & HEAVY
+    assert libcst == "_StandIn"
+
+
+def test_a_warm_check_imports_no_rule_no_libcst_and_no_process_pool(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(HAZARD)
+    (tmp_path / "plain.py").write_text(PLAIN)
+    cold_code, cold_modules, _, cold_out = imports_of("check", ".", cwd=tmp_path)
+    assert rule_modules(cold_modules), "the first run lints, so it imports the rules"
+    code, modules, libcst, stdout = imports_of("check", ".", cwd=tmp_path)
+    assert (code, stdout) == (cold_code, cold_out) and "ODL201" in stdout
+    assert not rule_modules(modules)
+    assert not modules & {"odelint.engine.core", "odelint.analysis.facts", "multiprocessing", "concurrent.futures"}
+    assert libcst == "_StandIn"
+
+
+def test_an_extra_command_still_parses_its_own_options() -> None:
+    code, modules, _, stdout = imports_of("doctor", "--format", "json", "--path", "/nonexistent")
+    assert code == 0 and isinstance(json.loads(stdout), dict)
+    assert "odelint.proof.confirm" not in modules  # another extra command's module
