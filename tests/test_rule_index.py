@@ -43,7 +43,7 @@ def test_a_changed_or_added_rule_source_changes_the_digest(tmp_path: Path, monke
     original = digest()
     assert original == rule_index.sources_digest(), "the copy hashes like the package"
     module = copy / "optimisers" / "optimizer_init_unfiltered.py"
-    module.write_text(module.read_text().replace('triggers = (("optax", "equinox"),)', 'triggers = (("optax",),)'))
+    module.write_text(module.read_text() + "\n# a changed line\n")
     changed = digest()
     (copy / "arrays" / "new_rule.py").write_text('"""A new rule."""\n')
     assert len({original, changed, digest()}) == 3
