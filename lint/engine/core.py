@@ -105,7 +105,7 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
-    kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
+    kept = noqa.unsuppressed(result.findings, source, python=False) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
 

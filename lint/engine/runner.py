@@ -95,7 +95,7 @@ def process(task: Task) -> Outcome:
             result = engine.lint_source(text, task.path, task.codes, python=python)
             findings, crashes, new_text = result.findings, result.crashes, text
             if task.mode == ADD_NOQA:
-                new_text = noqa.add_noqa(text, findings)
+                new_text = noqa.add_noqa(text, findings, python)
                 if new_text != text:
                     findings = engine.lint_source(new_text, task.path, task.codes, python=python).findings
     except RecursionError:
