@@ -1,4 +1,4 @@
-"""Per-file results keyed by content, odelint version, enabled rules and file kind.
+"""Per-file results keyed by content, odelint version, enabled rules, file kind and target versions.
 
 One JSON file per cache folder, read once at start and written atomically at the end (only
 when something changed), so a warm run over an unchanged tree reads and hashes files but
@@ -21,9 +21,11 @@ MAX_ENTRIES = 100_000
 REFRESH_SECONDS = 24 * 3600
 
 
-def key(data: bytes, filename: str, codes: Iterable[str], python: bool) -> str:
+def key(data: bytes, filename: str, codes: Iterable[str], python: bool, versions: str = "") -> str:
+    """`versions` describes the target versions of the JAX stack (rules may depend on them)."""
     digest = hashlib.sha256(data)
-    digest.update(f"\0{__version__}\0{os.path.basename(filename)}\0{python}\0{','.join(sorted(codes))}".encode())
+    digest.update(f"\0{__version__}\0{os.path.basename(filename)}\0{python}\0{','.join(sorted(codes))}"
+                  f"\0{versions}".encode())
     return digest.hexdigest()
 
 
