@@ -98,7 +98,8 @@ def test_fix_applies_safe_fixes_and_is_stable(project: Path) -> None:
     result = odelint("check", "--fix", "pkg", cwd=project)
     assert target.read_text() == FIXED_SAFE
     assert result.returncode == 1, "the unsafe ODL203 finding remains"
-    assert "Fixed 2 finding(s) in 1 file(s)." in result.stdout
+    summary = result.stdout.splitlines()[-2:]
+    assert summary == ["Found 3 findings (2 fixed, 1 remaining).", "1 more fixable with `--unsafe-fixes`."]
     assert clean.stat().st_mtime_ns == clean_mtime, "a file without fixes was rewritten"
     fixed_mtime = target.stat().st_mtime_ns
     again = odelint("check", "--fix", "pkg", cwd=project)
@@ -149,9 +150,11 @@ def test_exit_zero_statistics_and_quiet(project: Path) -> None:
     assert result.returncode == 0
     assert result.stdout.splitlines() == [
         "    1  ODL201  [*] optimizer-init-unfiltered",
-        "    1  ODL203  [*] optimizer-update-missing-params",
+        "    1  ODL203      optimizer-update-missing-params",
         "    1  ODL204  [*] optax-apply-updates-on-module",
-    ]
+    ], "[*] marks only the codes that `--fix` fixes: ODL203's fix is unsafe"
+    unsafe = odelint("check", "pkg", "--exit-zero", "--statistics", "--unsafe-fixes", cwd=project)
+    assert "    1  ODL203  [*] optimizer-update-missing-params" in unsafe.stdout.splitlines()
     quiet = odelint("check", "pkg", "-q", cwd=project)
     assert len(quiet.stdout.splitlines()) == 3 and "Found" not in quiet.stdout
 
@@ -288,7 +291,10 @@ def test_missing_path_is_reported_and_others_still_linted(project: Path) -> None
     result = odelint("check", "nope.py", "pkg", "--format", "json", cwd=project)
     assert result.returncode == 2
     assert result.stderr.strip() == "odelint: error: nope.py: no such file or directory"
-    assert len(json.loads(result.stdout)) == 3
+    findings = json.loads(result.stdout)
+    assert len(findings) == 4
+    assert [(f["code"], f["name"], f["message"]) for f in findings if f["path"] == "nope.py"] == [
+        ("ODL001", "io-error", "no such file or directory")]
 
 
 def test_cache_gives_the_same_answer_and_clean_removes_it(project: Path) -> None:

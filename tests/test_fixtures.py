@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
-from odelint.api.registry import SyntaxErrorRule, all_rules
+from odelint.api.registry import ENGINE_RULES, all_rules
 from odelint.api.rule import TextRule
 from odelint.engine.core import fix_source, lint_source
 from odelint.proof.fixtures import load_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RULES = [rule for rule in all_rules() if rule is not SyntaxErrorRule]
+RULES = [rule for rule in all_rules() if rule not in ENGINE_RULES]
 WITH_FIXTURES = [rule for rule in RULES if rule.fixtures and os.path.isdir(os.path.join(ROOT, rule.fixtures))]
 
 

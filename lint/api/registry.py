@@ -13,6 +13,7 @@ import importlib
 import os
 
 from odelint.api import rule_index
+from odelint.api.finding import Finding, Span
 from odelint.api.rule import PYTHON_FILES, BaseRule, Pass, validate_rule
 from odelint.api.rule_index import RuleInfo
 
@@ -46,7 +47,45 @@ class SyntaxErrorRule(BaseRule):
     examples = (Pass("x = 1\n"),)
 
 
-ENGINE_RULES: tuple[type[BaseRule], ...] = (SyntaxErrorRule,)
+class IoErrorRule(BaseRule):
+    """Reports files that could not be linted at all.
+
+    ## What it does
+    Reports a path that odelint was asked to lint but could not read or decode: it does not
+    exist, it cannot be opened (permissions), it is not valid in its encoding (a Python file
+    without an encoding declaration must be UTF-8), it is binary, it changed on disk while
+    being fixed, or the `pyproject.toml` that governs it is broken. The message names the reason.
+
+    ## Why is this bad?
+    A file that was not read was not checked: a run that skipped it must not look clean. The
+    finding appears in every output format (text, JSON, SARIF, GitHub annotations) and the run
+    exits with status 2, as for any other error.
+
+    ## Example
+    ```console
+    $ odelint check train.py missing.py
+    missing.py:1:1: ODL001 no such file or directory
+    ```
+
+    ## Use instead
+    Name files that exist, make them readable, save them as UTF-8 (or declare their encoding
+    with a `# -*- coding: ... -*-` line), or repair the configuration.
+
+    ## Fix safety
+    No fix: only the user knows which file was meant.
+    """
+
+    code = "ODL001"
+    name = "io-error"
+    summary = "The file could not be read or linted"
+    examples = (Pass("x = 1\n"),)
+
+    @classmethod
+    def finding(cls, path: str, reason: str) -> Finding:
+        return Finding(cls.code, cls.name, reason, Span(1, 1, 1, 1), path)
+
+
+ENGINE_RULES: tuple[type[BaseRule], ...] = (SyntaxErrorRule, IoErrorRule)
 
 
 @functools.cache

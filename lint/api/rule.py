@@ -13,11 +13,13 @@ import dataclasses
 import fnmatch
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 from odelint.api.finding import Edits, Finding, Fix, Safety, Span
+from packaging.version import Version
 
 if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading their metadata
     from odelint.analysis.facts import Facts
@@ -63,14 +65,22 @@ class Pass:
         object.__setattr__(self, "code", example_code(self.code))
 
 
+NO_VERSIONS: Mapping[str, Version | None] = MappingProxyType({})
+
+
 @dataclasses.dataclass
 class FileContext:
-    """What a rule may read about the file being linted."""
+    """What a rule may read about the file being linted.
+
+    `versions` maps the JAX stack's packages (jax, jaxlib, equinox, diffrax, optax) to the
+    version the code targets (`--target-version`, else the project's pins, else the installed
+    one; None when unknown): a rule about an API that changed between versions reads it."""
 
     path: str
     source: str
     module: cst.Module | None = None
     facts: Facts | None = None
+    versions: Mapping[str, Version | None] = dataclasses.field(default_factory=lambda: NO_VERSIONS)
 
 
 class BaseRule:

@@ -11,17 +11,19 @@ import dataclasses
 import os
 import traceback
 import warnings
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.scopes import build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
-from odelint.api.rule import BaseRule, FileContext, Rule, TextRule, all_node_types
+from odelint.api.rule import NO_VERSIONS, BaseRule, FileContext, Rule, TextRule, all_node_types
 from odelint.engine import noqa
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
+from packaging.version import Version
 
 MAX_FIX_ROUNDS = 10
 TOO_DEEP = "the file is nested too deeply to parse"
@@ -53,6 +55,7 @@ class FixResult:
     findings: list[Finding]            # what remains after fixing
     applied: int = 0
     crashes: list[RuleCrash] = dataclasses.field(default_factory=list)
+    applied_codes: Counter[str] = dataclasses.field(default_factory=Counter)  # fixes applied per rule
 
     def __post_init__(self) -> None:
         # Every fix round lints again: a rule that raises is reported once, not once a round.
@@ -76,25 +79,27 @@ def rules_for(path: str, codes: Collection[str] | None, python: bool) -> list[ty
 
 def lint_source(source: str, path: str, codes: Collection[str] | None = None,
                 python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True,
-                parser: IncrementalParser | None = None) -> LintResult:
+                parser: IncrementalParser | None = None, versions: Mapping[str, Version | None] = NO_VERSIONS,
+                ) -> LintResult:
     """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
 
     `python` says whether the text is Python; by default it is guessed from the name.
     `apply_noqa=False` leaves `# noqa` to a host that reads it itself (flake8).
     `gate=False` runs every rule whatever its triggers (to test that the gate misses nothing).
-    `parser` keeps one document's previous tree (the editor) to re-parse only what changed."""
+    `parser` keeps one document's previous tree (the editor) to re-parse only what changed.
+    `versions` are the JAX stack's target versions rules may read (FileContext.versions)."""
     python = is_python_file(path) if python is None else python
     rules = rules_for(path, codes, python)
     if python:
         return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate,
-                            parser)
-    return _lint_text(source, path, rules, apply_noqa, gate)
+                            parser, versions)
+    return _lint_text(source, path, rules, apply_noqa, gate, versions)
 
 
 def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_noqa: bool = True,
-               gate: bool = True) -> LintResult:
+               gate: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
     result = LintResult([])
-    context = FileContext(path, source)
+    context = FileContext(path, source, versions=versions)
     for rule_class in rules:
         if not (issubclass(rule_class, TextRule) and (not gate or rule_class.triggered_by(source))):
             continue
@@ -105,13 +110,14 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
-    kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
+    kept = noqa.unsuppressed(result.findings, source, python=False) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
 
 
 def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool,
-                 apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None) -> LintResult:
+                 apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
+                 versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     if not triggered:
         error = _syntax_error(source, path) if check_syntax else None
@@ -119,7 +125,7 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     parsed = parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, triggered, apply_noqa)
+    return run_rules(parsed, source, path, triggered, apply_noqa, versions)
 
 
 def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cst.Module | Finding:
@@ -192,14 +198,14 @@ def _syntax_error(source: str, path: str) -> Finding | None:
 
 
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
-              apply_noqa: bool = True) -> LintResult:
+              apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
     """One traversal for facts, then every rule's visitors over the indexed nodes."""
     result = LintResult([], parsed=True)
     try:
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
-    context = FileContext(path, source, module, Facts(index, path))
+    context = FileContext(path, source, module, Facts(index, path), versions)
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
         rule = rule_class(context)
@@ -240,7 +246,8 @@ def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
 
 
 def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
-               unsafe: bool = False, only: Finding | None = None, python: bool | None = None) -> FixResult:
+               unsafe: bool = False, only: Finding | None = None, python: bool | None = None,
+               versions: Mapping[str, Version | None] = NO_VERSIONS) -> FixResult:
     """Apply fixes until nothing fixable is left (at most MAX_FIX_ROUNDS rounds).
 
     `only` restricts the first round to the fix of one finding (an editor quick fix).
@@ -250,44 +257,45 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
 
     python = is_python_file(path) if python is None else python
     current = source
-    applied = 0
+    applied: Counter[str] = Counter()
     crashes: list[RuleCrash] = []
     for round_number in range(MAX_FIX_ROUNDS):
-        module, findings, round_crashes = _lint_for_fix(current, path, codes, python)
+        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions)
         crashes.extend(round_crashes)
         if module is None:
-            return FixResult(current, findings, applied, crashes)
+            return FixResult(current, findings, applied.total(), crashes, applied)
         candidates = findings
         if only is not None:
             if round_number > 0:
-                return FixResult(current, findings, applied, crashes)
+                return FixResult(current, findings, applied.total(), crashes, applied)
             candidates = [f for f in findings if (f.code, f.span) == (only.code, only.span)]
         chosen = fixing.choose(candidates, unsafe)
         if not chosen:
-            return FixResult(current, findings, applied, crashes)
+            return FixResult(current, findings, applied.total(), crashes, applied)
         try:
             new_module = fixing.apply(module, [finding.fix.build() for finding in chosen])  # type: ignore[union-attr]
             new_source = new_module.code
             cst.parse_module(new_source)
         except Exception as error:  # noqa: BLE001 - keep the last good text
             crashes.append(_crash(",".join(sorted({f.code for f in chosen})), path, error))
-            return FixResult(current, findings, applied, crashes)
+            return FixResult(current, findings, applied.total(), crashes, applied)
         if new_source == current:
-            return FixResult(current, findings, applied, crashes)
-        applied += len(chosen)
+            return FixResult(current, findings, applied.total(), crashes, applied)
+        applied.update(finding.code for finding in chosen)
         current = new_source
-    _, findings, round_crashes = _lint_for_fix(current, path, codes, python)
-    return FixResult(current, findings, applied, crashes + round_crashes)
+    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions)
+    return FixResult(current, findings, applied.total(), crashes + round_crashes, applied)
 
 
-def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool):
+def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool,
+                  versions: Mapping[str, Version | None] = NO_VERSIONS):
     """Like lint_source, but also hands back the parsed module the findings point into."""
     rules = [rule for rule in rules_for(path, codes, python) if issubclass(rule, Rule) and rule.triggered_by(source)]
     if not python or not rules:
-        result = lint_source(source, path, codes, python)
+        result = lint_source(source, path, codes, python, versions=versions)
         return None, result.findings, result.crashes
     parsed = parse(source, path)
     if isinstance(parsed, Finding):
         return None, [parsed], []
-    result = run_rules(parsed, source, path, rules)
+    result = run_rules(parsed, source, path, rules, versions=versions)
     return parsed, result.findings, result.crashes

@@ -1,4 +1,12 @@
-"""`# noqa` and `# noqa: ODL201, ODL202` on the reported line, the way flake8 and Ruff read them."""
+"""`# noqa` comments, read the way flake8 and Ruff read them.
+
+Line level: `# noqa` and `# noqa: ODL201, ODL202` on the reported line. File level: an own-line
+`# odelint: noqa` (every finding) or `# odelint: noqa: ODL201` (those codes), and flake8's
+`# flake8: noqa`, which exempts the whole file with or without codes, as flake8 itself does
+(so both faces agree). In Python only real comments count (the tokenizer finds
+them), so a string that happens to contain `# noqa` suppresses nothing; the tokenizer runs
+only for files that have findings and mention "noqa".
+"""
 
 from __future__ import annotations
 
@@ -10,15 +18,30 @@ from collections.abc import Iterable
 from odelint.api.finding import Finding
 
 NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+FILE_NOQA = re.compile(r"^#\s*odelint\s*:\s*noqa(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$",
+                       re.IGNORECASE)
+FLAKE8_FILE_NOQA = re.compile(r"^#\s*flake8[:=]\s*noqa", re.IGNORECASE)  # flake8's own pattern
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 ALL = frozenset({"*"})
+UNSUPPRESSIBLE = frozenset({"ODL000", "ODL001"})  # a file that does not parse or cannot be read
 
 
-def directive(line: str) -> frozenset[str] | None:
-    """The codes a line's noqa comment names (ALL for a bare `# noqa`), or None without one."""
-    if "noqa" not in line.lower():
+def directive(comment: str) -> frozenset[str] | None:
+    """The codes a noqa comment names (ALL for a bare `# noqa`), or None without one."""
+    if "noqa" not in comment.lower():
         return None
-    match = NOQA.search(line)
+    match = NOQA.search(comment)
+    if match is None:
+        return None
+    codes = match.group("codes")
+    return ALL if codes is None else frozenset(code.upper() for code in _CODE.findall(codes))
+
+
+def file_directive(comment: str) -> frozenset[str] | None:
+    """The codes an own-line `# odelint: noqa[: CODES]` exempts; `# flake8: noqa...` exempts all."""
+    if FLAKE8_FILE_NOQA.match(comment.strip()):
+        return ALL
+    match = FILE_NOQA.match(comment.strip())
     if match is None:
         return None
     codes = match.group("codes")
@@ -26,22 +49,71 @@ def directive(line: str) -> frozenset[str] | None:
 
 
 def suppresses(codes: frozenset[str] | None, code: str) -> bool:
-    return codes is not None and (codes is ALL or "*" in codes or code in codes)
+    return codes is not None and code not in UNSUPPRESSIBLE and (codes is ALL or "*" in codes or code in codes)
 
 
-def is_suppressed(finding: Finding, lines: list[str]) -> bool:
-    if finding.code == "ODL000":
+class Comments:
+    """The comments of one source text: by line, and which of them stand on their own line."""
+
+    def __init__(self, source: str, python: bool = True) -> None:
+        self.by_line: dict[int, str] = {}
+        self.own_line: set[int] = set()
+        if python and _tokenize(source, self):
+            return
+        self.by_line, self.own_line = {}, set()
+        for number, line in enumerate(source.splitlines(), start=1):  # requirements, TOML, or untokenizable
+            position = line.find("#")
+            if position >= 0:
+                self.by_line[number] = line[position:]
+                if not line[:position].strip():
+                    self.own_line.add(number)
+
+    def line_codes(self, line: int) -> frozenset[str] | None:
+        comment = self.by_line.get(line)
+        return directive(comment) if comment is not None else None
+
+    def file_codes(self) -> frozenset[str] | None:
+        """The union of the file-level exemptions (ALL when one is bare), or None."""
+        found: set[str] = set()
+        for line in sorted(self.own_line):
+            codes = file_directive(self.by_line[line])
+            if codes is ALL:
+                return ALL
+            if codes is not None:
+                found |= codes
+        return frozenset(found) if found else None
+
+
+def _tokenize(source: str, comments: Comments) -> bool:
+    last_line = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                line = token.start[0]
+                comments.by_line[line] = token.string
+                if line != last_line:
+                    comments.own_line.add(line)
+            if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                last_line = token.end[0]
+    except (tokenize.TokenError, SyntaxError):
         return False
-    index = finding.span.line - 1
-    return 0 <= index < len(lines) and suppresses(directive(lines[index]), finding.code)
+    return True
 
 
-def unsuppressed(findings: Iterable[Finding], source: str) -> list[Finding]:
-    lines = source.splitlines()
-    return [finding for finding in findings if not is_suppressed(finding, lines)]
+def unsuppressed(findings: Iterable[Finding], source: str, python: bool = True, *,
+                 line_level: bool = True) -> list[Finding]:
+    """The findings no noqa comment suppresses; `line_level=False` honours only the file-level
+    directives (flake8 reads the line-level ones itself)."""
+    findings = list(findings)
+    if not findings or "noqa" not in source.lower():
+        return findings
+    comments = Comments(source, python)
+    exempt = comments.file_codes()
+    return [f for f in findings if not suppresses(exempt, f.code)
+            and not (line_level and suppresses(comments.line_codes(f.span.line), f.code))]
 
 
-def add_noqa(source: str, findings: Iterable[Finding]) -> str:
+def add_noqa(source: str, findings: Iterable[Finding], python: bool = True) -> str:
     """Append `# noqa: CODES` to every reported line (merging with an existing directive).
 
     Lines whose end lies inside a string or after a backslash continuation are skipped:
@@ -49,11 +121,12 @@ def add_noqa(source: str, findings: Iterable[Finding]) -> str:
     """
     wanted: dict[int, set[str]] = {}
     for finding in findings:
-        if finding.code != "ODL000":
+        if finding.code not in UNSUPPRESSIBLE:
             wanted.setdefault(finding.span.line, set()).add(finding.code)
     if not wanted:
         return source
-    unsafe = _lines_ending_in_tokens(source)
+    unsafe = _lines_ending_in_tokens(source) if python else set()
+    comments = Comments(source, python)
     lines = source.splitlines(keepends=True)
     for number, codes in sorted(wanted.items()):
         index = number - 1
@@ -64,12 +137,13 @@ def add_noqa(source: str, findings: Iterable[Finding]) -> str:
         ending = line[len(body):]
         if body.rstrip().endswith("\\"):
             continue
-        existing = directive(body)
+        comment = comments.by_line.get(number)
+        existing = directive(comment) if comment is not None else None
         if existing is ALL:
             continue
-        if existing is not None:
+        if existing is not None and comment is not None and body.endswith(comment):
             merged = ", ".join(sorted(set(existing) | codes))
-            body = NOQA.sub(f"# noqa: {merged}", body, count=1)
+            body = body[:len(body) - len(comment)] + NOQA.sub(f"# noqa: {merged}", comment, count=1)
         else:
             body = f"{body.rstrip()}  # noqa: {', '.join(sorted(codes))}"
         lines[index] = body + ending

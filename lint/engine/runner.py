@@ -14,7 +14,9 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from odelint.api.finding import Finding, Safety
 from odelint.api.registry import file_patterns, is_python_file
@@ -23,8 +25,16 @@ from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
 from odelint.files.discover import Target, discover
 from odelint.files.fileio import SourceError, atomic_write, decode, encode
+from odelint.files.versions import describe
+from packaging.version import Version
 
 CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
+
+
+class Progress(Protocol):
+    def update(self, done: int, total: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +43,7 @@ class Options:
     jobs: int | None = None
     use_cache: bool = True
     cache_dir: str | None = None
+    progress: Progress | None = None  # told of every finished file (the terminal's progress line)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +54,7 @@ class Task:
     python: bool
     mode: str
     unsafe: bool
+    versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)  # the JAX stack's targets
 
 
 @dataclasses.dataclass
@@ -54,6 +66,7 @@ class Outcome:
     new_data: bytes | None = None
     diff: str | None = None
     applied: int = 0
+    applied_codes: dict[str, int] = dataclasses.field(default_factory=dict)
     cache_key: str | None = None  # of the bytes the findings are for; None for stdin
     relevant: list[str] = dataclasses.field(default_factory=list)  # the rules that could fire on those bytes
     read_digest: str | None = None  # sha256 of the bytes that new_data replaces
@@ -65,6 +78,7 @@ class RunResult:
     errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     internal_errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     fixes_applied: int = 0
+    fixed_by_file: dict[str, Counter] = dataclasses.field(default_factory=dict)  # path -> fixes per code
     changed: list[str] = dataclasses.field(default_factory=list)
     diffs: list[str] = dataclasses.field(default_factory=list)
     files: int = 0
@@ -82,7 +96,7 @@ def process(task: Task) -> Outcome:
     try:
         if data is None:
             data = _read(task.path)
-            outcome.cache_key = result_cache.key(data, task.path, task.python)
+            outcome.cache_key = result_cache.key(data, task.path, task.python, describe(task.versions))
         source = decode(data, task.python)
     except SourceError as error:
         outcome.error = str(error)
@@ -93,16 +107,19 @@ def process(task: Task) -> Outcome:
     python = task.python
     try:
         if task.mode in (FIX, DIFF):
-            fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python)
+            fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python,
+                                      versions=task.versions)
             findings, crashes, new_text = fixed.findings, fixed.crashes, fixed.source
             outcome.applied = fixed.applied
+            outcome.applied_codes = dict(fixed.applied_codes)
         else:
-            result = engine.lint_source(text, task.path, task.codes, python=python)
+            result = engine.lint_source(text, task.path, task.codes, python=python, versions=task.versions)
             findings, crashes, new_text = result.findings, result.crashes, text
             if task.mode == ADD_NOQA:
-                new_text = noqa.add_noqa(text, findings)
+                new_text = noqa.add_noqa(text, findings, python)
                 if new_text != text:
-                    findings = engine.lint_source(new_text, task.path, task.codes, python=python).findings
+                    findings = engine.lint_source(new_text, task.path, task.codes, python=python,
+                                                  versions=task.versions).findings
     except RecursionError:
         outcome.findings = [engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse").to_dict()]
         return outcome
@@ -136,24 +153,35 @@ def _size(task: Task) -> int:
         return 0
 
 
-def _run_tasks(tasks: Sequence[Task], jobs: int) -> list[Outcome]:
+def _run_tasks(tasks: Sequence[Task], jobs: int, progress: Progress | None = None) -> list[Outcome]:
     """Outcomes in task order. Workers get the largest files first, in small chunks, so no
     worker is left with a long file while the others idle at the end."""
-    if jobs <= 1 or len(tasks) < 4 * jobs:
-        return [process(task) for task in tasks]
-    import concurrent.futures
-    import multiprocessing
+    try:
+        if jobs <= 1 or len(tasks) < 4 * jobs:
+            return [_reported(process(task), index, len(tasks), progress) for index, task in enumerate(tasks)]
+        import concurrent.futures
+        import multiprocessing
 
-    load("libcst")  # once, before forking, rather than once per worker
-    context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-    order = sorted(range(len(tasks)), key=lambda index: _size(tasks[index]), reverse=True)
-    chunk = max(1, min(4, len(tasks) // (jobs * 16)))
-    outcomes: list[Outcome | None] = [None] * len(tasks)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context,
-                                                initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
-        for index, outcome in zip(order, pool.map(process, [tasks[i] for i in order], chunksize=chunk), strict=True):
-            outcomes[index] = outcome
-    return outcomes  # type: ignore[return-value]
+        load("libcst")  # once, before forking, rather than once per worker
+        context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+        order = sorted(range(len(tasks)), key=lambda index: _size(tasks[index]), reverse=True)
+        chunk = max(1, min(4, len(tasks) // (jobs * 16)))
+        outcomes: list[Outcome | None] = [None] * len(tasks)
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_exit_with_parent,
+                                                    initargs=(os.getpid(),)) as pool:
+            done = pool.map(process, [tasks[i] for i in order], chunksize=chunk)
+            for count, (index, outcome) in enumerate(zip(order, done, strict=True)):
+                outcomes[index] = _reported(outcome, count, len(tasks), progress)
+        return outcomes  # type: ignore[return-value]
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _reported(outcome: Outcome, index: int, total: int, progress: Progress | None) -> Outcome:
+    if progress is not None:
+        progress.update(index + 1, total)
+    return outcome
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -193,8 +221,9 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         codes = settings.enabled(target.path)
         python = is_python_file(target.path)
         unsafe = settings.unsafe_fixes
+        versions = dict(settings.versions)
         if stdin is not None and target.path == stdin[0]:
-            tasks.append(Task(target.path, stdin[1], codes, python, options.mode, unsafe))
+            tasks.append(Task(target.path, stdin[1], codes, python, options.mode, unsafe, versions))
             continue
         if cache is not None:
             try:
@@ -202,13 +231,13 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
             except SourceError as error:
                 result.errors.append((target.path, str(error)))
                 continue
-            hit = cache.get(result_cache.key(data, target.path, python), codes)
+            hit = cache.get(result_cache.key(data, target.path, python, describe(versions)), codes)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue
-        tasks.append(Task(target.path, None, codes, python, options.mode, unsafe))
+        tasks.append(Task(target.path, None, codes, python, options.mode, unsafe, versions))
 
-    outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1)
+    outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1, options.progress)
     result.files = len(cached) + sum(outcome.error is None for outcome in outcomes)
     for path, findings in cached:
         result.findings.extend(_findings(path, findings))
@@ -246,21 +275,20 @@ def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
     result.findings.extend(_findings(task.path, outcome.findings))
     if outcome.new_data is None:
         return
-    result.fixes_applied += outcome.applied
     if options.mode == DIFF:
         result.diffs.append(outcome.diff or "")
-        result.changed.append(task.path)
-        return
-    if task.path == stdin_path(stdin):
+    elif task.path == stdin_path(stdin):
         result.stdout_data = outcome.new_data
-        result.changed.append(task.path)
-        return
-    try:
-        if hashlib.sha256(_read(task.path)).hexdigest() != outcome.read_digest:
-            raise SourceError("changed on disk while odelint was fixing it; not written")
-        atomic_write(task.path, outcome.new_data)
-    except (SourceError, OSError) as error:
-        result.errors.append((task.path, str(error) if isinstance(error, SourceError) else
-                              f"cannot write: {error.strerror or error}"))
-        return
+    else:
+        try:
+            if hashlib.sha256(_read(task.path)).hexdigest() != outcome.read_digest:
+                raise SourceError("changed on disk while odelint was fixing it; not written")
+            atomic_write(task.path, outcome.new_data)
+        except (SourceError, OSError) as error:
+            result.errors.append((task.path, str(error) if isinstance(error, SourceError) else
+                                  f"cannot write: {error.strerror or error}"))
+            return
     result.changed.append(task.path)
+    result.fixes_applied += outcome.applied  # counted once the fixed text is written (or shown)
+    if outcome.applied_codes:
+        result.fixed_by_file[task.path] = Counter(outcome.applied_codes)

@@ -7,11 +7,12 @@ imports the rules, LibCST and multiprocessing only when some file must be linted
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from odelint import __version__
 from odelint.api.errors import UsageError
@@ -19,6 +20,7 @@ from odelint.faces import report
 
 if TYPE_CHECKING:
     from odelint.engine import runner
+    from odelint.faces import colour
     from odelint.files.config import ConfigResolver, Overrides
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -57,14 +59,26 @@ def _check_parser(sub) -> None:
     files.add_argument("--force-exclude", action="store_true", default=None,
                        help="apply exclude patterns to files named on the command line too")
     files.add_argument("--stdin-filename", help="the path that standard input stands for")
-    files.add_argument("--config", help="use this pyproject.toml for every file")
+    files.add_argument("--config", action="append", default=[], metavar="FILE_OR_KEY=VALUE",
+                       help="a pyproject.toml (or odelint.toml) to use for every file, or a `key = value` "
+                            "TOML override of one setting, e.g. --config \"ignore = ['ODL302']\" (repeatable; "
+                            "overrides win over every file)")
     files.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     output = check.add_argument_group("output")
     output.add_argument("--format", "--output-format", dest="format", choices=sorted(report.FORMATS), default="text")
+    output.add_argument("-o", "--output-file", help="write the report to this file instead of standard output")
     output.add_argument("--statistics", action="store_true", help="count findings per rule")
+    output.add_argument("--show-fixes", action="store_true", help="show each finding's fix; with --fix, list what "
+                        "was fixed")
+    output.add_argument("--no-show-fixes", dest="show_fixes", action="store_false")
     output.add_argument("-q", "--quiet", action="store_true", help="findings only: no snippets, no summary")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     output.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when any fix was applied")
+    output.add_argument("-w", "--watch", action="store_true",
+                        help="lint again whenever a file changes (needs watchfiles: `pip install 'odelint[watch]'`)")
+    rules.add_argument("--target-version", action="append", default=[], metavar="PACKAGE==VERSION",
+                       help="the jax/equinox/diffrax/optax version to check against, e.g. jax==0.4.33 "
+                            "(repeatable; default: the project's pins, else the installed versions)")
     speed = check.add_argument_group("speed")
     speed.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: number of cores)")
     speed.add_argument("--no-cache", action="store_true", help="neither read nor write .odelint_cache")
@@ -154,13 +168,19 @@ def _per_file_ignores(values: list[str]) -> tuple[tuple[str, tuple[str, ...]], .
 
 def _overrides(args: argparse.Namespace) -> Overrides:
     from odelint.api.registry import known_codes
-    from odelint.files.config import Overrides
+    from odelint.files.config import Overrides, parse_config_options
     from odelint.files.selection import check_selectors
+    from odelint.files.versions import TargetError, parse_targets
 
     known = known_codes()
     per_file = _per_file_ignores(args.per_file_ignores)
     check_selectors([*(args.select or []), *args.extend_select, *args.ignore,
                      *(c for _, codes in per_file for c in codes)], known, "command line")
+    config_file, settings = parse_config_options(args.config, known)
+    try:
+        targets = parse_targets(args.target_version, "--target-version")
+    except TargetError as error:
+        raise UsageError(str(error)) from None
     return Overrides(
         select=tuple(args.select) if args.select is not None else None,
         extend_select=tuple(args.extend_select),
@@ -170,8 +190,10 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         per_file_ignores=per_file,
         unsafe_fixes=args.unsafe_fixes,
         force_exclude=args.force_exclude,
-        config=args.config,
+        config=config_file,
         isolated=args.isolated,
+        settings=settings,
+        target_versions=tuple(targets.items()),
     )
 
 
@@ -187,8 +209,17 @@ def _mode(args: argparse.Namespace) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
+    if args.watch:
+        from odelint.faces import watch  # imports watchfiles: only for --watch
+
+        return watch.run(args, lambda: _check_once(args))
+    return _check_once(args)
+
+
+def _check_once(args: argparse.Namespace) -> int:
     from odelint.api.registry import known_codes
     from odelint.engine import runner
+    from odelint.faces import progress
     from odelint.files.config import ConfigResolver
 
     overrides = _overrides(args)
@@ -200,7 +231,8 @@ def _check(args: argparse.Namespace) -> int:
         stdin = (args.stdin_filename or "-", sys.stdin.buffer.read())
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    options = runner.Options(mode=mode, jobs=args.jobs, use_cache=not args.no_cache, cache_dir=args.cache_dir)
+    options = runner.Options(mode=mode, jobs=args.jobs, use_cache=not args.no_cache, cache_dir=args.cache_dir,
+                             progress=progress.for_stream(sys.stderr))
     result = runner.run(paths, resolver, options, stdin)
 
     unsafe_shown = bool(overrides.unsafe_fixes) or _settings_unsafe(resolver)
@@ -211,13 +243,33 @@ def _check(args: argparse.Namespace) -> int:
     if stdin is not None and mode == runner.FIX:
         sys.stdout.buffer.write(result.stdout_data if result.stdout_data is not None else stdin[1])
         sys.stdout.flush()
-    elif mode == runner.DIFF:
-        sys.stdout.write("".join(result.diffs))
-        if not args.quiet:
-            print(f"Would fix {result.fixes_applied} finding(s) in {len(result.changed)} file(s).", file=sys.stderr)
-    else:
-        _print_findings(args, result, stdin, unsafe_shown)
+        return _exit_code(args, mode, result)
+    with _output(args) as (stream, paint):
+        if mode == runner.DIFF:
+            stream.write("".join(result.diffs))
+            if not args.quiet:
+                print(f"Would fix {result.fixes_applied} finding(s) in {len(result.changed)} file(s).", file=sys.stderr)
+        else:
+            _print_findings(args, result, stdin, unsafe_shown, stream, paint)
     return _exit_code(args, mode, result)
+
+
+@contextlib.contextmanager
+def _output(args: argparse.Namespace) -> Iterator[tuple[TextIO, colour.Paint]]:
+    """Standard output (coloured on a terminal), or the `--output-file` (never coloured)."""
+    from odelint.faces import colour
+
+    if not args.output_file:
+        yield sys.stdout, colour.painter(args.format == "text" and colour.wanted(sys.stdout))
+        return
+    folder = os.path.dirname(os.path.abspath(args.output_file))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        handle = open(args.output_file, "w", encoding="utf-8", newline="\n")
+    except OSError as error:
+        raise UsageError(f"cannot write --output-file {args.output_file}: {error.strerror or error}") from None
+    with handle:
+        yield handle, colour.plain
 
 
 def _settings_unsafe(resolver: ConfigResolver) -> bool:
@@ -229,7 +281,12 @@ def _settings_unsafe(resolver: ConfigResolver) -> bool:
         return False
 
 
-def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool) -> None:
+def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, stream: TextIO,
+                    paint: colour.Paint) -> None:
+    from odelint.api.finding import Finding
+    from odelint.api.registry import IoErrorRule
+    from odelint.faces.report import text as text_report
+
     def lines_of(path: str) -> list[str] | None:
         if stdin is not None and path == stdin[0]:
             return stdin[1].decode("utf-8", errors="replace").splitlines()
@@ -239,17 +296,20 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool) -
         except OSError:
             return None
 
-    output = report.render(args.format, result.findings, lines_of=lines_of, unsafe_fixes=unsafe_shown,
-                           quiet=args.quiet, errors=result.errors + result.internal_errors)
+    # Files that could not be read or linted are findings too (ODL001), in every format.
+    shown = sorted([*result.findings, *(IoErrorRule.finding(path, reason) for path, reason in result.errors)],
+                   key=Finding.sort_key)
     if args.format == "text" and args.statistics:
-        from odelint.faces.report import text as text_report
-
-        output = text_report.statistics(result.findings)
-    sys.stdout.write(output)
-    if args.format == "text" and not args.quiet and result.fixes_applied:
-        print(f"Fixed {result.fixes_applied} finding(s) in {len(result.changed)} file(s).")
+        stream.write(text_report.statistics(shown, unsafe_shown))
+    else:
+        stream.write(report.render(args.format, shown, lines_of=lines_of, unsafe_fixes=unsafe_shown,
+                                   quiet=args.quiet, errors=result.errors + result.internal_errors,
+                                   fixed=result.fixes_applied, internal_errors=len(result.internal_errors),
+                                   show_fixes=args.show_fixes and not args.fix, paint=paint))
+    if args.format == "text" and args.show_fixes and args.fix:
+        stream.write(text_report.fixed_listing(result.fixed_by_file))
     if args.format == "text" and not args.quiet and args.add_noqa:
-        print(f"Added noqa directives to {len(result.changed)} file(s).")
+        print(f"Added noqa directives to {len(result.changed)} file(s).", file=stream)
 
 
 def _exit_code(args, mode: str, result: runner.RunResult) -> int:

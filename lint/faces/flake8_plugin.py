@@ -1,7 +1,10 @@
 """The flake8 face: `flake8 --select ODL` runs the engine on the lines flake8 has already read.
 
-flake8 owns file discovery, `--select`/`--ignore`, `# noqa` and syntax errors (E999: it runs
-no plugin on a file that does not parse); `[tool.odelint]` decides which rules run at all.
+flake8 owns file discovery, `--select`/`--ignore`, line-level `# noqa`, `# flake8: noqa` and
+syntax errors (E999: it runs no plugin on a file that does not parse); `[tool.odelint]` decides
+which rules run at all. The plugin honours the file-level directives flake8 does not know
+(`# odelint: noqa`, and `# flake8: noqa: ODL201` with codes, which flake8 ignores) unless
+flake8 runs with `--disable-noqa`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Iterator
 
 from odelint import __version__
 from odelint.api.registry import SyntaxErrorRule, all_rules
+from odelint.engine import noqa
 from odelint.engine.core import lint_source
 from odelint.files.config import ConfigResolver, Overrides
 
@@ -28,6 +32,11 @@ class Flake8Plugin:
 
     name = "odelint"
     version = __version__
+    disable_noqa = False
+
+    @classmethod
+    def parse_options(cls, options: object) -> None:
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
 
     def __init__(self, tree: object, lines: list[str], filename: str) -> None:
         self.lines = lines
@@ -36,9 +45,11 @@ class Flake8Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         settings = _resolver(os.getcwd()).for_path(self.filename)
         codes = settings.enabled(self.filename) - {SyntaxErrorRule.code}
-        result = lint_source("".join(self.lines), self.filename, codes, python=True, apply_noqa=False)
+        source = "".join(self.lines)
+        result = lint_source(source, self.filename, codes, python=True, apply_noqa=False)
+        findings = result.findings if self.disable_noqa else noqa.unsuppressed(result.findings, source, line_level=False)
         for crash in result.crashes:
             print(f"odelint: error: {self.filename}: {crash.message()}", file=sys.stderr)
-        for finding in result.findings:
+        for finding in findings:
             # flake8 wants 0-based columns and adds 1 when it prints them.
             yield finding.span.line, finding.span.column - 1, f"{finding.code} {finding.message}", type(self)

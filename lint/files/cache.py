@@ -1,5 +1,5 @@
-"""Per-file results keyed by content, file name and kind, odelint version and the rules' sources,
-then by the enabled rules that could fire on the file.
+"""Per-file results keyed by content, file name and kind, odelint version, the rules' sources and
+the target versions of the JAX stack, then by the enabled rules that could fire on the file.
 
 A file's entry records which rules could report anything on it (`odelint.engine.relevance`:
 those whose trigger words it holds and that look at its kind of file) and holds one result
@@ -27,10 +27,11 @@ MAX_ENTRIES = 100_000
 REFRESH_SECONDS = 24 * 3600
 
 
-def key(data: bytes, filename: str, python: bool) -> str:
-    """The file's entry; the rules' digest keeps a changed gate from answering for an old one."""
+def key(data: bytes, filename: str, python: bool, versions: str = "") -> str:
+    """The file's entry; the rules' digest keeps a changed gate from answering for an old one,
+    and `versions` (the target versions of the JAX stack) one computed for other versions."""
     digest = hashlib.sha256(data)
-    digest.update(f"\0{__version__}\0{rules_digest()}\0{os.path.basename(filename)}\0{python}".encode())
+    digest.update(f"\0{__version__}\0{rules_digest()}\0{os.path.basename(filename)}\0{python}\0{versions}".encode())
     return digest.hexdigest()
 
 

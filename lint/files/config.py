@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
+from odelint.files.versions import TargetError, parse_targets, target_versions
+from packaging.version import Version
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d",
@@ -16,7 +18,7 @@ DEFAULT_EXCLUDE = (
     "buck-out", "build", "dist", "node_modules", "site-packages", "venv", "__pycache__",
 )
 
-_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "target-version")
 _BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude")
 KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, "per-file-ignores")
 
@@ -42,6 +44,9 @@ class Overrides:
     force_exclude: bool | None = None
     config: str | None = None
     isolated: bool = False
+    # `--config "key = value"`: validated settings (Python names) that win over every file
+    settings: Mapping = dataclasses.field(default_factory=dict)
+    target_versions: tuple[tuple[str, Version], ...] = ()  # --target-version
 
     def layer(self) -> Layer:
         return Layer(self.select, self.extend_select, self.ignore)
@@ -59,6 +64,12 @@ class Settings:
     respect_gitignore: bool
     force_exclude: bool
     codes: tuple[str, ...]
+    targets: tuple[tuple[str, Version], ...] = ()  # target-version, then --target-version
+
+    @functools.cached_property
+    def versions(self) -> Mapping[str, Version | None]:
+        """The JAX stack's versions rules may check against (see odelint.files.versions)."""
+        return target_versions(self.root, self.targets)
 
     @functools.cached_property
     def base_enabled(self) -> frozenset[str]:
@@ -136,6 +147,11 @@ def parse_table(table: Mapping, where: str, codes: Sequence[str]) -> dict:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{where}: `{key}` must be true or false")
             parsed[key.replace("-", "_")] = table[key]
+    if "target_version" in parsed:
+        try:
+            parsed["target_version"] = tuple(parse_targets(parsed["target_version"], where).items())
+        except TargetError as error:
+            raise ConfigError(str(error)) from None
     if "per-file-ignores" in table:
         value = table["per-file-ignores"]
         if not isinstance(value, Mapping):
@@ -152,9 +168,9 @@ def parse_table(table: Mapping, where: str, codes: Sequence[str]) -> dict:
 
 
 def read_config_file(path: str, codes: Sequence[str]) -> dict | None:
-    """The validated `[tool.odelint]` table of a pyproject.toml, or None when it has none."""
-    import tomllib  # only where there is a pyproject.toml to read
-
+    """The validated `[tool.odelint]` table of a pyproject.toml, or None when it has none; any
+    other file (an `odelint.toml` given to `--config`) holds the settings at its top level."""
+    import tomllib  # only where there is a configuration file to read
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
@@ -164,14 +180,40 @@ def read_config_file(path: str, codes: Sequence[str]) -> dict | None:
         raise ConfigError(f"{path}: not valid UTF-8") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    if os.path.basename(path) != "pyproject.toml":
+        return parse_table(document, path, codes)
     tool = document.get("tool", {})
     if not isinstance(tool, Mapping) or "odelint" not in tool:
         return None
     return parse_table(tool["odelint"], path, codes)
 
 
+def parse_config_options(values: Sequence[str], codes: Sequence[str]) -> tuple[str | None, dict]:
+    """Ruff's `--config`: a configuration file, or `key = value` TOML overriding one setting.
+
+    Returns (the file or None, the validated overrides); an unknown key, a bad value or a
+    second file raises ConfigError naming the option."""
+    import tomllib
+
+    path: str | None = None
+    settings: dict = {}
+    for value in values:
+        if os.path.isfile(value) or ("=" not in value and value.endswith(".toml")):
+            if path is not None:
+                raise ConfigError(f"--config {value}: only one configuration file may be given (also: {path})")
+            path = value
+            continue
+        try:
+            table = tomllib.loads(value)
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"--config {value!r}: neither a file nor a `key = value` TOML setting ({error})") from None
+        settings.update(parse_table(table, f"--config {value!r}", codes))
+    return path, settings
+
+
 def build_settings(root: str, path: str | None, table: Mapping, overrides: Overrides,
                    codes: Sequence[str]) -> Settings:
+    table = {**table, **overrides.settings}
     exclude = overrides.exclude if overrides.exclude is not None else table.get("exclude", ())
     unsafe = overrides.unsafe_fixes if overrides.unsafe_fixes is not None else table.get("unsafe_fixes", False)
     return Settings(
@@ -186,6 +228,7 @@ def build_settings(root: str, path: str | None, table: Mapping, overrides: Overr
         force_exclude=(overrides.force_exclude if overrides.force_exclude is not None
                        else table.get("force_exclude", False)),
         codes=tuple(codes),
+        targets=(*table.get("target_version", ()), *overrides.target_versions),
     )
 
 
@@ -204,7 +247,7 @@ class ConfigResolver:
         elif overrides.config:
             path = os.path.abspath(overrides.config)
             if not os.path.isfile(path):
-                raise ConfigError(f"{overrides.config}: no such config file")
+                raise ConfigError(f"--config {overrides.config}: no such configuration file")
             table = read_config_file(path, self.codes) or {}
             self._fixed = build_settings(os.path.dirname(path), path, table, overrides, self.codes)
 

@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from odelint.api.finding import Finding, Safety
+from odelint.api.registry import IoErrorRule, rules_by_code
+from odelint.faces.colour import Paint, plain
 
 SNIPPET_WIDTH = 160
 
 
 def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] | None] = lambda path: None,
-           unsafe_fixes: bool = False, quiet: bool = False, **_) -> str:
+           unsafe_fixes: bool = False, quiet: bool = False, fixed: int = 0, internal_errors: int = 0,
+           show_fixes: bool = False, paint: Paint = plain, **_) -> str:
     out: list[str] = []
     for finding in findings:
-        marker = " [*]" if _offered(finding, unsafe_fixes) else ""
-        out.append(f"{finding.path}:{finding.span.line}:{finding.span.column}: {finding.code}{marker} {finding.message}")
+        marker = paint(" [*]", "fix") if _offered(finding, unsafe_fixes) else ""
+        where = paint(f"{finding.path}:{finding.span.line}:{finding.span.column}:", "path")
+        out.append(f"{where} {paint(finding.code, 'code')}{marker} {finding.message}")
         if not quiet:
-            out.extend(_snippet(finding, lines_of(finding.path)))
+            out.extend(_snippet(finding, lines_of(finding.path), paint))
+            if show_fixes and finding.fix is not None:
+                out.append(paint(f"   = fix ({finding.fix.safety.value}): {finding.fix.description}", "fix"))
     if not quiet:
-        out.append(summary(findings, unsafe_fixes))
+        out.append(paint(summary(findings, unsafe_fixes, fixed=fixed, internal_errors=internal_errors), "summary"))
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -27,9 +33,9 @@ def _offered(finding: Finding, unsafe_fixes: bool) -> bool:
     return finding.fix is not None and (unsafe_fixes or finding.fix.safety is Safety.SAFE)
 
 
-def _snippet(finding: Finding, lines: list[str] | None) -> list[str]:
+def _snippet(finding: Finding, lines: list[str] | None, paint: Paint = plain) -> list[str]:
     index = finding.span.line - 1
-    if not lines or not 0 <= index < len(lines):
+    if finding.code == IoErrorRule.code or not lines or not 0 <= index < len(lines):
         return []
     line = lines[index].rstrip("\r\n").expandtabs(1)
     number = str(finding.span.line)
@@ -40,16 +46,31 @@ def _snippet(finding: Finding, lines: list[str] | None) -> list[str]:
         left = max(0, min(start - 20, len(line) - SNIPPET_WIDTH))
         line, start, end = line[left:left + SNIPPET_WIDTH], start - left, min(end, left + SNIPPET_WIDTH) - left
     width = max(1, min(end, len(line)) - start)
-    return [f" {number} | {line}", f" {pad} | {' ' * start}{'^' * width}"]
+    return [f"{paint(f' {number} |', 'gutter')} {line}",
+            f"{paint(f' {pad} |', 'gutter')} {' ' * start}{paint('^' * width, 'caret')}"]
 
 
-def summary(findings: Sequence[Finding], unsafe_fixes: bool) -> str:
-    if not findings:
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def summary(findings: Sequence[Finding], unsafe_fixes: bool, *, fixed: int = 0, internal_errors: int = 0) -> str:
+    """Ruff's summary: what was found (and fixed), what could not be checked, what `--fix` can do.
+    "All checks passed!" only when every file was read and nothing is left to report."""
+    unread = sum(1 for f in findings if f.code == IoErrorRule.code)
+    remaining = [f for f in findings if f.code != IoErrorRule.code]
+    if not remaining and not fixed and not unread and not internal_errors:
         return "All checks passed!"
-    noun = "finding" if len(findings) == 1 else "findings"
-    safe = sum(1 for f in findings if f.fix is not None and f.fix.safety is Safety.SAFE)
-    unsafe = sum(1 for f in findings if f.fix is not None and f.fix.safety is Safety.UNSAFE)
-    text = f"Found {len(findings)} {noun}."
+    text = f"Found {_plural(len(remaining) + fixed, 'finding')}"
+    if fixed:
+        text += f" ({fixed} fixed, {len(remaining)} remaining)"
+    if unread:
+        text += f"; {_plural(unread, 'file')} could not be read or linted (ODL001)"
+    if internal_errors:
+        text += f"; {_plural(internal_errors, 'internal error')} (see the messages above)"
+    text += "."
+    safe = sum(1 for f in remaining if f.fix is not None and f.fix.safety is Safety.SAFE)
+    unsafe = sum(1 for f in remaining if f.fix is not None and f.fix.safety is Safety.UNSAFE)
     if unsafe_fixes and safe + unsafe:
         text += f"\n[*] {safe + unsafe} fixable with `odelint check --fix --unsafe-fixes`."
     else:
@@ -60,10 +81,25 @@ def summary(findings: Sequence[Finding], unsafe_fixes: bool) -> str:
     return text
 
 
-def statistics(findings: Sequence[Finding]) -> str:
+def statistics(findings: Sequence[Finding], unsafe_fixes: bool = False) -> str:
+    """One row per code; `[*]` where `--fix` (with the current unsafe-fixes setting) fixes some."""
     counts = Counter(f.code for f in findings)
     names = {f.code: f.name for f in findings}
-    fixable = {f.code for f in findings if f.fix is not None}
+    fixable = {f.code for f in findings if _offered(f, unsafe_fixes)}
     rows = [f"{counts[code]:>5}  {code}  {'[*]' if code in fixable else '   '} {names[code]}"
             for code in sorted(counts, key=lambda c: (-counts[c], c))]
     return "\n".join(rows) + ("\n" if rows else "")
+
+
+def fixed_listing(applied: Mapping[str, Counter]) -> str:
+    """`--fix --show-fixes`: what was fixed, per file and code, as Ruff lists it."""
+    if not applied:
+        return "No findings fixed.\n"
+    total = sum(sum(counts.values()) for counts in applied.values())
+    names = {code: rule.name for code, rule in rules_by_code().items()}
+    out = [f"Fixed {_plural(total, 'finding')}:"]
+    for path in sorted(applied):
+        out.append(f"- {path}:")
+        for code, count in sorted(applied[path].items()):
+            out.append(f"    {count} × {code} ({names.get(code, code)})")
+    return "\n".join(out) + "\n"
