@@ -80,11 +80,11 @@ def test_syntax_error_position_and_message() -> None:
 
 
 def test_fix_only_one_finding() -> None:
-    source = HAZARD + "t = optax.sgd(1.0).init(m)\n"
+    source = HAZARD + "t = optax.rmsprop(1.0).init(m)\n"
     findings = engine.lint_source(source, "d.py").findings
     assert len(findings) == 2
     result = engine.fix_source(source, "d.py", only=findings[1])
-    assert result.source == HAZARD + "t = optax.sgd(1.0).init(eqx.filter(m, eqx.is_array))\n"
+    assert result.source == HAZARD + "t = optax.rmsprop(1.0).init(eqx.filter(m, eqx.is_array))\n"
     assert [f.span.line for f in result.findings] == [4]
 
 

@@ -225,7 +225,7 @@ async def test_quick_fix_is_the_engine_fix_and_clears_the_diagnostic(client: Lan
 
 
 async def test_fix_all_and_source_kind_filter(client: LanguageClient, tmp_path):
-    text = ADAM + "again = optax.sgd(0.1).init(model)\n"
+    text = ADAM + "again = optax.rmsprop(0.1).init(model)\n"
     uri = open_file(client, tmp_path / "train.py", text)
     assert len(await published(client, uri, 1)) == 2
     everything = types.Range(types.Position(0, 0), types.Position(0, 0))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 
 from odelint.api.rule import Flag, Pass, TextRule
-from odelint.rules.dependencies import dependency_files, known_bad
-from odelint.rules.dependencies.dependency_files import Declared
+from odelint.files import dependency_files
+from odelint.files.dependency_files import Declared
+from odelint.rules.dependencies import known_bad
 from packaging.specifiers import SpecifierSet
 
 
