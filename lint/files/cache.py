@@ -21,9 +21,10 @@ MAX_ENTRIES = 100_000
 REFRESH_SECONDS = 24 * 3600
 
 
-def key(data: bytes, filename: str, codes: Iterable[str], python: bool) -> str:
+def key(data: bytes, filename: str, codes: Iterable[str], kind: str) -> str:
+    """`kind` says how the bytes were read: Python, a notebook, a text file."""
     digest = hashlib.sha256(data)
-    digest.update(f"\0{__version__}\0{os.path.basename(filename)}\0{python}\0{','.join(sorted(codes))}".encode())
+    digest.update(f"\0{__version__}\0{os.path.basename(filename)}\0{kind}\0{','.join(sorted(codes))}".encode())
     return digest.hexdigest()
 
 

@@ -15,12 +15,18 @@ def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] |
     out: list[str] = []
     for finding in findings:
         marker = " [*]" if _offered(finding, unsafe_fixes) else ""
-        out.append(f"{finding.path}:{finding.span.line}:{finding.span.column}: {finding.code}{marker} {finding.message}")
+        out.append(f"{where(finding)}:{finding.span.line}:{finding.span.column}: {finding.code}{marker} {finding.message}")
         if not quiet:
-            out.extend(_snippet(finding, lines_of(finding.path)))
+            lines = lines_of(finding.path) if finding.cell is None else lines_of(finding.path, finding.cell)
+            out.extend(_snippet(finding, lines))
     if not quiet:
         out.append(summary(findings, unsafe_fixes))
     return "\n".join(out) + ("\n" if out else "")
+
+
+def where(finding: Finding) -> str:
+    """`train.py`, or `nb.ipynb:cell 3` for a notebook (its lines count within the cell)."""
+    return finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
 
 
 def _offered(finding: Finding, unsafe_fixes: bool) -> bool:
