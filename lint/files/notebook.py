@@ -16,6 +16,7 @@ import difflib
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 
 SUFFIX = ".ipynb"
 MASK = "# odelint: IPython magic"
@@ -180,18 +181,20 @@ def read(data: bytes) -> Notebook:
     language = _language(document)
     if language not in (None, "python"):
         raise NotPythonNotebook(f"a {language} notebook, not Python; skipped")
+    code = [(index, _source(cell.get("source", ""), index)) for index, cell in enumerate(document["cells"])
+            if isinstance(cell, dict) and cell.get("cell_type") == "code"]
+    return Notebook(raw, document, *join(code))
+
+
+def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:
+    """The cells and the program of (position in the notebook, source) of each code cell."""
     cells: list[Cell] = []
     parts: list[str] = []
-    next_line = 1
-    for index, cell in enumerate(document["cells"]):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        text = _source(cell.get("source", ""), index)
+    for index, text in code_cells:
         masked, program_lines = _mask(lines(text))
-        cells.append(Cell(index, next_line, text, frozenset(masked)))
+        cells.append(Cell(index, len(parts) + 1, text, frozenset(masked)))
         parts.extend(program_lines)
-        next_line += len(program_lines)
-    return Notebook(raw, document, cells, "".join(parts))
+    return cells, "".join(parts)
 
 
 def _language(document: dict) -> str | None:
