@@ -81,3 +81,35 @@ async def test_a_name_defined_in_one_cell_is_known_in_the_next(client: LanguageC
     [diagnostic] = await published(client, cell_uri(uri, 2), None)
     assert diagnostic.code == "ODL201"
     assert diagnostic.range.start == types.Position(0, 23)
+
+
+def _apply(text: str, edits: list[types.TextEdit]) -> str:
+    [edit] = edits
+    lines = text.splitlines(keepends=True) + [""]
+    start = sum(len(line) for line in lines[:edit.range.start.line]) + edit.range.start.character
+    end = sum(len(line) for line in lines[:edit.range.end.line]) + edit.range.end.character
+    return text[:start] + edit.new_text + text[end:]
+
+
+async def test_quick_fix_and_noqa_actions_edit_only_the_cell(client: LanguageClient, tmp_path) -> None:
+    uri = (tmp_path / "train.ipynb").as_uri()
+    code = types.NotebookCellKind.Code
+    open_notebook(client, uri, [(code, "python", SETUP), (code, "python", HAZARD)])
+    [diagnostic] = await published(client, cell_uri(uri, 1), None)
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(cell_uri(uri, 1)), range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[diagnostic])))
+    fix, disable = actions
+    assert fix.title.startswith("ODL201: ") and fix.is_preferred
+    assert list(fix.edit.changes) == [cell_uri(uri, 1)]
+    assert _apply(HAZARD, fix.edit.changes[cell_uri(uri, 1)]) == HAZARD.replace(
+        "init(model)", "init(eqx.filter(model, eqx.is_array))")
+    assert disable.title == "Disable ODL201 for this line"
+    assert _apply(HAZARD, disable.edit.changes[cell_uri(uri, 1)]) == HAZARD + "  # noqa: ODL201"
+
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(cell_uri(uri, 0)),
+        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=[], only=["source.fixAll.odelint"])))
+    [fix_all] = actions
+    assert list(fix_all.edit.changes) == [cell_uri(uri, 1)]  # the setup cell with its magics is untouched

@@ -81,7 +81,7 @@ class OdelintServer(LanguageServer):
         self.linted: dict[str, Linted] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self.parsers: dict[str, IncrementalParser] = {}  # each open document's last tree
-        self.notebook_cells: dict[str, set[str]] = {}  # notebook URI -> the cell URIs last published
+        self.notebooks: dict[str, server_notebook.LintedNotebook] = {}  # each open notebook's last lint
         self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="odelint-lint")
 
     # documents -----------------------------------------------------------------------------
@@ -199,6 +199,8 @@ class OdelintServer(LanguageServer):
         """pyproject.toml changed: read it again and lint every open buffer with it."""
         self.resolver = None
         self.linted.clear()
+        for state in self.notebooks.values():
+            state.version = -1  # stale: linted again, and cells that lost a finding are still cleared
         for uri in [*self.workspace.text_documents, *self.workspace.notebook_documents]:
             self.schedule(uri, 0)
 
@@ -371,6 +373,8 @@ def build(debounce: float) -> OdelintServer:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True))
     async def code_action(ls: OdelintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        if server_notebook.is_cell(ls, params.text_document.uri):
+            return await server_notebook.code_actions(ls, params.text_document.uri, params.range, params.context.only)
         linted = await ls.current(params.text_document.uri)
         if linted is None or linted.config_error is not None:
             return None
