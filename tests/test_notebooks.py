@@ -58,6 +58,8 @@ def test_code_cells_are_joined_with_magics_masked_and_lines_mapped_back() -> Non
     ("!pip install \\\n    optax\nimport optax\n", {0, 1}),
     ("a, b = %who_ls\n", {0}),
     ("x = 5 % 2\ny = x != 1\n", set()),
+    ("x = (5\n     % 2)\ny = 5 \\\n    % 2\n", set()),
+    ('doc = """\n%s is not a magic here\n"""\n%env A=1\n', {3}),
     ("\n%%bash\necho hi\n", {0, 1, 2}),
 ])
 def test_masking_keeps_line_numbers_and_python(source: str, masked: set[int]) -> None:

@@ -16,6 +16,7 @@ import difflib
 import hashlib
 import json
 import re
+import tokenize
 from collections.abc import Iterable
 
 SUFFIX = ".ipynb"
@@ -217,24 +218,53 @@ def _source(value, index: int) -> str:
 
 
 def _mask(cell_lines: list[str]) -> tuple[list[int], list[str]]:
-    """(masked line numbers, the cell as program lines, each ending in a newline)."""
+    """(masked line numbers, the cell as program lines, each ending in a newline).
+
+    Only a line that starts a statement can be IPython syntax: Python's tokenizer, fed the
+    already masked lines one at a time, says whether a line continues a string, a bracket or
+    a backslash (a `% b` line inside brackets is Python). If the tokenizer gives up (a cell that is
+    not Python anyway), the remaining lines are judged alone."""
     program = [line if line.endswith("\n") else line + "\n" for line in cell_lines]
     first = next((line for line in program if line.strip()), "")
     if first.lstrip().startswith("%%"):  # a cell magic: the whole cell is another language
         return list(range(len(program))), [f"{MASK}\n"] * len(program)
     masked: list[int] = []
-    continued = False
-    for number, line in enumerate(program):
-        body = line.rstrip("\n")
-        if continued or _SHELL_OR_MAGIC.match(body) or _HELP.match(body):
-            indent = _INDENT.match(body).group()  # type: ignore[union-attr]
-            program[number] = f"{indent}pass  {MASK}\n" if not continued else f"{MASK}\n"
+    state = {"next": 0, "depth": 0, "fresh": True, "continued": False}
+
+    def judge(number: int, starts_statement: bool) -> None:
+        body = program[number].rstrip("\n")
+        if state["continued"]:  # the rest of a magic that ends in a backslash
+            program[number] = f"{MASK}\n"
+        elif not starts_statement:
+            return
+        elif _SHELL_OR_MAGIC.match(body) or _HELP.match(body):
+            program[number] = f"{_INDENT.match(body).group()}pass  {MASK}\n"  # type: ignore[union-attr]
         elif assigned := _ASSIGNED.match(body):
             program[number] = f"{assigned.group('target')} = ...  {MASK}\n"
         else:
-            continue
+            return
         masked.append(number)
-        continued = body.endswith("\\")
+        state["continued"] = body.endswith("\\")
+
+    def readline() -> str:
+        number = state["next"]
+        if number >= len(program):
+            return ""
+        state["next"] += 1
+        judge(number, bool(state["fresh"]) and state["depth"] == 0)
+        return program[number]
+
+    try:
+        for token in tokenize.generate_tokens(readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                state["depth"] += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                state["depth"] = max(0, state["depth"] - 1)
+            state["fresh"] = token.type in (tokenize.NEWLINE, tokenize.NL)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    for number in range(state["next"], len(program)):
+        judge(number, True)
     return masked, program
 
 
