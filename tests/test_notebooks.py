@@ -250,3 +250,14 @@ def test_the_cache_keeps_the_cell(project: Path, capsys) -> None:
     second = cli.main(["check", "--format", "json", "train.ipynb"]), capsys.readouterr().out
     assert first == second and json.loads(second[1])[0]["cell"] == 3
     assert (project / ".odelint_cache").is_dir()
+
+
+def test_changed_lines_on_both_sides_of_a_cell_boundary_stay_in_their_cells() -> None:
+    book = notebook.read(NOTEBOOK.read_bytes())
+    program = book.source.replace("import optax\n", "import optax as ox\n").replace(
+        "model = eqx.nn.MLP", "model = eqx.nn.Linear")
+    texts = book.cell_texts(program)
+    assert texts[1].endswith("import jax\nimport optax as ox")
+    assert texts[2].startswith("model = eqx.nn.Linear(")
+    with pytest.raises(notebook.NotebookError, match="from one cell to another"):
+        book.cell_texts(program.replace("import optax as ox\n", ""))

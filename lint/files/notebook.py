@@ -110,6 +110,13 @@ class Notebook:
                 raise NotebookError("a fix would change a line that holds IPython syntax; not applied")
             if not owner:
                 raise NotebookError("the notebook has no code cell to hold the change")
+            spanned = {owner[line].index for line in range(old_start, old_end)}
+            if len(spanned) > 1 and old_end - old_start == new_end - new_start:
+                for offset in range(old_end - old_start):  # changed lines in several cells, one for one
+                    placed[owner[old_start + offset].index].append(new_lines[new_start + offset])
+                continue
+            if len(spanned) > 1:
+                raise NotebookError("a fix would move lines from one cell to another; not applied")
             cell = owner[old_start] if old_start < old_end else owner[max(old_start - 1, 0)]
             placed[cell.index].extend(new_lines[new_start:new_end])
         texts = {}
