@@ -133,6 +133,14 @@ def test_a_cell_held_as_one_string_stays_one_string(tmp_path: Path, monkeypatch,
     assert "\\u03b7" in (tmp_path / "nb.ipynb").read_text(encoding="utf-8")  # ensure_ascii kept
 
 
+def test_a_byte_order_mark_is_kept(tmp_path: Path, monkeypatch, capsys) -> None:
+    (tmp_path / "nb.ipynb").write_bytes(b"\xef\xbb\xbf" + NOTEBOOK.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "--fix", "nb.ipynb")[0] == 0
+    fixed = (tmp_path / "nb.ipynb").read_bytes()
+    assert fixed.startswith(b"\xef\xbb\xbf{") and FIXED_LINE.encode() in fixed
+
+
 def test_a_layout_jupyter_never_writes_is_not_reformatted(tmp_path: Path, monkeypatch, capsys) -> None:
     document = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     text = json.dumps(document, indent=1, ensure_ascii=False).replace('"cells": [', '"cells" :  [')
@@ -208,7 +216,7 @@ def test_a_notebook_of_another_language_is_skipped(project: Path, capsys) -> Non
     (project / "stats.ipynb").write_text(json.dumps(document), encoding="utf-8")
     code, out, err = run(capsys, "stats.ipynb")
     assert code == 0
-    assert err == "odelint: warning: stats.ipynb: a r notebook, not Python; skipped\n"
+    assert err == "odelint: warning: stats.ipynb: its kernel language is R, not Python; skipped\n"
 
 
 def test_non_python_files_named_explicitly_get_one_line_each(project: Path, capsys) -> None:

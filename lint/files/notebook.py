@@ -11,6 +11,7 @@ JSON layout, after checking that this layout reproduces the file byte for byte.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import difflib
 import hashlib
@@ -66,10 +67,11 @@ class Cell:
 
 @dataclasses.dataclass
 class Notebook:
-    raw: str
+    raw: str       # the file's text (without a byte order mark)
     document: dict
     cells: list[Cell]
-    source: str  # the joined Python program
+    source: str    # the joined Python program
+    bom: bool = False
 
     def locate(self, line: int) -> tuple[int, int]:
         """(cell number, line within the cell) of a program line (1-based)."""
@@ -84,7 +86,7 @@ class Notebook:
     def cell_lines(self, number: int) -> list[str]:
         for cell in self.cells:
             if cell.number == number:
-                return cell.text.splitlines()
+                return [line.rstrip("\n") for line in lines(cell.text)]
         return []
 
     def cell_texts(self, program: str) -> dict[int, str]:
@@ -137,13 +139,16 @@ class Notebook:
                 continue
             changed[cell.number] = (cell.text, new)
         if not changed:
-            return self.raw.encode("utf-8"), {}
+            return self._encode(self.raw), {}
         style = self._style()
         document = json.loads(self.raw)
         for number, (_, new) in changed.items():
             raw_cell = document["cells"][number - 1]
             raw_cell["source"] = lines(new) if isinstance(raw_cell["source"], list) else new
-        return _dump(document, style).encode("utf-8"), changed
+        return self._encode(_dump(document, style)), changed
+
+    def _encode(self, text: str) -> bytes:
+        return text.encode("utf-8-sig" if self.bom else "utf-8")
 
     def _style(self) -> tuple[dict, str]:
         """json.dumps arguments (and the ending) that turn the document back into the file's text."""
@@ -187,11 +192,11 @@ def read(data: bytes) -> Notebook:
         detail = f"nbformat {version} is not supported (only 4)" if version not in (None, 4) else "no `cells` list"
         raise NotebookError(f"not a valid notebook: {detail}")
     language = _language(document)
-    if language not in (None, "python"):
-        raise NotPythonNotebook(f"a {language} notebook, not Python; skipped")
+    if language is not None and language.lower() != "python":
+        raise NotPythonNotebook(f"its kernel language is {language}, not Python; skipped")
     code = [(index, _source(cell.get("source", ""), index)) for index, cell in enumerate(document["cells"])
             if isinstance(cell, dict) and cell.get("cell_type") == "code"]
-    return Notebook(raw, document, *join(code))
+    return Notebook(raw, document, *join(code), bom=data.startswith(codecs.BOM_UTF8))
 
 
 def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:
@@ -212,7 +217,7 @@ def _language(document: dict) -> str | None:
     for key, field in (("language_info", "name"), ("kernelspec", "language")):
         value = metadata.get(key)
         if isinstance(value, dict) and isinstance(value.get(field), str):
-            return value[field].lower()
+            return value[field]
     return None
 
 
