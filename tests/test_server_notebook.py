@@ -32,7 +32,8 @@ def cell_uri(notebook: str, number: int) -> str:
 def open_notebook(client: LanguageClient, uri: str, cells: list[tuple[types.NotebookCellKind, str, str]]) -> None:
     client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
         notebook_document=types.NotebookDocument(uri=uri, notebook_type="jupyter-notebook", version=1, cells=[
-            types.NotebookCell(kind=kind, document=cell_uri(uri, number)) for number, (kind, _, _) in enumerate(cells)]),
+            types.NotebookCell(kind=kind, document=cell_uri(uri, number))
+            for number, (kind, _, _) in enumerate(cells)]),
         cell_text_documents=[types.TextDocumentItem(uri=cell_uri(uri, number), language_id=language, version=1,
                                                     text=text) for number, (_, language, text) in enumerate(cells)]))
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from lsprotocol import types
-from odelint.api.finding import Finding
+from odelint.api.finding import Finding, Safety
 from odelint.api.registry import SyntaxErrorRule
 from odelint.engine import noqa
 from odelint.engine.core import fix_source
@@ -42,6 +42,7 @@ class LintedNotebook:
 
     def lines(self, number: int, encoding: str) -> Lines:
         return Lines(next(cell.text for cell in self.notebook.cells if cell.number == number), encoding)
+
 
 SYNC = types.NotebookDocumentSyncOptions(
     notebook_selector=[types.NotebookDocumentFilterWithCells(
@@ -101,9 +102,9 @@ async def refresh(ls: OdelintServer, uri: str) -> LintedNotebook | None:
             source="odelint"))
     state = LintedNotebook(version, notebook, uris, linted, place(linted.findings, notebook))
     for finding in state.placed:
-        cell_uri = uris.get(finding.cell)  # type: ignore[arg-type]
-        if cell_uri is not None:
-            by_cell[cell_uri].append(_lsp().diagnostic(finding, state.lines(finding.cell, ls.encoding)))  # type: ignore[arg-type]
+        number = finding.cell or 0
+        if number in uris:
+            by_cell[uris[number]].append(_lsp().diagnostic(finding, state.lines(number, ls.encoding)))
     previous = ls.notebooks.get(unquote(uri))
     for cell_uri in set(previous.uris.values() if previous else ()) - set(by_cell):
         by_cell[cell_uri] = []  # a cell deleted, or no longer Python: clear what it showed
@@ -142,12 +143,13 @@ async def code_actions(ls: OdelintServer, cell_uri: str, request: types.Range,
         diagnostic = lsp.diagnostic(shown, lines)
         if not lsp._touches(diagnostic.range, request):
             continue
-        if lsp.offered(finding, linted.unsafe):
-            unsafe = finding.fix.safety.value == "unsafe"  # type: ignore[union-attr]
+        fix = finding.fix
+        if fix is not None and lsp.offered(finding, linted.unsafe):
+            unsafe = fix.safety is Safety.UNSAFE
             fixed = await ls.on_worker(lambda finding=finding: fix_source(
                 linted.text, linted.path, linted.codes, unsafe=linted.unsafe, only=finding))
             actions.append(types.CodeAction(
-                f"{finding.code}: {finding.fix.description}{' (unsafe fix)' if unsafe else ''}",  # type: ignore[union-attr]
+                f"{finding.code}: {fix.description}{' (unsafe fix)' if unsafe else ''}",
                 kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic], is_preferred=not unsafe or None,
                 edit=_edit(ls, state, fixed.source)))
         if finding.code != SyntaxErrorRule.code:

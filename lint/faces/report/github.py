@@ -21,5 +21,6 @@ def render(findings: Sequence[Finding], **_) -> str:
         where = (f"file={_property(f.path)},line={f.span.line},col={f.span.column},"
                  f"endLine={f.span.end_line},endColumn={f.span.end_column}")
         cell = f"cell {f.cell}: " if f.cell is not None else ""  # its lines count within the cell
-        lines.append(f"::error title={_property(f'odelint ({f.code})')},{where}::{_data(f'{cell}{f.code} {f.message}')}")
+        title = _property(f"odelint ({f.code})")
+        lines.append(f"::error title={title},{where}::{_data(f'{cell}{f.code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -15,7 +15,8 @@ def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] |
     out: list[str] = []
     for finding in findings:
         marker = " [*]" if _offered(finding, unsafe_fixes) else ""
-        out.append(f"{where(finding)}:{finding.span.line}:{finding.span.column}: {finding.code}{marker} {finding.message}")
+        span = finding.span
+        out.append(f"{where(finding)}:{span.line}:{span.column}: {finding.code}{marker} {finding.message}")
         if not quiet:
             lines = lines_of(finding.path) if finding.cell is None else lines_of(finding.path, finding.cell)
             out.extend(_snippet(finding, lines))
