@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from odelint.faces import cli
-from odelint.files import notebook
+from odelint.files import cache, kinds, notebook
 
 NOTEBOOK = Path(__file__).parent / "notebooks" / "train.ipynb"
 HAZARD_LINE = "opt_state = optim.init(model)"
@@ -269,3 +269,18 @@ def test_changed_lines_on_both_sides_of_a_cell_boundary_stay_in_their_cells() ->
     assert texts[2].startswith("model = eqx.nn.Linear(")
     with pytest.raises(notebook.NotebookError, match="from one cell to another"):
         book.cell_texts(program.replace("import optax as ox\n", ""))
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("train.ipynb", kinds.NOTEBOOK), ("train.py", kinds.PYTHON), ("stubs.pyi", kinds.PYTHON),
+    ("bin/train", kinds.PYTHON), ("requirements-dev.txt", kinds.TEXT), ("pyproject.toml", kinds.TEXT),
+    ("notes.txt", None), ("README.md", None), ("data.json", None),
+])
+def test_file_kinds(name: str, kind: str | None) -> None:
+    assert kinds.kind_of(name) == kind
+
+
+def test_the_cache_key_says_the_file_is_a_notebook() -> None:
+    data = NOTEBOOK.read_bytes()
+    assert cache.key(data, "train.ipynb", ["ODL201"], kinds.NOTEBOOK) != cache.key(data, "train.ipynb", ["ODL201"],
+                                                                                    kinds.PYTHON)
