@@ -201,10 +201,10 @@ def test_target_version_reaches_rules_and_the_cache_key(tmp_path: Path) -> None:
     overrides = Overrides(target_versions=(("jax", Version("0.4.33")),))
     settings = ConfigResolver(overrides, CODES, str(tmp_path)).for_path(str(tmp_path / "a.py"))
     assert settings.versions["jax"] == Version("0.4.33")
-    task = runner.Task(str(tmp_path / "a.py"), None, frozenset(CODES), True, runner.CHECK, False,
+    task = runner.Task(str(tmp_path / "a.py"), None, frozenset(CODES), runner.PYTHON, runner.CHECK, False,
                        dict(settings.versions))
     outcome = runner.process(task)
-    plain = result_cache.key(CLEAN.encode(), "a.py", CODES, True)
+    plain = result_cache.key(CLEAN.encode(), "a.py", runner.PYTHON)
     assert outcome.cache_key not in (None, plain), "the cache key depends on the target versions"
     result = odelint("check", "a.py", "--target-version", "jax==0.4.33", cwd=tmp_path)
     assert result.returncode == 0

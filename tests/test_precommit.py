@@ -51,7 +51,8 @@ def test_hooks_take_every_file_a_rule_reads(hook_id):
         for folder in ("", "deps/"):
             name = folder + pattern.replace("*", "-dev")
             assert selected(hook, name), f"{hook_id} skips {name} ({pattern})"
-    for name in ("train.py", "pkg/stubs.pyi", "requirements.txt", "ci/constraints-gpu.txt", "environment.yml"):
+    for name in ("train.py", "pkg/stubs.pyi", "requirements.txt", "ci/constraints-gpu.txt", "environment.yml",
+                 "explore.ipynb", "notebooks/train.ipynb"):
         assert selected(hook, name), name
     for name in ("README.md", "data.json", "notes.txt", "tox.ini", "myrequirements.txt", "setup.cfg.bak"):
         assert not selected(hook, name), name

@@ -70,6 +70,7 @@ class Finding:
     path: str = "-"
     fix: Fix | None = None
     node: cst.CSTNode | None = dataclasses.field(default=None, repr=False, compare=False)
+    cell: int | None = None  # in a notebook: the cell (1-based) the span's lines count within
 
     @property
     def fixable(self) -> bool:
@@ -80,7 +81,7 @@ class Finding:
         return self.fix.safety.value if self.fix else None
 
     def sort_key(self) -> tuple:
-        return (self.path, self.span.line, self.span.column, self.code)
+        return (self.path, self.cell or 0, self.span.line, self.span.column, self.code)
 
     def to_dict(self) -> dict:
         """Plain data for caches, JSON output and worker processes (no nodes, no callables)."""
@@ -89,6 +90,7 @@ class Finding:
             "name": self.name,
             "message": self.message,
             "path": self.path,
+            "cell": self.cell,
             "line": self.span.line,
             "column": self.span.column,
             "end_line": self.span.end_line,
@@ -107,6 +109,7 @@ class Finding:
             message=data["message"],
             span=Span(data["line"], data["column"], data["end_line"], data["end_column"]),
             path=data["path"],
+            cell=data.get("cell"),
         )
         if data.get("fixable"):
             finding.fix = Fix(Safety(data["fix_safety"]), data.get("fix_description") or "", _detached)

@@ -19,12 +19,15 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from odelint.api.finding import Finding, Safety
-from odelint.api.registry import file_patterns, is_python_file
+from odelint.api.registry import file_patterns
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
 from odelint.files.discover import Target, discover
 from odelint.files.fileio import SourceError, atomic_write, decode, encode
+from odelint.files.kinds import NOT_LINTED, NOTEBOOK, PYTHON, TEXT, kind_of
+from odelint.files.notebook import SUFFIX, Notebook, NotebookError, NotPythonNotebook
+from odelint.files.notebook import read as read_notebook
 from odelint.files.versions import describe
 from packaging.version import Version
 
@@ -51,7 +54,7 @@ class Task:
     path: str
     data: bytes | None           # None: the worker reads `path`
     codes: frozenset[str]
-    python: bool
+    kind: str                    # PYTHON, NOTEBOOK or TEXT
     mode: str
     unsafe: bool
     versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)  # the JAX stack's targets
@@ -70,6 +73,7 @@ class Outcome:
     cache_key: str | None = None  # of the bytes the findings are for; None for stdin
     relevant: list[str] = dataclasses.field(default_factory=list)  # the rules that could fire on those bytes
     read_digest: str | None = None  # sha256 of the bytes that new_data replaces
+    skipped: str | None = None  # why a file that is not Python was left alone
 
 
 @dataclasses.dataclass
@@ -83,28 +87,38 @@ class RunResult:
     diffs: list[str] = dataclasses.field(default_factory=list)
     files: int = 0
     stdout_data: bytes | None = None  # fixed stdin, for `--fix -`
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (path, why): warnings
 
 
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
     from odelint.engine import core as engine
     from odelint.engine import noqa
+    from odelint.engine.notebooks import cell_diff, place
     from odelint.engine.relevance import relevant_codes
 
     outcome = Outcome(task.path)
     data = task.data
+    notebook: Notebook | None = None
+    python = task.kind != TEXT
     try:
         if data is None:
             data = _read(task.path)
-            outcome.cache_key = result_cache.key(data, task.path, task.python, describe(task.versions))
-        source = decode(data, task.python)
-    except SourceError as error:
+            outcome.cache_key = result_cache.key(data, task.path, task.kind, describe(task.versions))
+        if task.kind == NOTEBOOK:
+            notebook = read_notebook(data)
+            text = notebook.source
+        else:
+            source = decode(data, python)
+            text = source.text
+    except NotPythonNotebook as error:
+        outcome.skipped = str(error)
+        return outcome
+    except (SourceError, NotebookError) as error:
         outcome.error = str(error)
         return outcome
-    text = source.text
     if outcome.cache_key is not None:
-        outcome.relevant = sorted(relevant_codes(text, task.path, task.python))
-    python = task.python
+        outcome.relevant = sorted(relevant_codes(text, task.path, python))
     try:
         if task.mode in (FIX, DIFF):
             fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python,
@@ -123,16 +137,27 @@ def process(task: Task) -> Outcome:
     except RecursionError:
         outcome.findings = [engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse").to_dict()]
         return outcome
-    outcome.findings = [finding.to_dict() for finding in findings]
     outcome.crashes = [crash.message() for crash in crashes]
-    if new_text != text:
+    if new_text != text and notebook is not None:
+        try:
+            outcome.new_data, changed = notebook.rewrite(new_text)
+            outcome.diff = cell_diff(task.path, changed)
+        except NotebookError as error:  # keep the notebook; report what it holds now
+            outcome.crashes.append(str(error))
+            outcome.applied, new_text = 0, text
+            findings = engine.lint_source(text, task.path, task.codes, python=True, versions=task.versions).findings
+    elif new_text != text:
         import difflib
 
         outcome.new_data = encode(source, new_text)
-        outcome.read_digest = hashlib.sha256(data).hexdigest()
         outcome.diff = "".join(difflib.unified_diff(
             text.splitlines(keepends=True), new_text.splitlines(keepends=True),
             fromfile=f"a/{task.path}", tofile=f"b/{task.path}"))
+    if outcome.new_data is not None:
+        outcome.read_digest = hashlib.sha256(data).hexdigest()
+    if notebook is not None:
+        findings = place(findings, notebook)
+    outcome.findings = [finding.to_dict() for finding in findings]
     return outcome
 
 
@@ -202,7 +227,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         stdin: tuple[str, bytes] | None = None) -> RunResult:
     """Lint or fix `paths` (and stdin, given as (display path, bytes))."""
     result = RunResult()
-    discovered = discover([p for p in paths if p != "-"], resolver, file_patterns())
+    discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{SUFFIX}"))
     result.errors.extend(discovered.errors)
     targets = list(discovered.targets)
     if stdin is not None:
@@ -219,26 +244,30 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
             result.errors.append((target.path, str(error)))
             continue
         codes = settings.enabled(target.path)
-        python = is_python_file(target.path)
+        kind = kind_of(target.path)
         unsafe = settings.unsafe_fixes
         versions = dict(settings.versions)
         if stdin is not None and target.path == stdin[0]:
-            tasks.append(Task(target.path, stdin[1], codes, python, options.mode, unsafe, versions))
+            tasks.append(Task(target.path, stdin[1], codes, kind or PYTHON, options.mode, unsafe, versions))
             continue
+        if kind is None and target.explicit:
+            result.skipped.append((target.path, NOT_LINTED))
+            continue
+        kind = kind or PYTHON  # a pattern the user added to `include`
         if cache is not None:
             try:
                 data = _read(target.path)
             except SourceError as error:
                 result.errors.append((target.path, str(error)))
                 continue
-            hit = cache.get(result_cache.key(data, target.path, python, describe(versions)), codes)
+            hit = cache.get(result_cache.key(data, target.path, kind, describe(versions)), codes)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue
-        tasks.append(Task(target.path, None, codes, python, options.mode, unsafe, versions))
+        tasks.append(Task(target.path, None, codes, kind, options.mode, unsafe, versions))
 
     outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1, options.progress)
-    result.files = len(cached) + sum(outcome.error is None for outcome in outcomes)
+    result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)
     for path, findings in cached:
         result.findings.extend(_findings(path, findings))
     for task, outcome in zip(tasks, outcomes):
@@ -270,6 +299,9 @@ def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
              stdin: tuple[str, bytes] | None) -> None:
     if outcome.error is not None:
         result.errors.append((task.path, outcome.error))
+        return
+    if outcome.skipped is not None:
+        result.skipped.append((task.path, outcome.skipped))
         return
     result.internal_errors.extend((task.path, message) for message in outcome.crashes)
     result.findings.extend(_findings(task.path, outcome.findings))

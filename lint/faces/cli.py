@@ -56,6 +56,8 @@ def _check_parser(sub) -> None:
     files = check.add_argument_group("files")
     files.add_argument("--exclude", type=lambda v: [p for p in v.split(",") if p], help="replace exclude patterns")
     files.add_argument("--extend-exclude", type=lambda v: [p for p in v.split(",") if p], default=[])
+    files.add_argument("--extend-include", type=lambda v: [p for p in v.split(",") if p], default=[],
+                       help="more file patterns to lint in folders (e.g. '*.pyw')")
     files.add_argument("--force-exclude", action="store_true", default=None,
                        help="apply exclude patterns to files named on the command line too")
     files.add_argument("--stdin-filename", help="the path that standard input stands for")
@@ -187,6 +189,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         ignore=tuple(args.ignore),
         exclude=tuple(args.exclude) if args.exclude is not None else None,
         extend_exclude=tuple(args.extend_exclude),
+        extend_include=tuple(args.extend_include),
         per_file_ignores=per_file,
         unsafe_fixes=args.unsafe_fixes,
         force_exclude=args.force_exclude,
@@ -236,6 +239,8 @@ def _check_once(args: argparse.Namespace) -> int:
     result = runner.run(paths, resolver, options, stdin)
 
     unsafe_shown = bool(overrides.unsafe_fixes) or _settings_unsafe(resolver)
+    for path, reason in result.skipped:
+        print(f"odelint: warning: {path}: {reason}", file=sys.stderr)
     for path, reason in result.errors:
         print(f"odelint: error: {path}: {reason}", file=sys.stderr)
     for path, message in result.internal_errors:
@@ -287,7 +292,11 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, s
     from odelint.api.registry import IoErrorRule
     from odelint.faces.report import text as text_report
 
-    def lines_of(path: str) -> list[str] | None:
+    def lines_of(path: str, cell: int | None = None) -> list[str] | None:
+        if cell is not None:
+            from odelint.files.notebook import cell_lines
+
+            return cell_lines(stdin[1] if stdin is not None and path == stdin[0] else path, cell)
         if stdin is not None and path == stdin[0]:
             return stdin[1].decode("utf-8", errors="replace").splitlines()
         try:

@@ -25,6 +25,7 @@ from odelint.api.registry import SyntaxErrorRule, all_rules, file_patterns, rule
 from odelint.engine import noqa
 from odelint.engine.core import fix_source, lint_source
 from odelint.engine.incremental import IncrementalParser
+from odelint.faces import server_notebook
 from odelint.faces.server_text import Lines, minimal_edit
 from odelint.files.config import ConfigError, ConfigResolver, Overrides
 from pygls.exceptions import JsonRpcException, JsonRpcParseError
@@ -74,12 +75,13 @@ class _Protocol(LanguageServerProtocol):
 
 class OdelintServer(LanguageServer):
     def __init__(self, debounce: float) -> None:
-        super().__init__("odelint", __version__, protocol_cls=_Protocol)
+        super().__init__("odelint", __version__, protocol_cls=_Protocol, notebook_document_sync=server_notebook.SYNC)
         self.debounce = debounce
         self.resolver: ConfigResolver | None = None
         self.linted: dict[str, Linted] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self.parsers: dict[str, IncrementalParser] = {}  # each open document's last tree
+        self.notebooks: dict[str, server_notebook.LintedNotebook] = {}  # each open notebook's last lint
         self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="odelint-lint")
 
     # documents -----------------------------------------------------------------------------
@@ -150,7 +152,13 @@ class OdelintServer(LanguageServer):
                 del self.pending[uri]
 
     async def current(self, uri: str) -> Linted | None:
-        """The lint of the buffer as it is now (linting and publishing it if needed)."""
+        """The lint of the buffer as it is now (linting and publishing it if needed). A notebook is
+        linted and published cell by cell; a cell is never linted alone, but with its notebook."""
+        if server_notebook.is_notebook(self, uri):
+            await server_notebook.refresh(self, uri)
+            return None
+        if server_notebook.is_cell(self, uri):
+            return None
         document = self.document(uri)
         path = self.path_of(document) if document is not None else None
         if document is None or path is None:
@@ -191,7 +199,9 @@ class OdelintServer(LanguageServer):
         """pyproject.toml changed: read it again and lint every open buffer with it."""
         self.resolver = None
         self.linted.clear()
-        for uri in list(self.workspace.text_documents):
+        for state in self.notebooks.values():
+            state.version = -1  # stale: linted again, and cells that lost a finding are still cleared
+        for uri in [*self.workspace.text_documents, *self.workspace.notebook_documents]:
             self.schedule(uri, 0)
 
     def report_server_error(self, error: Exception, source) -> None:
@@ -363,6 +373,8 @@ def build(debounce: float) -> OdelintServer:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True))
     async def code_action(ls: OdelintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        if server_notebook.is_cell(ls, params.text_document.uri):
+            return await server_notebook.code_actions(ls, params.text_document.uri, params.range, params.context.only)
         linted = await ls.current(params.text_document.uri)
         if linted is None or linted.config_error is not None:
             return None
@@ -371,6 +383,8 @@ def build(debounce: float) -> OdelintServer:
     @server.feature(types.CODE_ACTION_RESOLVE)
     async def code_action_resolve(ls: OdelintServer, params: types.CodeAction) -> types.CodeAction:
         return await ls.resolve(params)
+
+    server_notebook.register(server)
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: OdelintServer, params: None) -> None:

@@ -27,11 +27,12 @@ MAX_ENTRIES = 100_000
 REFRESH_SECONDS = 24 * 3600
 
 
-def key(data: bytes, filename: str, python: bool, versions: str = "") -> str:
-    """The file's entry; the rules' digest keeps a changed gate from answering for an old one,
-    and `versions` (the target versions of the JAX stack) one computed for other versions."""
+def key(data: bytes, filename: str, kind: str, versions: str = "") -> str:
+    """The file's entry. `kind` says how the bytes were read (Python, a notebook, a text file);
+    the rules' digest keeps a changed gate from answering for an old one, and `versions` (the
+    target versions of the JAX stack) one computed for other versions."""
     digest = hashlib.sha256(data)
-    digest.update(f"\0{__version__}\0{rules_digest()}\0{os.path.basename(filename)}\0{python}\0{versions}".encode())
+    digest.update(f"\0{__version__}\0{rules_digest()}\0{os.path.basename(filename)}\0{kind}\0{versions}".encode())
     return digest.hexdigest()
 
 

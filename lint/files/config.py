@@ -18,7 +18,8 @@ DEFAULT_EXCLUDE = (
     "buck-out", "build", "dist", "node_modules", "site-packages", "venv", "__pycache__",
 )
 
-_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "target-version")
+_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "include", "extend-include",
+              "target-version")
 _BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude")
 KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, "per-file-ignores")
 
@@ -39,6 +40,7 @@ class Overrides:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
+    extend_include: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     unsafe_fixes: bool | None = None
     force_exclude: bool | None = None
@@ -59,6 +61,8 @@ class Settings:
     file_layer: Layer
     overrides: Overrides
     exclude: tuple[str, ...]
+    include: tuple[str, ...] | None  # None: the default file patterns
+    extend_include: tuple[str, ...]
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
     unsafe_fixes: bool
     respect_gitignore: bool
@@ -111,6 +115,10 @@ class Settings:
             return True
         spec = self._exclude_spec
         return spec is not None and spec.match_file(relative + ("/" if is_dir else ""))
+
+    def include_patterns(self, defaults: Sequence[str]) -> tuple[str, ...]:
+        """The file patterns a folder walk picks up: `include` (else the defaults) plus `extend-include`."""
+        return (*(self.include if self.include is not None else defaults), *self.extend_include)
 
     def enabled(self, path: str) -> frozenset[str]:
         """Rule codes on for this file (after per-file-ignores)."""
@@ -222,6 +230,8 @@ def build_settings(root: str, path: str | None, table: Mapping, overrides: Overr
         file_layer=Layer(table.get("select"), table.get("extend_select", ()), table.get("ignore", ())),
         overrides=overrides,
         exclude=(*DEFAULT_EXCLUDE, *exclude, *table.get("extend_exclude", ()), *overrides.extend_exclude),
+        include=table.get("include"),
+        extend_include=(*table.get("extend_include", ()), *overrides.extend_include),
         per_file_ignores=(*table.get("per_file_ignores", ()), *overrides.per_file_ignores),
         unsafe_fixes=unsafe,
         respect_gitignore=table.get("respect_gitignore", True),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from odelint.files.config import ConfigError, ConfigResolver
@@ -82,7 +83,7 @@ class GitIgnore:
 
 
 def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[str]) -> Discovery:
-    """Files under `paths` whose names match `patterns` (explicit files always count)."""
+    """Files under `paths` that `include` picks (by default `patterns`; explicit files always count)."""
     found = Discovery([], [])
     gitignore = GitIgnore()
     seen: set[str] = set()
@@ -137,6 +138,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
         def relative(name: str) -> str | None:  # to the settings' root, without a relpath per file
             return (name if base == "." else f"{base}/{name}") if inside else None
 
+        included = _inclusion(settings.include_patterns(patterns))
         kept = []
         for name in sorted(dirs):
             path = os.path.join(folder, name)
@@ -147,10 +149,27 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             kept.append(name)
         dirs[:] = kept
         for name in sorted(files):
-            if not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+            if not included(name, relative(name)):
                 continue
             path = os.path.join(folder, name)
             if settings.excluded(path, relative=relative(name)) or (
                     settings.respect_gitignore and gitignore.ignored(path, is_dir=False)):
                 continue
             yield path
+
+
+@functools.cache
+def _inclusion(patterns: tuple[str, ...]) -> Callable[[str, str | None], bool]:
+    """Whether a file (its name, its path relative to the settings' root) is included. Name
+    patterns (`*.ipynb`) match the name; patterns with a `/` match the relative path as
+    `.gitignore` lines do (`notebooks/**/*.ipynb`)."""
+    names = tuple(pattern for pattern in patterns if "/" not in pattern)
+    paths = [pattern for pattern in patterns if "/" in pattern]
+    spec = pathspec.GitIgnoreSpec.from_lines(paths) if paths else None
+
+    def included(name: str, relative: str | None) -> bool:
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in names):
+            return True
+        return spec is not None and spec.match_file(relative or name)
+
+    return included

@@ -20,5 +20,7 @@ def render(findings: Sequence[Finding], **_) -> str:
     for f in findings:
         where = (f"file={_property(f.path)},line={f.span.line},col={f.span.column},"
                  f"endLine={f.span.end_line},endColumn={f.span.end_column}")
-        lines.append(f"::error title={_property(f'odelint ({f.code})')},{where}::{_data(f'{f.code} {f.message}')}")
+        cell = f"cell {f.cell}: " if f.cell is not None else ""  # its lines count within the cell
+        title = _property(f"odelint ({f.code})")
+        lines.append(f"::error title={title},{where}::{_data(f'{cell}{f.code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")

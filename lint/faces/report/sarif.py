@@ -38,17 +38,18 @@ def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (
     index = {code: position for position, code in enumerate(codes)}
     results = []
     for f in findings:
-        results.append({
-            "ruleId": f.code,
-            "ruleIndex": index[f.code],
-            "level": "error",
-            "message": {"text": f.message},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _uri(f.path)},
-                "region": {"startLine": f.span.line, "startColumn": f.span.column,
-                           "endLine": f.span.end_line, "endColumn": max(f.span.end_column, f.span.column)},
-            }}],
-        })
+        location: dict = {"physicalLocation": {
+            "artifactLocation": {"uri": _uri(f.path)},
+            "region": {"startLine": f.span.line, "startColumn": f.span.column,
+                       "endLine": f.span.end_line, "endColumn": max(f.span.end_column, f.span.column)},
+        }}
+        result: dict = {"ruleId": f.code, "ruleIndex": index[f.code], "level": "error",
+                        "message": {"text": f.message}, "locations": [location]}
+        if f.cell is not None:  # a notebook: the region's lines count within this cell
+            location["logicalLocations"] = [{"name": f"cell {f.cell}", "fullyQualifiedName": f"{_uri(f.path)}:cell "
+                                             f"{f.cell}", "kind": "module"}]
+            result["properties"] = {"cell": f.cell}
+        results.append(result)
     notifications = [{"level": "error", "message": {"text": f"{path}: {reason}"}} for path, reason in errors]
     document = {
         "$schema": SCHEMA,

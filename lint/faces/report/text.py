@@ -18,15 +18,22 @@ def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] |
     out: list[str] = []
     for finding in findings:
         marker = paint(" [*]", "fix") if _offered(finding, unsafe_fixes) else ""
-        where = paint(f"{finding.path}:{finding.span.line}:{finding.span.column}:", "path")
-        out.append(f"{where} {paint(finding.code, 'code')}{marker} {finding.message}")
+        span = finding.span
+        position = paint(f"{where(finding)}:{span.line}:{span.column}:", "path")
+        out.append(f"{position} {paint(finding.code, 'code')}{marker} {finding.message}")
         if not quiet:
-            out.extend(_snippet(finding, lines_of(finding.path), paint))
+            lines = lines_of(finding.path) if finding.cell is None else lines_of(finding.path, finding.cell)
+            out.extend(_snippet(finding, lines, paint))
             if show_fixes and finding.fix is not None:
                 out.append(paint(f"   = fix ({finding.fix.safety.value}): {finding.fix.description}", "fix"))
     if not quiet:
         out.append(paint(summary(findings, unsafe_fixes, fixed=fixed, internal_errors=internal_errors), "summary"))
     return "\n".join(out) + ("\n" if out else "")
+
+
+def where(finding: Finding) -> str:
+    """`train.py`, or `nb.ipynb:cell 3` for a notebook (its lines count within the cell)."""
+    return finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
 
 
 def _offered(finding: Finding, unsafe_fixes: bool) -> bool:

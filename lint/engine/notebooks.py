@@ -1,0 +1,37 @@
+"""Findings and fixes for a notebook: the engine runs on the joined program; this module
+moves its findings into cells and turns a changed program into changed cells."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Iterable
+
+from odelint.api.finding import Finding, Span
+from odelint.files.notebook import Notebook
+
+
+def place(findings: Iterable[Finding], notebook: Notebook) -> list[Finding]:
+    """The findings with the cell they are in and lines counted within that cell."""
+    placed = []
+    for finding in findings:
+        cell, line = notebook.locate(finding.span.line)
+        shift = finding.span.line - line
+        span = finding.span
+        placed.append(dataclasses.replace(finding, cell=cell, span=Span(
+            line, span.column, max(line, span.end_line - shift), span.end_column)))
+    return placed
+
+
+def cell_diff(path: str, changed: dict[int, tuple[str, str]]) -> str:
+    """A unified diff per changed cell, headed `a/nb.ipynb:cell 3`, as Ruff shows them."""
+    parts = []
+    for number, (old, new) in sorted(changed.items()):
+        parts.append("".join(difflib.unified_diff(
+            _ended(old).splitlines(keepends=True), _ended(new).splitlines(keepends=True),
+            fromfile=f"a/{path}:cell {number}", tofile=f"b/{path}:cell {number}")))
+    return "".join(parts)
+
+
+def _ended(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"

@@ -1,0 +1,29 @@
+"""What kind of file a path is: Python, a notebook, a text file some rule reads, or none."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+
+from odelint.api.registry import file_patterns
+from odelint.api.rule import PYTHON_FILES
+from odelint.files.notebook import is_notebook
+
+PYTHON, NOTEBOOK, TEXT = "python", "notebook", "text"
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+NOT_LINTED = "not a Python file or notebook; skipped"
+
+
+def kind_of(path: str) -> str | None:
+    """None for a file odelint has nothing to say about (`notes.md`). A file without a
+    suffix (`bin/train`) is a script: Python, as when it is named on the command line."""
+    name = os.path.basename(path)
+    if is_notebook(name):
+        return NOTEBOOK
+    if name.endswith(PYTHON_SUFFIXES):
+        return PYTHON
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in file_patterns() if pattern not in PYTHON_FILES):
+        return TEXT
+    if "." not in name.lstrip("."):
+        return PYTHON
+    return None

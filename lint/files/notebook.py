@@ -1,0 +1,299 @@
+"""Jupyter notebooks (nbformat 4 JSON, read with the stdlib `json`): code cells joined into
+one Python program, and the program's changes written back into the cells.
+
+Each code cell becomes a run of lines of one program, so names defined in one cell are
+known in the next (the kernel runs them in one namespace). IPython syntax that is not
+Python (`%magic`, `%%cell magic`, `!shell`, `obj?`, `x = !cmd`) is masked by a placeholder
+line, so line numbers stay put, no rule sees it and no fix may touch it. Writing back
+replaces only the `source` of cells whose text changed and re-serialises in the file's own
+JSON layout, after checking that this layout reproduces the file byte for byte.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import difflib
+import hashlib
+import json
+import re
+import tokenize
+from collections.abc import Iterable
+
+SUFFIX = ".ipynb"
+MASK = "# odelint: IPython magic"
+_SHELL_OR_MAGIC = re.compile(r"^[ \t]*(?:%|!|\?)")
+_ASSIGNED = re.compile(r"^(?P<target>[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*)[ \t]*=[ \t]*(?:%|!)")
+_HELP = re.compile(r"^[ \t]*[A-Za-z_][\w.]*(?:\(\))?\?\??[ \t]*$")  # `jnp.sum?`, `f??`
+_INDENT = re.compile(r"^[ \t]*")
+_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+
+
+class NotebookError(Exception):
+    """A notebook that cannot be read or written; the message is one line."""
+
+
+class NotPythonNotebook(NotebookError):
+    """A notebook whose kernel is another language: skipped, not an error."""
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(SUFFIX)
+
+
+def lines(text: str) -> list[str]:
+    """Lines with their endings, split on `\\n` only, as Python counts them in a cell."""
+    return _LINE.findall(text)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One code cell: where it sits in the notebook and where its lines sit in the program."""
+
+    index: int              # position among all cells, markdown included (0-based)
+    first_line: int         # its first line in the joined program (1-based)
+    text: str               # its source as the notebook holds it
+    masked: frozenset[int]  # lines of the cell (0-based) replaced by a placeholder
+
+    @property
+    def number(self) -> int:
+        """What reports show: `cell 3` is the notebook's third cell, markdown cells included."""
+        return self.index + 1
+
+    @property
+    def line_count(self) -> int:
+        return len(lines(self.text))
+
+
+@dataclasses.dataclass
+class Notebook:
+    raw: str       # the file's text (without a byte order mark)
+    document: dict
+    cells: list[Cell]
+    source: str    # the joined Python program
+    bom: bool = False
+
+    def locate(self, line: int) -> tuple[int, int]:
+        """(cell number, line within the cell) of a program line (1-based)."""
+        chosen = self.cells[0] if self.cells else None
+        for cell in self.cells:
+            if cell.first_line <= line:
+                chosen = cell
+        if chosen is None:
+            return 1, line
+        return chosen.number, max(1, line - chosen.first_line + 1)
+
+    def cell_lines(self, number: int) -> list[str]:
+        for cell in self.cells:
+            if cell.number == number:
+                return [line.rstrip("\n") for line in lines(cell.text)]
+        return []
+
+    def cell_texts(self, program: str) -> dict[int, str]:
+        """Each code cell's text (by cell index) once the program has become `program`.
+
+        Lines are matched to the old program; lines inserted at a boundary between two
+        cells go to the end of the earlier one (an import added after the first cell's
+        imports). Raises NotebookError when a change touches a masked line."""
+        old_lines = lines(self.source)
+        new_lines = lines(program)
+        owner = [cell for cell in self.cells for _ in range(cell.line_count)]
+        masked = {cell.first_line - 1 + number: line if line.endswith("\n") else line + "\n"
+                  for cell in self.cells for number, line in enumerate(lines(cell.text)) if number in cell.masked}
+        placed: dict[int, list[str]] = {cell.index: [] for cell in self.cells}
+        matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+        for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
+            if tag == "equal":
+                for offset in range(old_end - old_start):
+                    old = old_start + offset
+                    placed[owner[old].index].append(masked.get(old, new_lines[new_start + offset]))
+                continue
+            if not masked.keys().isdisjoint(range(old_start, old_end)):
+                raise NotebookError("a fix would change a line that holds IPython syntax; not applied")
+            if not owner:
+                raise NotebookError("the notebook has no code cell to hold the change")
+            spanned = {owner[line].index for line in range(old_start, old_end)}
+            if len(spanned) > 1 and old_end - old_start == new_end - new_start:
+                for offset in range(old_end - old_start):  # changed lines in several cells, one for one
+                    placed[owner[old_start + offset].index].append(new_lines[new_start + offset])
+                continue
+            if len(spanned) > 1:
+                raise NotebookError("a fix would move lines from one cell to another; not applied")
+            cell = owner[old_start] if old_start < old_end else owner[max(old_start - 1, 0)]
+            placed[cell.index].extend(new_lines[new_start:new_end])
+        texts = {}
+        for cell in self.cells:
+            text = "".join(placed[cell.index])
+            if not cell.text.endswith("\n") and text.endswith("\n"):
+                text = text[:-1]
+            texts[cell.index] = text
+        return texts
+
+    def rewrite(self, program: str) -> tuple[bytes, dict[int, tuple[str, str]]]:
+        """The notebook's new bytes, and {cell number: (old text, new text)} of changed cells."""
+        texts = self.cell_texts(program)
+        changed: dict[int, tuple[str, str]] = {}
+        for cell in self.cells:
+            new = texts[cell.index]
+            if new == cell.text:
+                continue
+            changed[cell.number] = (cell.text, new)
+        if not changed:
+            return self._encode(self.raw), {}
+        style = self._style()
+        document = json.loads(self.raw)
+        for number, (_, new) in changed.items():
+            raw_cell = document["cells"][number - 1]
+            raw_cell["source"] = lines(new) if isinstance(raw_cell["source"], list) else new
+        return self._encode(_dump(document, style)), changed
+
+    def _encode(self, text: str) -> bytes:
+        return text.encode("utf-8-sig" if self.bom else "utf-8")
+
+    def _style(self) -> tuple[dict, str]:
+        """json.dumps arguments (and the ending) that turn the document back into the file's text."""
+        for style in _styles(self.raw):
+            if _dump(self.document, style) == self.raw:
+                return style
+        raise NotebookError("its JSON layout is not one Jupyter writes, so it cannot be rewritten without "
+                            "reformatting it; not fixed (save it from Jupyter once)")
+
+
+def _styles(raw: str) -> list[tuple[dict, str]]:
+    second = raw.split("\n", 2)[1] if raw.count("\n") >= 2 else ""
+    width = len(second) - len(second.lstrip(" "))
+    indents = [width] if raw.startswith("{\n") and width else [None]
+    ascii_first = [False, True] if any(ord(char) > 127 for char in raw) else [True, False]
+    separators = [(",", ": ")] if indents != [None] else [(", ", ": "), (",", ":")]
+    return [({"indent": indent, "ensure_ascii": ensure_ascii, "separators": separator}, ending)
+            for indent in indents for ensure_ascii in ascii_first for separator in separators
+            for ending in ("\n", "")]
+
+
+def _dump(document: dict, style: tuple[dict, str]) -> str:
+    arguments, ending = style
+    return json.dumps(document, **arguments) + ending
+
+
+def read(data: bytes) -> Notebook:
+    """Parse a notebook's bytes; raises NotebookError with a one-line reason."""
+    try:
+        raw = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise NotebookError(f"not a valid notebook: not UTF-8 (byte 0x{data[error.start]:02x} at offset "
+                            f"{error.start})") from None
+    try:
+        document = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise NotebookError(f"not a valid notebook: invalid JSON at line {error.lineno} column {error.colno}: "
+                            f"{error.msg}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
+        version = document.get("nbformat") if isinstance(document, dict) else None
+        detail = f"nbformat {version} is not supported (only 4)" if version not in (None, 4) else "no `cells` list"
+        raise NotebookError(f"not a valid notebook: {detail}")
+    language = _language(document)
+    if language is not None and language.lower() != "python":
+        raise NotPythonNotebook(f"its kernel language is {language}, not Python; skipped")
+    code = [(index, _source(cell.get("source", ""), index)) for index, cell in enumerate(document["cells"])
+            if isinstance(cell, dict) and cell.get("cell_type") == "code"]
+    return Notebook(raw, document, *join(code), bom=data.startswith(codecs.BOM_UTF8))
+
+
+def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:
+    """The cells and the program of (position in the notebook, source) of each code cell."""
+    cells: list[Cell] = []
+    parts: list[str] = []
+    for index, text in code_cells:
+        masked, program_lines = _mask(lines(text))
+        cells.append(Cell(index, len(parts) + 1, text, frozenset(masked)))
+        parts.extend(program_lines)
+    return cells, "".join(parts)
+
+
+def _language(document: dict) -> str | None:
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    for key, field in (("language_info", "name"), ("kernelspec", "language")):
+        value = metadata.get(key)
+        if isinstance(value, dict) and isinstance(value.get(field), str):
+            return value[field]
+    return None
+
+
+def _source(value, index: int) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(part, str) for part in value):
+        return "".join(value)
+    raise NotebookError(f"not a valid notebook: cell {index + 1} has a `source` that is neither text nor lines")
+
+
+def _mask(cell_lines: list[str]) -> tuple[list[int], list[str]]:
+    """(masked line numbers, the cell as program lines, each ending in a newline).
+
+    Only a line that starts a statement can be IPython syntax: Python's tokenizer, fed the
+    already masked lines one at a time, says whether a line continues a string, a bracket or
+    a backslash (a `% b` line inside brackets is Python). If the tokenizer gives up (a cell that is
+    not Python anyway), the remaining lines are judged alone."""
+    program = [line if line.endswith("\n") else line + "\n" for line in cell_lines]
+    first = next((line for line in program if line.strip()), "")
+    if first.lstrip().startswith("%%"):  # a cell magic: the whole cell is another language
+        return list(range(len(program))), [f"{MASK}\n"] * len(program)
+    masked: list[int] = []
+    state = {"next": 0, "depth": 0, "fresh": True, "continued": False}
+
+    def judge(number: int, starts_statement: bool) -> None:
+        body = program[number].rstrip("\n")
+        if state["continued"]:  # the rest of a magic that ends in a backslash
+            program[number] = f"{MASK}\n"
+        elif not starts_statement:
+            return
+        elif _SHELL_OR_MAGIC.match(body) or _HELP.match(body):
+            program[number] = f"{_INDENT.match(body).group()}pass  {MASK}\n"  # type: ignore[union-attr]
+        elif assigned := _ASSIGNED.match(body):
+            program[number] = f"{assigned.group('target')} = ...  {MASK}\n"
+        else:
+            return
+        masked.append(number)
+        state["continued"] = body.endswith("\\")
+
+    def readline() -> str:
+        number = state["next"]
+        if number >= len(program):
+            return ""
+        state["next"] += 1
+        judge(number, bool(state["fresh"]) and state["depth"] == 0)
+        return program[number]
+
+    try:
+        for token in tokenize.generate_tokens(readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                state["depth"] += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                state["depth"] = max(0, state["depth"] - 1)
+            state["fresh"] = token.type in (tokenize.NEWLINE, tokenize.NL)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    for number in range(state["next"], len(program)):
+        judge(number, True)
+    return masked, program
+
+
+_cell_lines_cache: dict[str, Notebook | None] = {}
+
+
+def cell_lines(source: str | bytes, number: int) -> list[str] | None:
+    """The lines of cell `number` of a notebook file (a path) or of a notebook's bytes;
+    None when it cannot be read. Each notebook is parsed once per process."""
+    name = source if isinstance(source, str) else hashlib.sha256(source).hexdigest()
+    if name not in _cell_lines_cache:
+        try:
+            if isinstance(source, str):
+                with open(source, "rb") as handle:
+                    source = handle.read()
+            _cell_lines_cache[name] = read(source)
+        except (OSError, NotebookError):
+            _cell_lines_cache[name] = None
+    notebook = _cell_lines_cache[name]
+    return notebook.cell_lines(number) if notebook is not None else None
