@@ -100,7 +100,7 @@ def test_check_reports_the_cell_and_the_line_within_it(project: Path, capsys) ->
 def test_fix_changes_only_that_cell_and_keeps_every_other_byte(project: Path, capsys) -> None:
     before = (project / "train.ipynb").read_bytes()
     code, out, _ = run(capsys, "--fix", "train.ipynb")
-    assert code == 0 and "Fixed 1 finding(s) in 1 file(s)." in out
+    assert code == 0 and "Found 1 finding (1 fixed, 0 remaining)." in out
     after = (project / "train.ipynb").read_bytes()
     # The file differs from the original by exactly the source line of cell 3 that was fixed.
     assert after == before.replace(json.dumps(HAZARD_LINE + "\n").encode(), json.dumps(FIXED_LINE + "\n").encode())

@@ -165,7 +165,11 @@ def _inclusion(patterns: tuple[str, ...]) -> Callable[[str, str | None], bool]:
     `.gitignore` lines do (`notebooks/**/*.ipynb`)."""
     names = tuple(pattern for pattern in patterns if "/" not in pattern)
     paths = [pattern for pattern in patterns if "/" in pattern]
-    spec = pathspec.GitIgnoreSpec.from_lines(paths) if paths else None
+    spec = None
+    if paths:
+        import pathspec  # only for path patterns in `include`
+
+        spec = pathspec.GitIgnoreSpec.from_lines(paths)
 
     def included(name: str, relative: str | None) -> bool:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in names):
