@@ -1,0 +1,174 @@
+"""The one visitor every ODL9xx rule shares: it finds the table's rows for the rule's code in
+the file (names resolved through imports and aliases) and builds their fixes."""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from odelint.analysis.calls import source_of
+from odelint.analysis.scopes import Site
+from odelint.api.finding import Edits, Replace
+from odelint.api.rule import Rule
+from odelint.rules.deprecated.table import DeprecatedApi, rows_for
+
+_NO_SPACE = cst.SimpleWhitespace("")
+_SPACE = cst.SimpleWhitespace(" ")
+
+
+class DeprecatedApiRule(Rule):
+    """Serves the rows of deprecated_apis.toml whose code is this rule's code."""
+
+    @functools.cached_property
+    def _rows(self) -> tuple[DeprecatedApi, ...]:
+        return rows_for(self.code)
+
+    def _rows_of(self, match: str) -> list[DeprecatedApi]:
+        return [row for row in self._rows if row.match == match]
+
+    def _message(self, row: DeprecatedApi, spelled: str, error: str | None = None) -> str:
+        return f"`{spelled}` {row.status()}: {error or row.error}; use {row.use}"
+
+    # -- `jax.tree_map`, `j.tree_map`, `jtu.tree_multimap` ---------------------------------
+
+    def visit_Attribute(self, node: cst.Attribute, site: Site) -> None:
+        rows = self._rows_of("reference")
+        if not rows:
+            return
+        qualname = self.facts.qualname(node, site.scope)
+        row = next((row for row in rows if row.name == qualname), None)
+        if row is None:
+            return
+        fix = None
+        if row.fixable:
+            fix = self.fix(f"Use `{row.replacement}`", lambda: self._rename(node, row, site))
+        self.report(node, self._message(row, source_of(self.context.module, node)), fix=fix)
+
+    def _rename(self, node: cst.Attribute, row: DeprecatedApi, site: Site) -> Edits:
+        new, imports = self.facts.reference(row.replacement, site)
+        return Edits([Replace(node, new)], imports)
+
+    # -- `from jax import tree_map`, `from jax.config import config`, `import jax.config` ---
+
+    def visit_ImportFrom(self, node: cst.ImportFrom, site: Site) -> None:
+        if node.relative or node.module is None:
+            return
+        module = get_full_name_for_node(node.module)
+        names = [] if isinstance(node.names, cst.ImportStar) else list(node.names)
+        for alias in names:
+            full = f"{module}.{get_full_name_for_node(alias.name)}"
+            row = next((row for row in self._rows_of("reference") if row.name == full), None)
+            if row is not None:
+                self._report_from_import(node, alias, row)
+        for row in self._rows_of("import"):
+            if _within(module, row.name) or any(
+                    f"{module}.{get_full_name_for_node(alias.name)}" == row.name for alias in names):
+                self._report_import_from_module(node, module, names, row)
+
+    def _report_from_import(self, node: cst.ImportFrom, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
+        module, _, name = row.name.rpartition(".")
+        message = self._message(row, row.name, f"ImportError: cannot import name '{name}' from '{module}'")
+        fix = None
+        if row.fixable and len(node.names) == 1:  # type: ignore[arg-type]
+            fix = self.fix(f"Import `{row.import_from}` instead",
+                           lambda: Edits([Replace(node, _import_from(node, alias, row.import_from))]))
+        self.report(alias, message, fix=fix)
+
+    def _report_import_from_module(self, node: cst.ImportFrom, module: str,
+                                   names: list[cst.ImportAlias], row: DeprecatedApi) -> None:
+        fix = None
+        parent, _, attr = row.replacement.rpartition(".")
+        if (row.fixable and module == row.name and len(names) == 1
+                and get_full_name_for_node(names[0].name) == attr):
+            fix = self.fix(f"Import `{attr}` from `{parent}`",
+                           lambda: Edits([Replace(node, _import_from(node, names[0], row.replacement))]))
+        imported = next((get_full_name_for_node(alias.name) for alias in names
+                         if f"{module}.{get_full_name_for_node(alias.name)}" == row.name), None)
+        error = f"ImportError: cannot import name '{imported}' from '{module}'" if imported else None
+        self.report(node, self._message(row, row.name, error), fix=fix)
+
+    def visit_Import(self, node: cst.Import, site: Site) -> None:
+        for row in self._rows_of("import"):
+            for alias in node.names:
+                full = get_full_name_for_node(alias.name) or ""
+                if not _within(full, row.name):
+                    continue
+                fix = None
+                if row.fixable and full == row.name == row.replacement and alias.asname is None and len(node.names) == 1:
+                    top = cst.Name(full.split(".")[0])
+                    fix = self.fix(f"Import `{top.value}`",
+                                   lambda: Edits([Replace(node, node.with_changes(names=[cst.ImportAlias(top)]))]))
+                self.report(alias, self._message(row, row.name), fix=fix)
+
+    # -- `jnp.clip(x, a_min=0)`, `jax.pure_callback(..., vectorized=True)`, `eqx.static_field()` --
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        keyword_rows = self._rows_of("keyword")
+        call_rows = self._rows_of("call")
+        if not keyword_rows and not call_rows:
+            return
+        qualname = self.facts.qualname(node.func, site.scope)
+        if qualname is None:
+            return
+        for row in call_rows:
+            if row.name == qualname:
+                self._report_call(node, row, site)
+        matched = [(arg, row) for arg in node.args for row in keyword_rows
+                   if row.name == qualname and arg.keyword is not None and arg.keyword.value == row.keyword]
+        if matched:
+            self._report_keywords(node, matched)
+
+    def _report_keywords(self, node: cst.Call, matched: list[tuple[cst.Arg, DeprecatedApi]]) -> None:
+        first_arg, first = matched[0]
+        function = source_of(self.context.module, node.func)
+        keywords = ", ".join(f"`{row.keyword}=`" for _, row in matched)
+        message = (f"`{function}` with {keywords}: the keyword {first.status()}: {first.error}; "
+                   f"use {' and '.join(row.use for _, row in matched)}")
+        replacements = [_renamed_keyword(arg, row) for arg, row in matched]
+        fix = None
+        if all(row.fixable for _, row in matched) and all(new is not None for new in replacements):
+            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements)])
+            fix = self.fix("Rename " + keywords, lambda: edits)
+        self.report(first_arg, message, fix=fix)
+
+    def _report_call(self, node: cst.Call, row: DeprecatedApi, site: Site) -> None:
+        function = source_of(self.context.module, node.func)
+        fix = None
+        if row.fixable and not any(arg.keyword is not None and arg.keyword.value == row.add_keyword
+                                   for arg in node.args):
+            fix = self.fix(f"Use `{row.use.strip('`')}`", lambda: self._call_with_keyword(node, row, site))
+        self.report(node.func, self._message(row, f"{function}()"), fix=fix)
+
+    def _call_with_keyword(self, node: cst.Call, row: DeprecatedApi, site: Site) -> Edits:
+        func, imports = self.facts.reference(row.replacement, site)
+        args = list(node.args)
+        if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=_SPACE))
+        args.append(cst.Arg(cst.Name("True"), keyword=cst.Name(row.add_keyword),
+                            equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)))
+        return Edits([Replace(node, node.with_changes(func=func, args=args))], imports)
+
+
+def _within(module: str, name: str) -> bool:
+    """Is `module` the module `name` or one of its submodules?"""
+    return module == name or module.startswith(name + ".")
+
+
+def _import_from(node: cst.ImportFrom, alias: cst.ImportAlias, target: str) -> cst.ImportFrom:
+    """`from <target's module> import <target's name>`, bound to the name `alias` bound."""
+    module, _, name = target.rpartition(".")
+    local = alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name)  # type: ignore[union-attr]
+    asname = None if local == name else cst.AsName(cst.Name(local))
+    return node.with_changes(module=cst.parse_expression(module),
+                             names=[cst.ImportAlias(cst.Name(name), asname=asname)])
+
+
+def _renamed_keyword(arg: cst.Arg, row: DeprecatedApi) -> cst.Arg | None:
+    """The argument under its new keyword, its literal value mapped; None when it cannot be."""
+    renamed = arg.with_changes(keyword=cst.Name(row.new_keyword))
+    if not row.values:
+        return renamed
+    if not isinstance(arg.value, cst.Name) or arg.value.value not in row.values:
+        return None
+    return renamed.with_changes(value=cst.SimpleString(f'"{row.values[arg.value.value]}"'))
