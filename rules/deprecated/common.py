@@ -62,8 +62,11 @@ class DeprecatedApiRule(Rule):
             if row is not None:
                 self._report_from_import(node, alias, row)
         for row in self._rows_of("import"):
-            if _within(module, row.name) or any(
-                    f"{module}.{get_full_name_for_node(alias.name)}" == row.name for alias in names):
+            # `from jax import config` is fine: the name lives on as an attribute (the
+            # config object), which its replacement being itself says
+            from_parent = row.replacement != row.name and any(
+                f"{module}.{get_full_name_for_node(alias.name)}" == row.name for alias in names)
+            if _within(module, row.name) or from_parent:
                 self._report_import_from_module(node, module, names, row)
 
     def _report_from_import(self, node: cst.ImportFrom, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
