@@ -21,8 +21,11 @@ class PureCallbackVectorized(DeprecatedApiRule):
         jax.errors.JaxRuntimeError: INTERNAL: CpuCallback error calling callback: ...
         TypeError: f() got an unexpected keyword argument 'vectorized'
 
-    (unless the callback takes `**kwargs`, when it silently receives `vectorized`). And a
-    callback with no `vmap_method` cannot be `vmap`ped at all on current jax.
+    (unless the callback takes `**kwargs`, when it silently receives `vectorized`). Under
+    `jax.vmap` it fails even earlier, since the call has no `vmap_method`:
+
+        NotImplementedError: vmap is only supported for the pure_callback primitive when
+        vmap_method is one of 'sequential', ... Got vmap_method=None.
 
     ## Example
     ```python
