@@ -58,38 +58,52 @@ class RemovedJaxModules(DeprecatedApiRule):
         Flag("""
             from jax.config import config
 
-            config.update("jax_enable_x64", True)
+            enable = True
+            config.update("jax_enable_x64", enable)
         """, fixed="""
             from jax import config
 
-            config.update("jax_enable_x64", True)
+            enable = True
+            config.update("jax_enable_x64", enable)
         """, message="`jax.config` was removed in jax 0.4.29: ModuleNotFoundError: No module named 'jax.config'"),
         Flag("""
             import jax.config
             from jax.config import config as cfg
 
             jax.config.update("jax_enable_x64", True)
+            debug = cfg.jax_debug_nans
         """, fixed="""
             import jax
             from jax import config as cfg
 
             jax.config.update("jax_enable_x64", True)
+            debug = cfg.jax_debug_nans
         """, count=2),
         # host_callback: reported however it is imported, never rewritten
         Flag("""
             import jax.experimental.host_callback as hcb
             from jax.experimental import host_callback
             from jax.experimental.host_callback import id_tap
+
+            def tap(x):
+                return id_tap(print, x), hcb, host_callback
         """, fixed="""
             import jax.experimental.host_callback as hcb
             from jax.experimental import host_callback
             from jax.experimental.host_callback import id_tap
+
+            def tap(x):
+                return id_tap(print, x), hcb, host_callback
         """, count=3, message="use `jax.debug.callback`"),
         # an import of other names from jax.config is reported without a fix
         Flag("""
             from jax.config import config, flags
+
+            FLAGS = flags.FLAGS
         """, fixed="""
             from jax.config import config, flags
+
+            FLAGS = flags.FLAGS
         """),
         # the config object, the new callback APIs
         Pass("""

@@ -110,8 +110,12 @@ class RemovedTreeAliases(DeprecatedApiRule):
         # an import that names other things too is reported without a fix
         Flag("""
             from jax import jit, tree_map
+
+            square = jit(lambda x: x * x)
         """, fixed="""
             from jax import jit, tree_map
+
+            square = jit(lambda x: x * x)
         """),
         # the current spellings, a user's own tree_map, another library's tree_map
         Pass("""
