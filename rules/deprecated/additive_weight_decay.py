@@ -13,6 +13,8 @@ class AdditiveWeightDecay(DeprecatedApiRule):
     ## What it does
     Flags `optax.additive_weight_decay` (through any alias of `optax`) and
     `from optax import additive_weight_decay`.
+    Code inside a `try` whose handler catches the failure (`except ImportError`,
+    `except AttributeError`) is a compatibility shim and is left alone.
 
     ## Why is this bad?
     It was a legacy alias of `optax.add_decayed_weights` (optax#307) that optax removed;

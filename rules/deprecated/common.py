@@ -15,10 +15,35 @@ from odelint.rules.deprecated.table import DeprecatedApi, rows_for
 
 _NO_SPACE = cst.SimpleWhitespace("")
 _SPACE = cst.SimpleWhitespace(" ")
+# The handlers that catch what an old import or attribute raises: code inside such a `try`
+# is a compatibility shim that already copes with the removal.
+_CATCHES_IMPORT = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+_CATCHES_ATTRIBUTE = frozenset({"AttributeError", "Exception", "BaseException"})
 
 
 class DeprecatedApiRule(Rule):
     """Serves the rows of deprecated_apis.toml whose code is this rule's code."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._caught: dict[int, set[str]] = {}  # node -> the exceptions a `try` around it catches
+
+    def visit_Try(self, node: cst.Try, site: Site) -> None:
+        caught = _caught_by(node)
+        if caught:
+            guarded = _GuardedNodes()
+            node.body.visit(guarded)
+            for inner in guarded.found:
+                self._caught.setdefault(id(inner), set()).update(caught)
+
+    def finish(self) -> None:
+        self.findings = [finding for finding in self.findings if not self._handled(finding.node)]
+
+    def _handled(self, node: cst.CSTNode | None) -> bool:
+        caught = self._caught.get(id(node), set())
+        if isinstance(node, (cst.ImportAlias, cst.ImportFrom)):
+            return bool(caught & _CATCHES_IMPORT)
+        return isinstance(node, cst.Attribute) and bool(caught & _CATCHES_ATTRIBUTE)
 
     @functools.cached_property
     def _rows(self) -> tuple[DeprecatedApi, ...]:
@@ -94,15 +119,18 @@ class DeprecatedApiRule(Rule):
     def visit_Import(self, node: cst.Import, site: Site) -> None:
         for row in self._rows_of("import"):
             for alias in node.names:
-                full = get_full_name_for_node(alias.name) or ""
-                if not _within(full, row.name):
-                    continue
-                fix = None
-                if row.fixable and full == row.name == row.replacement and alias.asname is None and len(node.names) == 1:
-                    top = cst.Name(full.split(".")[0])
-                    fix = self.fix(f"Import `{top.value}`",
-                                   lambda: Edits([Replace(node, node.with_changes(names=[cst.ImportAlias(top)]))]))
-                self.report(alias, self._message(row, row.name), fix=fix)
+                if _within(get_full_name_for_node(alias.name) or "", row.name):
+                    self._report_import(node, alias, row)
+
+    def _report_import(self, node: cst.Import, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
+        """`import jax.config` becomes `import jax` when the old module's name lives on as an
+        attribute of its package; an alias (`import jax.config as c`) bound the module, so no fix."""
+        full = get_full_name_for_node(alias.name)
+        fix = None
+        if row.fixable and full == row.name == row.replacement and alias.asname is None and len(node.names) == 1:
+            top = cst.ImportAlias(cst.Name(row.package))
+            fix = self.fix(f"Import `{row.package}`", lambda: Edits([Replace(node, node.with_changes(names=[top]))]))
+        self.report(alias, self._message(row, row.name), fix=fix)
 
     # -- `jnp.clip(x, a_min=0)`, `jax.pure_callback(..., vectorized=True)`, `eqx.static_field()` --
 
@@ -126,7 +154,8 @@ class DeprecatedApiRule(Rule):
         first_arg, first = matched[0]
         function = source_of(self.context.module, node.func)
         keywords = ", ".join(f"`{row.keyword}=`" for _, row in matched)
-        message = (f"`{function}` with {keywords}: the keyword {first.status()}: {first.error}; "
+        since = f" (deprecated in {first.package} {first.deprecated})" if first.deprecated else ""
+        message = (f"`{function}` no longer accepts {keywords}{since}: {first.error}; "
                    f"use {' and '.join(row.use for _, row in matched)}")
         replacements = [_renamed_keyword(arg, row) for arg, row in matched]
         fix = None
@@ -151,6 +180,47 @@ class DeprecatedApiRule(Rule):
         args.append(cst.Arg(cst.Name("True"), keyword=cst.Name(row.add_keyword),
                             equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)))
         return Edits([Replace(node, node.with_changes(func=func, args=args))], imports)
+
+
+class _GuardedNodes(cst.CSTVisitor):
+    """The imports and attributes a `try` body evaluates itself (not in functions it defines)."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.CSTNode] = []
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.found.append(node)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        self.found.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.found.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _caught_by(node: cst.Try) -> set[str]:
+    """The exception class names the handlers of `node` catch (a bare `except` catches all)."""
+    caught: set[str] = set()
+    for handler in node.handlers:
+        if handler.type is None:
+            caught.add("BaseException")
+            continue
+        types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+        for element in types:
+            value = element.value if isinstance(element, cst.Element) else element
+            name = get_full_name_for_node(value)
+            if name:
+                caught.add(name.rsplit(".", 1)[-1])
+    return caught
 
 
 def _within(module: str, name: str) -> bool:

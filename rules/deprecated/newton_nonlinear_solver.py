@@ -12,6 +12,8 @@ class NewtonNonlinearSolver(DeprecatedApiRule):
     ## What it does
     Flags `diffrax.NewtonNonlinearSolver` (through any alias of `diffrax`) and
     `from diffrax import NewtonNonlinearSolver`.
+    Code inside a `try` whose handler catches the failure (`except ImportError`,
+    `except AttributeError`) is a compatibility shim and is left alone.
 
     ## Why is this bad?
     Diffrax 0.5.0 (diffrax#345) moved root finding to Optimistix: implicit solvers take a

@@ -14,6 +14,8 @@ class RemovedJaxModules(DeprecatedApiRule):
     Flags `from jax.config import config`, `import jax.config`, and every import of
     `jax.experimental.host_callback` (`import ... as hcb`, `from jax.experimental import
     host_callback`, `from jax.experimental.host_callback import id_tap`).
+    Code inside a `try` whose handler catches the failure (`except ImportError`,
+    `except AttributeError`) is a compatibility shim and is left alone.
 
     ## Why is this bad?
     The `jax.config` submodule was removed in jax 0.4.29 (the config object stays at
@@ -104,6 +106,20 @@ class RemovedJaxModules(DeprecatedApiRule):
             from jax.config import config, flags
 
             FLAGS = flags.FLAGS
+        """),
+        # an import guarded by a handler is a compatibility shim, one in a function body is not
+        Flag("""
+            try:
+                from jax.experimental import host_callback
+            except ImportError:
+                host_callback = None
+
+            try:
+                def tap(x):
+                    from jax.experimental.host_callback import id_tap
+                    return id_tap(print, x)
+            except ImportError:
+                tap = print
         """),
         # the config object, the new callback APIs
         Pass("""

@@ -15,6 +15,8 @@ class RemovedTreeAliases(DeprecatedApiRule):
     `jax.tree_structure`, `jax.tree_transpose` and `jax.tree_util.tree_multimap`, however
     `jax` or `jax.tree_util` is imported (`import jax as j`, `import jax.tree_util as jtu`),
     and `from jax import tree_map` style imports of them.
+    Code inside a `try` whose handler catches the failure (`except ImportError`,
+    `except AttributeError`) is a compatibility shim and is left alone.
 
     ## Why is this bad?
     The top-level aliases were deprecated in jax 0.4.26 (jax#19930) and removed in jax
@@ -116,6 +118,20 @@ class RemovedTreeAliases(DeprecatedApiRule):
             from jax import jit, tree_map
 
             square = jit(lambda x: x * x)
+        """),
+        # compatibility shims that already handle the removal
+        Pass("""
+            import jax
+
+            try:
+                from jax import tree_map
+            except ImportError:
+                from jax.tree_util import tree_map
+
+            try:
+                leaves = jax.tree_leaves
+            except (AttributeError, NameError):
+                leaves = jax.tree.leaves
         """),
         # the current spellings, a user's own tree_map, another library's tree_map
         Pass("""
