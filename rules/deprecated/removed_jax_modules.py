@@ -109,6 +109,8 @@ class RemovedJaxModules(DeprecatedApiRule):
         """),
         # an import guarded by a handler is a compatibility shim, one in a function body is not
         Flag("""
+            import jax
+
             try:
                 from jax.experimental import host_callback
             except ImportError:
@@ -119,7 +121,7 @@ class RemovedJaxModules(DeprecatedApiRule):
                     from jax.experimental.host_callback import id_tap
                     return id_tap(print, x)
             except ImportError:
-                tap = print
+                tap = jax.debug.print
         """),
         # the config object, the new callback APIs
         Pass("""
