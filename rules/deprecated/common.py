@@ -96,7 +96,8 @@ class DeprecatedApiRule(Rule):
 
     def _report_from_import(self, node: cst.ImportFrom, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
         module, _, name = row.name.rpartition(".")
-        message = self._message(row, row.name, f"ImportError: cannot import name '{name}' from '{module}'")
+        failure = f"ImportError: cannot import name '{name}' from '{module}'" if row.outcome == "error" else None
+        message = self._message(row, row.name, failure)
         fix = None
         if row.fixable and len(node.names) == 1:  # type: ignore[arg-type]
             fix = self.fix(f"Import `{row.import_from}` instead",
