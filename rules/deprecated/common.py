@@ -1,0 +1,248 @@
+"""The one visitor every ODL9xx rule shares: it finds the table's rows for the rule's code in
+the file (names resolved through imports and aliases) and builds their fixes."""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from odelint.analysis.calls import source_of
+from odelint.analysis.scopes import Site
+from odelint.api.finding import Edits, Replace
+from odelint.api.rule import Rule
+from odelint.rules.deprecated.table import DeprecatedApi, rows_for
+
+_NO_SPACE = cst.SimpleWhitespace("")
+_SPACE = cst.SimpleWhitespace(" ")
+# The handlers that catch what an old import or attribute raises: code inside such a `try`
+# is a compatibility shim that already copes with the removal.
+_CATCHES_IMPORT = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+_CATCHES_ATTRIBUTE = frozenset({"AttributeError", "Exception", "BaseException"})
+
+
+class DeprecatedApiRule(Rule):
+    """Serves the rows of deprecated_apis.toml whose code is this rule's code."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._caught: dict[int, set[str]] = {}  # node -> the exceptions a `try` around it catches
+
+    def visit_Try(self, node: cst.Try, site: Site) -> None:
+        caught = _caught_by(node)
+        if caught:
+            guarded = _GuardedNodes()
+            node.body.visit(guarded)
+            for inner in guarded.found:
+                self._caught.setdefault(id(inner), set()).update(caught)
+
+    def finish(self) -> None:
+        self.findings = [finding for finding in self.findings if not self._handled(finding.node)]
+
+    def _handled(self, node: cst.CSTNode | None) -> bool:
+        caught = self._caught.get(id(node), set())
+        if isinstance(node, (cst.ImportAlias, cst.ImportFrom)):
+            return bool(caught & _CATCHES_IMPORT)
+        return isinstance(node, cst.Attribute) and bool(caught & _CATCHES_ATTRIBUTE)
+
+    @functools.cached_property
+    def _rows(self) -> tuple[DeprecatedApi, ...]:
+        return rows_for(self.code)
+
+    def _rows_of(self, match: str) -> list[DeprecatedApi]:
+        return [row for row in self._rows if row.match == match]
+
+    def _message(self, row: DeprecatedApi, spelled: str, error: str | None = None) -> str:
+        return f"`{spelled}` {row.status()}: {error or row.error}; use {row.use}"
+
+    # -- `jax.tree_map`, `j.tree_map`, `jtu.tree_multimap` ---------------------------------
+
+    def visit_Attribute(self, node: cst.Attribute, site: Site) -> None:
+        rows = self._rows_of("reference")
+        if not rows:
+            return
+        qualname = self.facts.qualname(node, site.scope)
+        row = next((row for row in rows if row.name == qualname), None)
+        if row is None:
+            return
+        fix = None
+        if row.fixable:
+            fix = self.fix(f"Use `{row.replacement}`", lambda: self._rename(node, row, site))
+        self.report(node, self._message(row, source_of(self.context.module, node)), fix=fix)
+
+    def _rename(self, node: cst.Attribute, row: DeprecatedApi, site: Site) -> Edits:
+        new, imports = self.facts.reference(row.replacement, site)
+        return Edits([Replace(node, new)], imports)
+
+    # -- `from jax import tree_map`, `from jax.config import config`, `import jax.config` ---
+
+    def visit_ImportFrom(self, node: cst.ImportFrom, site: Site) -> None:
+        if node.relative or node.module is None:
+            return
+        module = get_full_name_for_node(node.module)
+        names = [] if isinstance(node.names, cst.ImportStar) else list(node.names)
+        for alias in names:
+            full = f"{module}.{get_full_name_for_node(alias.name)}"
+            row = next((row for row in self._rows_of("reference") if row.name == full), None)
+            if row is not None:
+                self._report_from_import(node, alias, row)
+        for row in self._rows_of("import"):
+            # `from jax import config` is fine: the name lives on as an attribute (the
+            # config object), which its replacement being itself says
+            from_parent = row.replacement != row.name and any(
+                f"{module}.{get_full_name_for_node(alias.name)}" == row.name for alias in names)
+            if _within(module, row.name) or from_parent:
+                self._report_import_from_module(node, module, names, row)
+
+    def _report_from_import(self, node: cst.ImportFrom, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
+        module, _, name = row.name.rpartition(".")
+        failure = f"ImportError: cannot import name '{name}' from '{module}'" if row.outcome == "error" else None
+        message = self._message(row, row.name, failure)
+        fix = None
+        if row.fixable and len(node.names) == 1:  # type: ignore[arg-type]
+            fix = self.fix(f"Import `{row.import_from}` instead",
+                           lambda: Edits([Replace(node, _import_from(node, alias, row.import_from))]))
+        self.report(alias, message, fix=fix)
+
+    def _report_import_from_module(self, node: cst.ImportFrom, module: str,
+                                   names: list[cst.ImportAlias], row: DeprecatedApi) -> None:
+        fix = None
+        parent, _, attr = row.replacement.rpartition(".")
+        if (row.fixable and module == row.name and len(names) == 1
+                and get_full_name_for_node(names[0].name) == attr):
+            fix = self.fix(f"Import `{attr}` from `{parent}`",
+                           lambda: Edits([Replace(node, _import_from(node, names[0], row.replacement))]))
+        imported = next((get_full_name_for_node(alias.name) for alias in names
+                         if f"{module}.{get_full_name_for_node(alias.name)}" == row.name), None)
+        error = f"ImportError: cannot import name '{imported}' from '{module}'" if imported else None
+        self.report(node, self._message(row, row.name, error), fix=fix)
+
+    def visit_Import(self, node: cst.Import, site: Site) -> None:
+        for row in self._rows_of("import"):
+            for alias in node.names:
+                if _within(get_full_name_for_node(alias.name) or "", row.name):
+                    self._report_import(node, alias, row)
+
+    def _report_import(self, node: cst.Import, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
+        """`import jax.config` becomes `import jax` when the old module's name lives on as an
+        attribute of its package; an alias (`import jax.config as c`) bound the module, so no fix."""
+        full = get_full_name_for_node(alias.name)
+        fix = None
+        if row.fixable and full == row.name == row.replacement and alias.asname is None and len(node.names) == 1:
+            top = cst.ImportAlias(cst.Name(row.package))
+            fix = self.fix(f"Import `{row.package}`", lambda: Edits([Replace(node, node.with_changes(names=[top]))]))
+        self.report(alias, self._message(row, row.name), fix=fix)
+
+    # -- `jnp.clip(x, a_min=0)`, `jax.pure_callback(..., vectorized=True)`, `eqx.static_field()` --
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        keyword_rows = self._rows_of("keyword")
+        call_rows = self._rows_of("call")
+        if not keyword_rows and not call_rows:
+            return
+        qualname = self.facts.qualname(node.func, site.scope)
+        if qualname is None:
+            return
+        for row in call_rows:
+            if row.name == qualname:
+                self._report_call(node, row, site)
+        matched = [(arg, row) for arg in node.args for row in keyword_rows
+                   if row.name == qualname and arg.keyword is not None and arg.keyword.value == row.keyword]
+        if matched:
+            self._report_keywords(node, matched)
+
+    def _report_keywords(self, node: cst.Call, matched: list[tuple[cst.Arg, DeprecatedApi]]) -> None:
+        first_arg, first = matched[0]
+        function = source_of(self.context.module, node.func)
+        keywords = ", ".join(f"`{row.keyword}=`" for _, row in matched)
+        since = f" (deprecated in {first.package} {first.deprecated})" if first.deprecated else ""
+        message = (f"`{function}` no longer accepts {keywords}{since}: {first.error}; "
+                   f"use {' and '.join(row.use for _, row in matched)}")
+        replacements = [_renamed_keyword(arg, row) for arg, row in matched]
+        fix = None
+        if all(row.fixable for _, row in matched) and all(new is not None for new in replacements):
+            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements)])
+            fix = self.fix("Rename " + keywords, lambda: edits)
+        self.report(first_arg, message, fix=fix)
+
+    def _report_call(self, node: cst.Call, row: DeprecatedApi, site: Site) -> None:
+        function = source_of(self.context.module, node.func)
+        fix = None
+        if row.fixable and not any(arg.keyword is not None and arg.keyword.value == row.add_keyword
+                                   for arg in node.args):
+            fix = self.fix(f"Use `{row.use.strip('`')}`", lambda: self._call_with_keyword(node, row, site))
+        self.report(node.func, self._message(row, f"{function}()"), fix=fix)
+
+    def _call_with_keyword(self, node: cst.Call, row: DeprecatedApi, site: Site) -> Edits:
+        func, imports = self.facts.reference(row.replacement, site)
+        args = list(node.args)
+        if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=_SPACE))
+        args.append(cst.Arg(cst.Name("True"), keyword=cst.Name(row.add_keyword),
+                            equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)))
+        return Edits([Replace(node, node.with_changes(func=func, args=args))], imports)
+
+
+class _GuardedNodes(cst.CSTVisitor):
+    """The imports and attributes a `try` body evaluates itself (not in functions it defines)."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.CSTNode] = []
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.found.append(node)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        self.found.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.found.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _caught_by(node: cst.Try) -> set[str]:
+    """The exception class names the handlers of `node` catch (a bare `except` catches all)."""
+    caught: set[str] = set()
+    for handler in node.handlers:
+        if handler.type is None:
+            caught.add("BaseException")
+            continue
+        types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+        for element in types:
+            value = element.value if isinstance(element, cst.Element) else element
+            name = get_full_name_for_node(value)
+            if name:
+                caught.add(name.rsplit(".", 1)[-1])
+    return caught
+
+
+def _within(module: str, name: str) -> bool:
+    """Is `module` the module `name` or one of its submodules?"""
+    return module == name or module.startswith(name + ".")
+
+
+def _import_from(node: cst.ImportFrom, alias: cst.ImportAlias, target: str) -> cst.ImportFrom:
+    """`from <target's module> import <target's name>`, bound to the name `alias` bound."""
+    module, _, name = target.rpartition(".")
+    local = alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name)  # type: ignore[union-attr]
+    asname = None if local == name else cst.AsName(cst.Name(local))
+    return node.with_changes(module=cst.parse_expression(module),
+                             names=[cst.ImportAlias(cst.Name(name), asname=asname)])
+
+
+def _renamed_keyword(arg: cst.Arg, row: DeprecatedApi) -> cst.Arg | None:
+    """The argument under its new keyword, its literal value mapped; None when it cannot be."""
+    renamed = arg.with_changes(keyword=cst.Name(row.new_keyword))
+    if not row.values:
+        return renamed
+    if not isinstance(arg.value, cst.Name) or arg.value.value not in row.values:
+        return None
+    return renamed.with_changes(value=cst.SimpleString(f'"{row.values[arg.value.value]}"'))

@@ -1,0 +1,136 @@
+"""ODL903: importing `jax.config` or `jax.experimental.host_callback`, modules jax removed."""
+
+from __future__ import annotations
+
+from odelint.api.finding import Safety
+from odelint.api.rule import Flag, Pass
+from odelint.rules.deprecated.common import DeprecatedApiRule
+
+
+class RemovedJaxModules(DeprecatedApiRule):
+    """A removed jax module is imported: `jax.config` or `jax.experimental.host_callback`.
+
+    ## What it does
+    Flags `from jax.config import config`, `import jax.config`, and every import of
+    `jax.experimental.host_callback` (`import ... as hcb`, `from jax.experimental import
+    host_callback`, `from jax.experimental.host_callback import id_tap`).
+    Code inside a `try` whose handler catches the failure (`except ImportError`,
+    `except AttributeError`) is a compatibility shim and is left alone.
+
+    ## Why is this bad?
+    The `jax.config` submodule was removed in jax 0.4.29 (the config object stays at
+    `jax.config`); `host_callback` was deprecated in jax 0.4.26 (jax#20385) and is gone.
+    The file fails at the import:
+
+        ModuleNotFoundError: No module named 'jax.config'
+        ModuleNotFoundError: No module named 'jax.experimental.host_callback'
+
+    Old `from jax.config import config` lines keep turning up in user code around Diffrax
+    (diffrax#64, #207).
+
+    ## Example
+    ```python
+    from jax.config import config
+    config.update("jax_enable_x64", True)
+    from jax.experimental import host_callback as hcb
+    ```
+
+    ## Use instead
+    ```python
+    from jax import config
+    config.update("jax_enable_x64", True)
+    # jax.debug.callback for id_tap/id_print; jax.pure_callback or io_callback for call
+    ```
+
+    ## Fix safety
+    Safe for `jax.config`: `from jax import config` and `import jax` bind the same config
+    object the old import did. `host_callback` is only reported: `id_tap`, `id_print` and
+    `call` each map to a different new API (`jax.debug.callback`, `jax.pure_callback`,
+    `jax.experimental.io_callback`) with different signatures and ordering guarantees.
+    """
+
+    code = "ODL903"
+    name = "removed-jax-modules"
+    summary = "A removed jax module (jax.config, jax.experimental.host_callback) is imported"
+    triggers = (("jax.config",), ("host_callback",))
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL903"
+
+    examples = (
+        Flag("""
+            from jax.config import config
+
+            enable = True
+            config.update("jax_enable_x64", enable)
+        """, fixed="""
+            from jax import config
+
+            enable = True
+            config.update("jax_enable_x64", enable)
+        """, message="`jax.config` was removed in jax 0.4.29: ModuleNotFoundError: No module named 'jax.config'"),
+        Flag("""
+            import jax.config
+            from jax.config import config as cfg
+
+            jax.config.update("jax_enable_x64", True)
+            debug = cfg.jax_debug_nans
+        """, fixed="""
+            import jax
+            from jax import config as cfg
+
+            jax.config.update("jax_enable_x64", True)
+            debug = cfg.jax_debug_nans
+        """, count=2),
+        # host_callback: reported however it is imported, never rewritten
+        Flag("""
+            import jax.experimental.host_callback as hcb
+            from jax.experimental import host_callback
+            from jax.experimental.host_callback import id_tap
+
+            def tap(x):
+                return id_tap(print, x), hcb, host_callback
+        """, fixed="""
+            import jax.experimental.host_callback as hcb
+            from jax.experimental import host_callback
+            from jax.experimental.host_callback import id_tap
+
+            def tap(x):
+                return id_tap(print, x), hcb, host_callback
+        """, count=3, message="use `jax.debug.callback`"),
+        # an import of other names from jax.config is reported without a fix
+        Flag("""
+            from jax.config import config, flags
+
+            FLAGS = flags.FLAGS
+        """, fixed="""
+            from jax.config import config, flags
+
+            FLAGS = flags.FLAGS
+        """),
+        # an import guarded by a handler is a compatibility shim, one in a function body is not
+        Flag("""
+            import jax
+
+            try:
+                from jax.experimental import host_callback
+            except ImportError:
+                host_callback = None
+
+            try:
+                def tap(x):
+                    from jax.experimental.host_callback import id_tap
+                    return id_tap(print, x)
+            except ImportError:
+                tap = jax.debug.print
+        """),
+        # the config object, the new callback APIs
+        Pass("""
+            import jax
+            from jax import config
+            from jax.experimental import io_callback
+
+            jax.config.update("jax_enable_x64", True)
+            config.update("jax_debug_nans", True)
+            jax.debug.callback(print, 1)
+        """),
+    )
