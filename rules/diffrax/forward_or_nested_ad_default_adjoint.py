@@ -6,7 +6,7 @@ import libcst as cst
 from odelint.analysis.calls import keyword_arg, source_of
 from odelint.analysis.differentiation import FORWARD, REVERSE, differentiation
 from odelint.analysis.scopes import Site
-from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.finding import Edits, Fix, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.diffrax.common import Setting, Solve, api
 
@@ -26,7 +26,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
       `jax.grad` differentiates),
     - forward over reverse (`jax.hessian`, `jax.jacfwd(jax.grad(f))`) with a Runge-Kutta
       solver whose stages run in the default scan (`Tsit5()`, `Dopri5()`, `Heun()`,
-      `Kvaerno5()`, ...; not `scan_kind="bounded"`),
+      `Kvaerno5()`, ...; not `scan_kind="bounded"`; `Euler()` has no stages and works),
 
     when the adjoint is the default `RecursiveCheckpointAdjoint()` (or `BacksolveAdjoint`,
     or another adjoint that is not `ForwardMode()`/`DirectAdjoint()`).
@@ -96,27 +96,30 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
             problem = self._problem(stack, solve)
             if problem is None:
                 continue
+            how, error, remedy = problem
             fix = None
             if all(mode == FORWARD for s in stacks for mode in s):
                 fix = self._forward_fix(solve, adjoint, site)
-            self.report(node.func, f"`diffeqsolve` is differentiated {problem} ({why}) through {spelled}", fix=fix)
+            self.report(node.func, f"`diffeqsolve` with {spelled} is differentiated {how} ({why}): JAX raises "
+                                   f"{error}; {remedy}", fix=fix)
             return
 
-    def _problem(self, stack: tuple[str, ...], solve: Solve) -> str | None:
-        """How this stack of transforms fails through the default adjoint, or None."""
+    def _problem(self, stack: tuple[str, ...], solve: Solve) -> tuple[str, str, str] | None:
+        """How this stack of transforms fails through the default adjoint: (how it is
+        differentiated, the error, the remedy), or None when it works."""
         if stack[-1] == FORWARD:
-            return (f"in forward mode, which the default adjoint (a custom_vjp) does not support: JAX raises "
-                    f"{_CUSTOM_VJP}; pass `adjoint=diffrax.ForwardMode()`")
+            return ("in forward mode, which its custom_vjp does not support", _CUSTOM_VJP,
+                    "pass `adjoint=diffrax.ForwardMode()`")
         if stack.count(REVERSE) >= 2:
-            return (f"twice in reverse mode: JAX raises {_WHILE_LOOP}; pass `adjoint=diffrax.DirectAdjoint()`")
+            return "twice in reverse mode", _WHILE_LOOP, "pass `adjoint=diffrax.DirectAdjoint()`"
         solver = solve.solver()
         if FORWARD in stack and solver.qualname in api()["solvers"]["staged"] and not _bounded(solver):
             return (f"forward over reverse (as `jax.hessian` does) with the solver "
-                    f"`{source_of(self.context.module, solver.call)}`, whose stage scan is a custom_vjp: JAX "
-                    f"raises {_CUSTOM_VJP}; build the solver with `scan_kind=\"bounded\"`")
+                    f"`{source_of(self.context.module, solver.call)}`, whose default stage scan does not allow it",
+                    _CUSTOM_VJP, "build the solver with `scan_kind=\"bounded\"`")
         return None
 
-    def _forward_fix(self, solve: Solve, adjoint: Setting, site: Site):
+    def _forward_fix(self, solve: Solve, adjoint: Setting, site: Site) -> Fix | None:
         given = keyword_arg(solve.call, "adjoint")
         if adjoint.given and (given is None or not isinstance(given.value, cst.Call)):
             return None
@@ -151,7 +154,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                 return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, 1.0, 0.1, 1.0, args=a, adjoint=diffrax.ForwardMode()).ys[-1]
 
             jax.jacfwd(final)(1.0)
-        """, unsafe=True, message="`diffeqsolve` is differentiated in forward mode"),
+        """, unsafe=True, message="`diffeqsolve` with the default adjoint `RecursiveCheckpointAdjoint()` is differentiated in forward mode"),
         # from-imports, jvp through a helper, an explicit BacksolveAdjoint replaced
         Flag("""
             from diffrax import diffeqsolve as solve, ODETerm, Euler, BacksolveAdjoint
@@ -178,7 +181,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                 return helper(a)
 
             jvp(final, (1.0,), (1.0,))
-        """, unsafe=True, message="through the adjoint `BacksolveAdjoint()`"),
+        """, unsafe=True, message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode"),
         # grad of grad: the recipe, no fix
         Flag("""
             import diffrax as dfx
