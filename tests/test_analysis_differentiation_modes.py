@@ -34,8 +34,8 @@ CASES = [
     # (`g` may also be called on its own, so plain reverse mode stays possible)
     ("import jax\ndef f(x):\n    return marker()\ng = jax.grad(f)\njax.jacfwd(g)(1.0)\n", {(R,), (F, R)}),
     ("import jax\n@jax.grad\n@jax.grad\ndef f(x):\n    return marker()\n", {(R, R)}),
-    ("import jax\ndef inner(x):\n    return marker()\n"
-     "def outer(x):\n    return jax.grad(inner)(x)\njax.grad(outer)(1.0)\n", {(R, R)}),
+    (("import jax\ndef inner(x):\n    return marker()\n"
+      "def outer(x):\n    return jax.grad(inner)(x)\njax.grad(outer)(1.0)\n"), {(R, R)}),
     ("import jax\nfrom functools import partial\n@partial(jax.jacfwd, argnums=1)\ndef f(a, x):\n    return marker()\n",
      {(F,)}),
     # spread through same-file calls, and nested code

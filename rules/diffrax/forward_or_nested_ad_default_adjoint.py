@@ -114,9 +114,9 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
             return "twice in reverse mode", _WHILE_LOOP, "pass `adjoint=diffrax.DirectAdjoint()`"
         solver = solve.solver()
         if FORWARD in stack and solver.qualname in api()["solvers"]["staged"] and not _bounded(solver):
-            return (f"forward over reverse (as `jax.hessian` does) with the solver "
-                    f"`{source_of(self.context.module, solver.call)}`, whose default stage scan does not allow it",
-                    _CUSTOM_VJP, "build the solver with `scan_kind=\"bounded\"`")
+            how = (f"forward over reverse (as `jax.hessian` does) with the solver "
+                   f"`{source_of(self.context.module, solver.call)}`, whose default stage scan does not allow it")
+            return how, _CUSTOM_VJP, "build the solver with `scan_kind=\"bounded\"`"
         return None
 
     def _forward_fix(self, solve: Solve, adjoint: Setting, site: Site) -> Fix | None:
