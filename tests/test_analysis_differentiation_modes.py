@@ -81,3 +81,12 @@ def test_existing_reasons_are_unchanged_by_modes() -> None:
     before = analysis.why_differentiated(site)
     assert analysis.modes(site) == {(R, R)}
     assert analysis.why_differentiated(site) == before == "`f` is differentiated by `jax.grad`"
+
+
+def test_transform_inside_code_differentiated_in_no_known_mode() -> None:
+    """A progress meter's methods are differentiated (diffrax calls them inside the solve)
+    in no known mode; a `jax.grad` written there still gives its function reverse mode."""
+    source = ("import diffrax\nimport jax\n\ndef f(x):\n    return marker()\n\n"
+              "class Meter(diffrax.AbstractProgressMeter):\n    def step(self, state, progress):\n"
+              "        return jax.grad(f)(progress)\n")
+    assert modes_at_marker(source) == {(R,)}

@@ -235,9 +235,10 @@ class Differentiation:
             self._find_stacks()
         return frozenset(self._context(site.scope) - {()})
 
-    def _context(self, scope: Scope | None) -> set[tuple[str, ...]]:
-        """The stacks known so far at `scope`; `{()}` (no transform) only where the code is
-        not differentiated at all, so that a stack still being found is not taken for none."""
+    def _context(self, scope: Scope | None, settled: bool = True) -> set[tuple[str, ...]]:
+        """The stacks known so far at `scope`. Before the stacks are `settled`, a scope that is
+        differentiated but has no stack yet gives none (rather than `{()}`, no transform), so
+        that a stack still being found is not taken for no transform."""
         assert self._stacks is not None
         found: set[tuple[str, ...]] = set()
         differentiated = False
@@ -245,22 +246,24 @@ class Differentiation:
             found |= self._stacks.get(id(scope.node), set())
             differentiated = differentiated or id(scope.node) in self.reasons
             scope = scope.parent
-        return found or (set() if differentiated else {()})
+        return found or (set() if differentiated and not settled else {()})
 
     def _find_stacks(self) -> None:
-        assert self._stacks is not None
+        """Propagate stacks to a fixpoint; then once more with every scope still without a
+        stack (a progress meter's methods, differentiated in no known mode) taken as none."""
         applications = self._applications()
         calls = [(site, self._mode_targets(call, site)) for call, site in self.facts.index.of_type(cst.Call)]
-        changed = True
-        while changed:
-            changed = False
-            for function, modes, scope in applications:
-                for outer in self._context(scope):
-                    changed |= self._add_stack(function, outer + modes)
-            for site, targets in calls:
-                for outer in self._context(site.scope) - {()}:
-                    for target in targets:
-                        changed |= self._add_stack(target, outer)
+        for settled in (False, True):
+            changed = True
+            while changed:
+                changed = False
+                for function, modes, scope in applications:
+                    for outer in self._context(scope, settled):
+                        changed |= self._add_stack(function, outer + modes)
+                for site, targets in calls:
+                    for outer in self._context(site.scope, settled) - {()}:
+                        for target in targets:
+                            changed |= self._add_stack(target, outer)
 
     def _add_stack(self, function: Function, stack: tuple[str, ...]) -> bool:
         assert self._stacks is not None
