@@ -1,6 +1,8 @@
 """Which code of a file may run under differentiation, and which values carry a tangent.
 
-Shared by ODL301 (callbacks in differentiated code) and ODL302 (differentiated `t0`/`t1`).
+Shared by ODL301 (callbacks in differentiated code), ODL302 (differentiated `t0`/`t1`) and
+the diffrax rules, which also ask in which modes (forward, reverse, nested) code is
+differentiated: diffrax's default adjoint supports one reverse-mode pass only.
 Roots are functions passed to or decorated by a grad-like transform, plus the methods of a
 diffrax progress meter (diffrax calls them inside the solve, which may be differentiated).
 From the roots, the same-file functions they call or pass on are differentiated too; code
@@ -33,6 +35,18 @@ DIFFERENTIATING = {
 CALLBACKS = {"jax.pure_callback": 2, "jax.experimental.io_callback": 2, "equinox.filter_pure_callback": 1}
 # functions given to these run on the host, never under a transform
 _HOST_FUNCTION_TAKERS = frozenset({*CALLBACKS, "jax.debug.callback"})
+# transform -> the differentiation modes it applies, outermost first
+FORWARD, REVERSE = "forward", "reverse"
+MODES = {
+    "jax.grad": (REVERSE,), "jax.value_and_grad": (REVERSE,), "jax.jacrev": (REVERSE,), "jax.vjp": (REVERSE,),
+    "jax.jacfwd": (FORWARD,), "jax.jvp": (FORWARD,), "jax.linearize": (FORWARD,),
+    "jax.hessian": (FORWARD, REVERSE),
+    "equinox.filter_grad": (REVERSE,), "equinox.filter_value_and_grad": (REVERSE,),
+    "equinox.filter_jacrev": (REVERSE,), "equinox.filter_vjp": (REVERSE,),
+    "equinox.filter_jacfwd": (FORWARD,), "equinox.filter_jvp": (FORWARD,),
+    "equinox.filter_hessian": (FORWARD, REVERSE),
+}
+_MAX_NESTING = 4  # longer stacks of transforms are not tracked (keeps recursion finite)
 PROGRESS_METER = "diffrax.AbstractProgressMeter"
 STOP_GRADIENT = "jax.lax.stop_gradient"
 
@@ -56,6 +70,7 @@ class Differentiation:
         self.reasons: dict[int, str] = {}      # function -> why it may be differentiated
         self._root_reasons: dict[int, str] = {}  # function reached from a root -> that root's reason
         self._origins: dict[int, Binding | None] = {}
+        self._stacks: dict[int, set[tuple[str, ...]]] | None = None  # function -> mode stacks
         self._find_transform_roots()
         self._find_progress_meters()
         if self.reasons:
@@ -206,6 +221,119 @@ class Differentiation:
                     if passed is not None:
                         found.append(passed[0])
         return found
+
+    # -- in which modes ---------------------------------------------------------------------
+
+    def modes(self, site: Site) -> frozenset[tuple[str, ...]]:
+        """The stacks of differentiation modes the code at `site` may run under, outermost
+        transform first: `jax.grad(f)` gives f `("reverse",)`, `jax.hessian(f)` and
+        `jax.jacfwd(jax.grad(f))` give `("forward", "reverse")`, a `jax.jvp` inside a
+        function that `jax.grad` differentiates gives `("reverse", "forward")`. Empty when
+        no transform of this file reaches the site."""
+        if self._stacks is None:
+            self._stacks = {}
+            self._find_stacks()
+        return frozenset(self._context(site.scope) - {()})
+
+    def _context(self, scope: Scope | None, settled: bool = True) -> set[tuple[str, ...]]:
+        """The stacks known so far at `scope`. Before the stacks are `settled`, a scope that is
+        differentiated but has no stack yet gives none (rather than `{()}`, no transform), so
+        that a stack still being found is not taken for no transform."""
+        assert self._stacks is not None
+        found: set[tuple[str, ...]] = set()
+        differentiated = False
+        while scope is not None:
+            found |= self._stacks.get(id(scope.node), set())
+            differentiated = differentiated or id(scope.node) in self.reasons
+            scope = scope.parent
+        return found or (set() if differentiated and not settled else {()})
+
+    def _find_stacks(self) -> None:
+        """Propagate stacks to a fixpoint; then once more with every scope still without a
+        stack (a progress meter's methods, differentiated in no known mode) taken as none."""
+        applications = self._applications()
+        calls = [(site, self._mode_targets(call, site)) for call, site in self.facts.index.of_type(cst.Call)]
+        for settled in (False, True):
+            changed = True
+            while changed:
+                changed = False
+                for function, modes, scope in applications:
+                    for outer in self._context(scope, settled):
+                        changed |= self._add_stack(function, outer + modes)
+                for site, targets in calls:
+                    for outer in self._context(site.scope, settled) - {()}:
+                        for target in targets:
+                            changed |= self._add_stack(target, outer)
+
+    def _add_stack(self, function: Function, stack: tuple[str, ...]) -> bool:
+        assert self._stacks is not None
+        stacks = self._stacks.setdefault(id(function), set())
+        if len(stack) > _MAX_NESTING or stack in stacks:
+            return False
+        stacks.add(stack)
+        return True
+
+    def _applications(self) -> list[tuple[Function, tuple[str, ...], Scope | None]]:
+        """(function, the modes a transform applies to it, the scope the transform runs in)."""
+        found = []
+        calls = self.facts.index.of_type(cst.Call)
+        inner = {id(args[0].value) for call, site in calls
+                 if self._modes_of(call.func, site.scope) and (args := positional_args(call, before_star=True))}
+        for call, site in calls:
+            modes = self._modes_of(call.func, site.scope)
+            args = positional_args(call, before_star=True)
+            if modes and args and id(call) not in inner:
+                wrapped, target = self._unwrap(args[0].value, site.scope, set())
+                if target is not None:
+                    found.append((target, modes + wrapped, site.scope))
+        for scope in list(self.facts.index.body_scopes.values()):
+            if scope.kind == FUNCTION:
+                modes = tuple(mode for decorator in scope.node.decorators  # type: ignore[attr-defined]
+                              for mode in self._decorator_modes(decorator.decorator, scope.parent))
+                if modes:
+                    found.append((scope.node, modes, scope.parent))
+        return found
+
+    def _modes_of(self, transform: cst.BaseExpression, scope: Scope) -> tuple[str, ...]:
+        return MODES.get(self.facts.qualname(transform, scope) or "", ())
+
+    def _decorator_modes(self, decorator: cst.BaseExpression, scope: Scope | None) -> tuple[str, ...]:
+        if scope is None:
+            return ()
+        if isinstance(decorator, cst.Call):
+            if self.facts.qualname(decorator.func, scope) == "functools.partial":
+                args = positional_args(decorator, before_star=True)
+                return self._modes_of(args[0].value, scope) if args else ()
+            return self._modes_of(decorator.func, scope)
+        return self._modes_of(decorator, scope)
+
+    def _unwrap(self, node: cst.BaseExpression, scope: Scope, seen: set[int]
+                ) -> tuple[tuple[str, ...], Function | None]:
+        """The modes of the transforms wrapped around a function value, and that function:
+        `jax.grad(f)` and `g` after `g = jax.grad(f)` give `(("reverse",), f)`."""
+        if isinstance(node, cst.Name) and id(node) not in seen:
+            seen.add(id(node))
+            bindings = self.facts.lookup(node.value, scope)
+            if (len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path
+                    and isinstance(bindings[0].value, cst.Call)
+                    and self._modes_of(bindings[0].value.func, bindings[0].scope)):
+                return self._unwrap(bindings[0].value, bindings[0].scope, seen)
+        if isinstance(node, cst.Call):
+            modes = self._modes_of(node.func, scope)
+            args = positional_args(node, before_star=True)
+            if modes and args:
+                wrapped, target = self._unwrap(args[0].value, scope, seen)
+                return modes + wrapped, target
+        resolved = self._function(node, scope)
+        return (), resolved[0] if resolved is not None else None
+
+    def _mode_targets(self, call: cst.Call, site: Site) -> list[Function]:
+        """Functions a call runs in the caller's modes; a transform's own application
+        (`jax.grad(f)`, `jax.grad(f)(x)`) adds its modes in `_applications` instead."""
+        for func in (call.func, call.func.func if isinstance(call.func, cst.Call) else None):
+            if func is not None and self._modes_of(func, site.scope):
+                return []
+        return self._targets(call, site)
 
     # -- which values carry a tangent -----------------------------------------------------
 

@@ -1,0 +1,128 @@
+"""What the diffrax rules (ODL801-ODL805) share: the diffrax API table, and reading a
+`diffeqsolve` call's settings (solver, controller, adjoint, saveat) with their defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import tomllib
+from importlib import resources
+from typing import Any
+
+import libcst as cst
+from odelint.analysis.calls import argument_at, keyword_arg
+from odelint.analysis.facts import Facts
+from odelint.analysis.scopes import Scope, Site
+
+DIFFEQSOLVE = "diffrax.diffeqsolve"
+SAVEAT_CLASSES = frozenset({"diffrax.SaveAt", "diffrax.SubSaveAt"})
+
+
+@functools.cache
+def api() -> dict[str, Any]:
+    """rules/data/diffrax_api.toml, read on first use."""
+    text = resources.files("odelint.rules").joinpath("data").joinpath("diffrax_api.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """What a `diffeqsolve` argument is built from. `qualname` is the class called (the
+    default class when the argument is absent), None when the value cannot be read;
+    `call` is the constructor call, None for a default or an unreadable value."""
+
+    qualname: str | None
+    call: cst.Call | None
+    given: bool
+    scope: Scope | None = None  # where the names in `call` resolve
+
+    def keyword(self, name: str) -> cst.BaseExpression | None:
+        arg = keyword_arg(self.call, name) if self.call is not None else None
+        return arg.value if arg is not None else None
+
+
+class Solve:
+    """One `diffrax.diffeqsolve(...)` call and the settings it passes."""
+
+    def __init__(self, facts: Facts, call: cst.Call, site: Site) -> None:
+        self.facts, self.call, self.site = facts, call, site
+
+    @classmethod
+    def of(cls, facts: Facts, call: cst.Call, site: Site) -> Solve | None:
+        return cls(facts, call, site) if facts.qualname(call.func, site.scope) == DIFFEQSOLVE else None
+
+    def argument(self, name: str) -> cst.Arg | None:
+        positional = api()["diffeqsolve"]["positional"]
+        return argument_at(self.call, name, positional.index(name) if name in positional else None)
+
+    def setting(self, name: str, default: str | None = None) -> Setting:
+        arg = self.argument(name)
+        if arg is None:
+            return Setting(default, None, False)
+        built = constructed(self.facts, arg.value, self.site.scope)
+        qualname = self.facts.qualname(built[0].func, built[1]) if built is not None else None
+        return Setting(qualname, built[0] if built is not None and qualname else None, True, built[1] if built else None)
+
+    def is_none(self, name: str) -> bool:
+        """Is the argument passed as the literal `None`?"""
+        arg = self.argument(name)
+        return arg is not None and is_none(arg.value)
+
+    def adjoint(self) -> Setting:
+        return self.setting("adjoint", api()["adjoints"]["default"])
+
+    def controller(self) -> Setting:
+        return self.setting("stepsize_controller", api()["controllers"]["default"])
+
+    def solver(self) -> Setting:
+        return self.setting("solver")
+
+    def saves_steps(self) -> cst.BaseExpression | None:
+        """The `steps=` value (`True` or a positive count) when `saveat` saves every step."""
+        return self._saveat_flag("steps")
+
+    def saves_dense(self) -> cst.BaseExpression | None:
+        return self._saveat_flag("dense")
+
+    def _saveat_flag(self, flag: str) -> cst.BaseExpression | None:
+        saveat = self.setting("saveat")
+        if saveat.call is None or saveat.qualname not in SAVEAT_CLASSES:
+            return None
+        for call in _calls_in(saveat.call):
+            if self.facts.qualname(call.func, saveat.scope) in SAVEAT_CLASSES:
+                value = keyword_arg(call, flag)
+                if value is not None and is_truthy_literal(value.value):
+                    return value.value
+        return None
+
+
+def constructed(facts: Facts, node: cst.BaseExpression, scope: Scope, seen: frozenset[int] = frozenset()
+                ) -> tuple[cst.Call, Scope] | None:
+    """The call that builds a value (the expression itself, or the one assignment of a
+    name), and the scope its names resolve in."""
+    if isinstance(node, cst.Call):
+        return node, scope
+    if isinstance(node, cst.Name) and id(node) not in seen:
+        bindings = facts.lookup(node.value, scope)
+        if len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path and bindings[0].value:
+            return constructed(facts, bindings[0].value, bindings[0].scope, seen | {id(node)})
+    return None
+
+
+def is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def is_truthy_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == "True"
+    return isinstance(node, cst.Integer) and int(node.value, 0) != 0
+
+
+def _calls_in(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            yield current
+        stack.extend(current.children)

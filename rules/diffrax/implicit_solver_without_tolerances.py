@@ -1,0 +1,119 @@
+"""ODL803: an implicit solver with a fixed step size and no root-finder tolerances."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import argument_at, source_of
+from odelint.analysis.scopes import Site
+from odelint.api.rule import Flag, Pass, Rule
+from odelint.rules.diffrax.common import Solve, api
+
+
+class ImplicitSolverWithoutTolerances(Rule):
+    """An implicit solver with a fixed step size and no root-finder tolerances.
+
+    ## What it does
+    Flags `diffrax.diffeqsolve` with an implicit solver (`ImplicitEuler`, `Kvaerno3/4/5`,
+    `KenCarp3/4/5`, `Sil3`) built without a `root_finder`, when the step-size controller
+    is fixed: absent (so `ConstantStepSize()`), `ConstantStepSize()` or `StepTo(...)`.
+
+    ## Why is this bad?
+    An implicit step solves a nonlinear system with a root finder, and the default root
+    finder (`VeryChord`) takes its `rtol`/`atol` from the step-size controller. A fixed
+    controller has none, so the solve fails before it starts:
+
+        ValueError: A fixed step size controller is being used alongside an implicit
+        solver, but the tolerances for the implicit solver have not been specified.
+        (Being unspecified is the default in Diffrax.)
+
+    (diffrax#633, #439, #654.)
+
+    ## Example
+    ```python
+    diffrax.diffeqsolve(term, diffrax.Kvaerno5(), 0.0, 1.0, 0.01, y0)
+    ```
+
+    ## Use instead
+    ```python
+    diffrax.diffeqsolve(term, diffrax.Kvaerno5(), 0.0, 1.0, 0.01, y0,
+                        stepsize_controller=diffrax.PIDController(rtol=1e-5, atol=1e-5))
+    # or keep the fixed step and give the root finder its tolerances:
+    diffrax.diffeqsolve(term, diffrax.Kvaerno5(root_finder=diffrax.VeryChord(rtol=1e-8, atol=1e-8)),
+                        0.0, 1.0, 0.01, y0)
+    ```
+
+    ## Fix safety
+    No automatic fix: both remedies need tolerances that set the accuracy of the
+    solution, which only the author can choose.
+    """
+
+    code = "ODL803"
+    name = "implicit-solver-without-tolerances"
+    summary = "An implicit solver with a constant step and no root-finder tolerances"
+    triggers = (("diffeqsolve", "ImplicitEuler"), ("diffeqsolve", "Kvaerno"), ("diffeqsolve", "KenCarp"),
+                ("diffeqsolve", "Sil3"))
+    fixtures = "tests/fixtures/ODL803"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        solve = Solve.of(self.facts, node, site)
+        if solve is None:
+            return
+        solver = solve.solver()
+        implicit = api()["solvers"]["implicit"]
+        if solver.call is None or solver.qualname not in implicit:
+            return
+        if argument_at(solver.call, "root_finder", implicit[solver.qualname]) is not None:
+            return
+        controller = solve.controller()
+        if controller.qualname not in api()["controllers"]["fixed"]:
+            return
+        step = (f"`{source_of(self.context.module, controller.call)}`" if controller.call is not None
+                else "the default `ConstantStepSize()`")
+        self.report(
+            solve.argument("solver").value,  # type: ignore[union-attr]
+            f"the implicit solver `{source_of(self.context.module, solver.call)}` runs with a fixed step "
+            f"({step}) and its root finder has no tolerances: diffrax raises `ValueError: A fixed step size "
+            f"controller is being used alongside an implicit solver, but the tolerances for the implicit "
+            f"solver have not been specified.`; pass `stepsize_controller=diffrax.PIDController(rtol=..., "
+            f"atol=...)`, or `root_finder=diffrax.VeryChord(rtol=..., atol=...)` to the solver",
+        )
+
+    examples = (
+        Flag("""
+            import diffrax
+
+            term = diffrax.ODETerm(lambda t, y, args: -y)
+            sol = diffrax.diffeqsolve(term, diffrax.Kvaerno5(), 0.0, 1.0, 0.01, 1.0)
+        """, message="the implicit solver `diffrax.Kvaerno5()` runs with a fixed step (the default"),
+        # aliases and from-imports, a solver built beforehand, StepTo, keyword arguments
+        Flag("""
+            import diffrax as dfx
+            import jax.numpy as jnp
+            from diffrax import ImplicitEuler as IE, diffeqsolve
+
+            solver = IE()
+            diffeqsolve(dfx.ODETerm(lambda t, y, a: -y), solver, 0.0, 1.0, None, 1.0,
+                        stepsize_controller=dfx.StepTo(ts=jnp.linspace(0.0, 1.0, 11)))
+            dfx.diffeqsolve(terms=dfx.ODETerm(lambda t, y, a: -y), solver=dfx.Kvaerno3(scan_kind="bounded"),
+                            t0=0.0, t1=1.0, dt0=0.1, y0=1.0, stepsize_controller=dfx.ConstantStepSize())
+        """, count=2, message="the implicit solver `IE()` runs with a fixed step (`dfx.StepTo("),
+        # an adaptive controller, a root finder with tolerances (keyword or positional),
+        # explicit solvers, and values the linter cannot read
+        Pass("""
+            import diffrax
+            import optimistix as optx
+
+            term = diffrax.ODETerm(lambda t, y, args: -y)
+            pid = diffrax.PIDController(rtol=1e-5, atol=1e-5)
+            diffrax.diffeqsolve(term, diffrax.Kvaerno5(), 0.0, 1.0, 0.01, 1.0, stepsize_controller=pid)
+            diffrax.diffeqsolve(term, diffrax.ImplicitEuler(root_finder=diffrax.VeryChord(rtol=1e-8, atol=1e-8)),
+                                0.0, 1.0, 0.1, 1.0)
+            diffrax.diffeqsolve(term, diffrax.ImplicitEuler(optx.Newton(1e-8, 1e-8)), 0.0, 1.0, 0.1, 1.0)
+            diffrax.diffeqsolve(term, diffrax.Kvaerno4(None, optx.Chord(1e-8, 1e-8)), 0.0, 1.0, 0.1, 1.0)
+            diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.1, 1.0)
+
+            def run(solver, controller):
+                diffrax.diffeqsolve(term, solver, 0.0, 1.0, 0.1, 1.0)
+                diffrax.diffeqsolve(term, diffrax.Kvaerno5(), 0.0, 1.0, 0.1, 1.0, stepsize_controller=controller)
+        """),
+    )
