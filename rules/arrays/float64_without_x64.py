@@ -28,11 +28,11 @@ class Float64WithoutX64(Rule):
 
     ## What it does
     Flags `dtype=jnp.float64` (or `np.float64`, `"float64"`, `complex128`) in a `jax.numpy` /
-    `jax.random` call, `x.astype(jnp.float64)` on a JAX array and `jnp.float64(...)`, in a
-    program (a file with an `if __name__ == "__main__":` block, or code that runs at import)
-    that never enables 64-bit mode (no `jax_enable_x64` anywhere in the file). Also flags a
-    top-level `jax.config.update("jax_enable_x64", True)` that runs after top-level code
-    already created JAX arrays.
+    `jax.random` call, `x.astype(jnp.float64)` on a JAX array and `jnp.float64(...)` in a
+    file that never enables 64-bit mode (no `jax_enable_x64`, `JAX_ENABLE_X64` or
+    `jax.experimental.enable_x64` anywhere in it). Also flags
+    `jax.config.update("jax_enable_x64", True)` placed after code of the same block (the
+    module's top level, or one function body) that already created JAX arrays.
 
     ## Why is this bad?
     Without `jax_enable_x64`, JAX truncates every 64-bit request to 32 bits, with only a
@@ -73,17 +73,15 @@ class Float64WithoutX64(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._requests: list[tuple[_Seen, cst.CSTNode]] = []  # (the call, the 64-bit dtype it names)
-        self._created: list[_Seen] = []                      # top-level calls that create arrays
-        self._switches: list[_Seen] = []                     # top-level `jax.config.update(x64, True)`
+        self._created: list[_Seen] = []                      # calls that create arrays
+        self._switches: list[_Seen] = []                     # `jax.config.update(x64, True)`
         self._mentioned = False                              # the file names `jax_enable_x64` at all
-        self._main_block = False
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope)
-        top_level = site.scope is self.facts.index.module_scope
         if qualname in _SWITCHES:
             self._mentioned = True
-            if qualname == "jax.config.update" and top_level and _enables_x64(node):
+            if qualname == "jax.config.update" and _enables_x64(node):
                 self._switches.append(_Seen(node, site))
             return
         wide = None
@@ -100,7 +98,7 @@ class Float64WithoutX64(Rule):
                 wide = dtype.value
         if wide is not None:
             self._requests.append((_Seen(node, site), wide))
-        if top_level and qualname is not None and jax_api.returns_array(qualname):
+        if qualname is not None and jax_api.returns_array(qualname):
             self._created.append(_Seen(node, site))
 
     def visit_SimpleString(self, node: cst.SimpleString, site: Site) -> None:
@@ -112,28 +110,21 @@ class Float64WithoutX64(Rule):
         if node.attr.value == X64_FLAG:  # jax.config.jax_enable_x64 = True
             self._mentioned = True
 
-    def visit_If(self, node: cst.If, site: Site) -> None:
-        test = node.test
-        if (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
-                and len(test.comparisons) == 1 and isinstance(test.comparisons[0].comparator, cst.SimpleString)
-                and test.comparisons[0].comparator.evaluated_value == "__main__"):
-            self._main_block = True
-
     def finish(self) -> None:
         module = self.context.module
         if not self._mentioned:
             for seen, wide in self._requests:
-                if self._main_block or seen.site.scope is self.facts.index.module_scope:
-                    self.report(wide, f"`{source_of(module, wide)}` is requested in a call of "
-                                      f"`{source_of(module, seen.node.func)}` "
-                                      f"but this program never enables 64-bit mode: JAX silently truncates it to "
-                                      f"32 bits; call `jax.config.update(\"{X64_FLAG}\", True)` at startup")
+                self.report(wide, f"`{source_of(module, wide)}` is requested in a call of "
+                                  f"`{source_of(module, seen.node.func)}` but nothing in this file enables 64-bit "
+                                  f"mode: unless the program calls `jax.config.update(\"{X64_FLAG}\", True)` before "
+                                  "any array exists, JAX silently truncates it to 32 bits")
         for switch in self._switches:
-            earlier = [c for c in self._created if c.site.order < switch.site.order]
+            earlier = [c for c in self._created
+                       if c.site.scope is switch.site.scope and c.site.order < switch.site.order]
             if earlier:
                 self.report(switch.node, f"64-bit mode is switched on after `{source_of(module, earlier[0].node)}` "
-                                         "created an array at the top of this file: arrays created before stay "
-                                         "32-bit; switch it on first, before any array exists")
+                                         "created an array: arrays created before stay 32-bit; switch it on "
+                                         "first, before any array exists")
 
     def _is_wide(self, node: cst.BaseExpression, site: Site) -> bool:
         if isinstance(node, cst.SimpleString):
@@ -147,7 +138,7 @@ class Float64WithoutX64(Rule):
 
             x = jnp.linspace(0.0, 1.0, 100, dtype=jnp.float64)
             y = jnp.zeros(3, dtype="float64") + x.astype(np.float64)[:3]
-        """, count=3, message="`jnp.float64` is requested in a call of `jnp.linspace` but this program never enables 64-bit mode"),
+        """, count=3, message="`jnp.float64` is requested in a call of `jnp.linspace` but nothing in this file enables 64-bit mode"),
         Flag("""
             import jax
             import jax.numpy as jnp
@@ -157,7 +148,7 @@ class Float64WithoutX64(Rule):
 
             if __name__ == "__main__":
                 print(solve(1.0))
-        """, message="never enables 64-bit mode"),
+        """, message="nothing in this file enables 64-bit mode"),
         Flag("""
             import jax
             import jax.numpy as jnp
@@ -180,7 +171,7 @@ class Float64WithoutX64(Rule):
 
             x = jnp.ones(3, dtype=jnp.float64)
         """),
-        # a library function (not a program); numpy's own float64; a key before the switch
+        # numpy's own float64; a key before the switch; an array made in another block first
         Pass("""
             import jax
             import jax.numpy as jnp
@@ -192,6 +183,10 @@ class Float64WithoutX64(Rule):
 
             def widen(x):
                 return jnp.asarray(x, dtype=jnp.float64)
+
+            def main():
+                jax.config.update("jax_enable_x64", True)
+                return widen(1.0)
         """),
     )
 

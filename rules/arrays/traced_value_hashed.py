@@ -9,6 +9,9 @@ from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
 
 _CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+_VALUE_WORDS = ("jit", "vmap", "pmap", "checkpoint", "remat", "scan", "loop", "cond", "switch", "map", "Term",
+                "numpy", "nn", "lax", "scipy", "random", "Array", "jaxtyping")
+_HASHING_WORDS = ("{", "dict", "set", "hash", "cache")
 
 
 class TracedValueHashed(Rule):
@@ -49,7 +52,10 @@ class TracedValueHashed(Rule):
     code = "ODL710"
     name = "traced-value-hashed"
     summary = "A traced value or JAX array is used as a dict key, set member, hash() or lru_cache argument"
-    triggers = (("jax",),)
+    # A finding needs a traced value or an array (a tracing transform or an array API in
+    # the file) and a place that hashes it (a `{...}` literal, a dict or set built by name,
+    # `hash`, or a functools cache).
+    triggers = tuple((value, site) for value in _VALUE_WORDS for site in _HASHING_WORDS)
     fixtures = "tests/fixtures/ODL710"
 
     def visit_Dict(self, node: cst.Dict, site: Site) -> None:
