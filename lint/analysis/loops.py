@@ -1,9 +1,10 @@
 """Which nodes run once per iteration of a Python `for`/`while` loop of their own scope.
 
 A loop body re-runs its statements, so a function object created there (a `lambda`, a
-nested `def`, a `functools.partial`) is a new object every iteration. Bodies of functions
-defined inside the loop are not part of it: they run when called, not per iteration.
-Built once per file, on first use.
+nested `def`, a `functools.partial`) is a new object every iteration. A `while` loop's test
+and a `for` loop's target run per iteration too; a `for` loop's iterable and `else` block
+run once. Bodies of functions defined inside the loop are not part of it: they run when
+called, not per iteration. Built once per file, on first use.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ class Loops:
             if loop is not None:
                 self._loop_of[id(node)] = loop
             if isinstance(node, (cst.For, cst.While)):
-                stack.append((node.body, node))
-                stack.extend((child, loop) for child in node.children if child is not node.body)
+                again = (node.target, node.body) if isinstance(node, cst.For) else (node.test, node.body)
+                stack.extend((child, node if any(child is part for part in again) else loop)
+                             for child in node.children)
             elif isinstance(node, _NEW_SCOPES):
                 header = [c for c in node.children if c is not getattr(node, "body", None)]
                 stack.extend((child, loop) for child in header)

@@ -69,7 +69,8 @@ class TracedValueHashed(Rule):
 
     def visit_Subscript(self, node: cst.Subscript, site: Site) -> None:
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and self._hashes(node.value, site):
-            self._check(node.slice[0].slice.value, site, f"a key of the dict `{source_of(self.context.module, node.value)}`")
+            dictionary = source_of(self.context.module, node.value)
+            self._check(node.slice[0].slice.value, site, f"a key of the dict `{dictionary}`")
 
     def visit_Comparison(self, node: cst.Comparison, site: Site) -> None:
         left = node.left
@@ -86,7 +87,8 @@ class TracedValueHashed(Rule):
         function = self.facts.callee(node.func, site.scope)
         if isinstance(function, cst.FunctionDef) and self._cached(function):
             for arg in node.args:
-                self._check(arg.value, site, f"an argument of `{function.name.value}`, which `functools` caches by hashing its arguments")
+                self._check(arg.value, site,
+                            f"an argument of `{function.name.value}`, which `functools` caches by hashing its arguments")
 
     def _check(self, value: cst.BaseExpression, site: Site, role: str) -> None:
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "hash":
@@ -94,7 +96,8 @@ class TracedValueHashed(Rule):
         traced = self.facts.traced_value(value, site)
         text = source_of(self.context.module, value)
         if traced is not None:
-            origin = f"({traced.reason})" if text == traced.parameter.name else f"(traced: it derives from {traced.describe()})"
+            origin = (f"({traced.reason})" if text == traced.parameter.name
+                      else f"(traced: it derives from {traced.describe()})")
             self.report(value, f"`{text}` {origin} is {role}: "
                                "tracers are unhashable (`TypeError: unhashable type: 'DynamicJaxprTracer'`)")
         elif self.facts.kind(value, site) is Kind.ARRAY:
