@@ -86,9 +86,9 @@ class TracedValueHashed(Rule):
             return
         function = self.facts.callee(node.func, site.scope)
         if isinstance(function, cst.FunctionDef) and self._cached(function):
+            role = f"an argument of `{function.name.value}`, which `functools` caches by hashing its arguments"
             for arg in node.args:
-                self._check(arg.value, site,
-                            f"an argument of `{function.name.value}`, which `functools` caches by hashing its arguments")
+                self._check(arg.value, site, role)
 
     def _check(self, value: cst.BaseExpression, site: Site, role: str) -> None:
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "hash":
