@@ -172,12 +172,20 @@ def by_hessian(x):
 def untouched(x):
     return mark_untouched(x)
 
+@jax.custom_vjp
+def own_rule(x):
+    return mark_custom(x)
+
+def by_grad_through_custom(x):
+    return own_rule(x)
+
 jax.grad(by_grad)(1.0)
 jax.jacfwd(by_jacfwd)(1.0)
 jax.jvp(by_jvp, (1.0,), (1.0,))
 jax.jit(jax.grad(by_jit_grad))(1.0)
 jax.hessian(by_hessian)(1.0)
 jax.jit(untouched)(1.0)
+jax.grad(by_grad_through_custom)(1.0)
 """
 
 
@@ -190,6 +198,7 @@ jax.jit(untouched)(1.0)
     ("mark_jacfwd", False),       # forward mode only
     ("mark_jvp", False),
     ("mark_untouched", False),    # jit does not differentiate
+    ("mark_custom", False),       # a custom_vjp function is differentiated by its rule
 ])
 def test_reverse_mode_reach(marker: str, reverse: bool) -> None:
     module, facts = _facts(REVERSE)

@@ -19,6 +19,12 @@ from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import FUNCTION, Scope, Site
 
 
+# Functions with their own derivative rule: JAX differentiates them with the rule, never
+# through their body, so reverse mode does not reach into it (nor into what it calls).
+CUSTOM_DERIVATIVES = frozenset({"jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp",
+                                "equinox.filter_custom_jvp"})
+
+
 class ReverseMode(Reach):
     def __init__(self, facts: Facts) -> None:
         super().__init__(facts, never_into=jax_api.callbacks())
@@ -26,7 +32,7 @@ class ReverseMode(Reach):
             transform = self._reverse(call.func, site.scope)
             target = argument_at(call, "fun", 0) if transform else None
             resolved = self.function(target.value, site.scope) if target is not None else None
-            if resolved is not None:
+            if resolved is not None and not self._custom(resolved[0]):
                 self._root(resolved[0], call.func)
         for scope in list(facts.index.body_scopes.values()):
             if scope.kind == FUNCTION:
@@ -35,6 +41,18 @@ class ReverseMode(Reach):
                     if spelled is not None:
                         self._root(scope.node, spelled)  # type: ignore[arg-type]
         self.spread()
+
+    def _targets(self, call: cst.Call, site: Site) -> list:
+        return [target for target in super()._targets(call, site) if not self._custom(target)]
+
+    def _custom(self, function) -> bool:
+        scope = self.facts.index.body_scope(function)
+        outer = scope.parent if scope is not None and scope.parent is not None else self.facts.index.module_scope
+        for decorator in getattr(function, "decorators", ()):
+            node = decorator.decorator
+            if self.facts.qualname(node.func if isinstance(node, cst.Call) else node, outer) in CUSTOM_DERIVATIVES:
+                return True
+        return False
 
     def _reverse(self, node: cst.BaseExpression, scope: Scope) -> bool:
         found = jax_api.transform(self.facts.qualname(node, scope))

@@ -20,8 +20,8 @@ class RecompiledEveryCall(Rule):
     ## What it does
     Flags three ways of compiling again and again:
     - `jax.jit(f)`/`eqx.filter_jit(f)` applied, inside a loop or inside a function called
-      in a loop or from several places, to a function object created there (a `lambda`, a
-      `functools.partial`, a nested `def`);
+      in a loop, to a function object created there (a `lambda`, a `functools.partial`, a
+      nested `def`);
     - a `def` decorated with `@jax.jit`/`@eqx.filter_jit` nested in such a loop or function;
     - a Python number that changes every iteration of a `for` loop (its variable over
       `range(...)` or a literal list of numbers, or arithmetic on it) passed to an
@@ -136,14 +136,12 @@ class RecompiledEveryCall(Rule):
         return "inside a loop" if loop is not None else None
 
     def _repeated(self, function: cst.CSTNode) -> str | None:
-        """Why `function` runs many times: called in a loop, or from several places."""
+        """Why `function` runs again and again: it is called in a loop. (A factory called from
+        a few places compiles once per call on purpose, with different closures.)"""
         if not isinstance(function, cst.FunctionDef):
             return None
-        calls = self.facts.calls_of(function)
-        if any(loops(self.facts).loop_of(call) is not None for call, _ in calls):
+        if any(loops(self.facts).loop_of(call) is not None for call, _ in self.facts.calls_of(function)):
             return f"inside `{function.name.value}`, which is called in a loop"
-        if len(calls) > 1:
-            return f"inside `{function.name.value}`, which is called from {len(calls)} places"
         return None
 
     def _loop_number(self, value: cst.BaseExpression, site: Site) -> cst.For | None:
@@ -215,10 +213,10 @@ class RecompiledEveryCall(Rule):
 
             for batch in range(3):
                 evaluate(None, batch)
-            train(None, 1.0, 2.0)
-            train(None, 2.0, 2.0)
+                train(None, 1.0, 2.0)
         """, count=2),
-        # jit of a function defined once, at module level or in a function called once;
+        # jit of a function defined once, at module level or in a function called once (or
+        # a factory called from two places, on purpose: each closure differs);
         # jnp arrays or unchanging values passed to filter_jit; plain jax.jit traces ints
         Pass("""
             import equinox as eqx
@@ -245,7 +243,11 @@ class RecompiledEveryCall(Rule):
                     x = jax.jit(loss)(x) + inner(x)
                 return x
 
+            def make(scale):
+                return jax.jit(lambda x: x * scale)
+
             main()
+            double, triple = make(2.0), make(3.0)
         """),
         # inside traced code the inner jit runs once per trace of the outer function
         Pass("""

@@ -156,6 +156,28 @@ class ReverseThroughWhileLoop(Rule):
             f = jax.jacfwd(count)(2.0)
             v = jax.jit(count)(2.0)
         """),
+        # a function with its own derivative rule: JAX never differentiates its body
+        Pass("""
+            import jax
+
+            @jax.custom_vjp
+            def power(x):
+                return jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * x), (0, 1.0))[1]
+
+            def power_fwd(x):
+                return power(x), x
+
+            def power_bwd(x, g):
+                return (3 * x**2 * g,)
+
+            power.defvjp(power_fwd, power_bwd)
+
+            def loss(x):
+                return power(x) + 1.0
+
+            jax.grad(power)(2.0)
+            jax.grad(loss)(2.0)
+        """),
         # the loop's carry and body do not depend on the differentiated argument
         Pass("""
             import jax
