@@ -16,17 +16,18 @@ _FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
 
 
 class UnhashableStaticArgument(Rule):
-    """A list, dict, set or JAX array is passed where `jax.jit` wants a static argument.
+    """An unhashable value (list, dict, set, array, module) is a static argument of `jax.jit`.
 
     ## What it does
     Flags a call of a function compiled with `jax.jit(..., static_argnums=/static_argnames=)`
     (as a call, `@jax.jit(...)` or `@partial(jax.jit, ...)`) that passes a list, dict or set
-    (a literal, or a name only ever bound to one) or a JAX array at a static position or
-    keyword. Also flags `static_argnums`/`static_argnames` given to `eqx.filter_jit`.
+    (a literal, or a name only ever bound to one), a JAX array, or an instance of an Equinox
+    module class of this file that declares array fields, at a static position or keyword. Also flags `static_argnums`/`static_argnames` given to `eqx.filter_jit`.
 
     ## Why is this bad?
     JAX hashes static arguments to look up the compiled program; lists, dicts, sets and
-    arrays cannot be hashed, so the first call fails:
+    arrays cannot be hashed, nor can an Equinox module holding arrays, so the first call
+    fails:
 
         ValueError: Non-hashable static arguments are not supported. An error occurred while
         trying to hash an object of type <class 'list'>, [1, 2]. The error was:
@@ -59,7 +60,7 @@ class UnhashableStaticArgument(Rule):
 
     code = "ODL708"
     name = "unhashable-static-argument"
-    summary = "An unhashable value (list, dict, set, array) is passed as a static argument of a jitted function"
+    summary = "An unhashable value (list, dict, set, array, module) is a static argument of a jitted function"
     triggers = (("static_arg",),)
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL708"
@@ -79,30 +80,41 @@ class UnhashableStaticArgument(Rule):
             what = self._unhashable(arg.value, site)
             if what is None:
                 continue
-            text = source_of(self.context.module, arg.value)
             fix = None
             if isinstance(arg.value, cst.List):
                 fix = self.fix("Pass a tuple", lambda value=arg.value: Edits([Replace(value, _as_tuple(value))]))
             self.report(arg.value,
-                        f"`{text}` is a {what} passed as a static argument of "
+                        f"`{source_of(self.context.module, arg.value)}` is {what[0]} passed as a static argument of "
                         f"`{source_of(self.context.module, node.func)}` (`{jitted.spelling}` with static arguments): "
-                        "static arguments are hashed and a " + what + " is unhashable "
+                        f"static arguments are hashed and {what[1]} "
                         "(`ValueError: Non-hashable static arguments are not supported`)"
-                        + ("; pass a tuple" if what == "list" else ""),
+                        + ("; pass a tuple" if isinstance(arg.value, cst.List) else ""),
                         fix=fix)
 
-    def _unhashable(self, value: cst.BaseExpression, site: Site) -> str | None:
-        """'list', 'dict', 'set' or 'JAX array' when the value cannot be hashed, else None."""
+    def _unhashable(self, value: cst.BaseExpression, site: Site) -> tuple[str, str] | None:
+        """What the value is and why it cannot be hashed: a list, dict or set, a JAX array, or
+        an Equinox module of this file with array fields; None when it may be hashable."""
         literal = _UNHASHABLE_LITERALS.get(type(value))
-        if literal is not None:
-            return literal
-        if isinstance(value, cst.Name):
+        if literal is None and isinstance(value, cst.Name):
             bindings = self.facts.lookup(value.value, site.scope)
             kinds = {_UNHASHABLE_LITERALS.get(type(b.value)) if b.kind == "assign" and not b.path else None
                      for b in bindings}
-            if len(kinds) == 1 and None not in kinds:
-                return kinds.pop()
-        return "JAX array" if self.facts.kind(value, site) is Kind.ARRAY else None
+            literal = kinds.pop() if len(kinds) == 1 else None
+        if literal is not None:
+            return f"a {literal}", f"a {literal} is unhashable"
+        kind = self.facts.kind(value, site)
+        if kind is Kind.MODULE:
+            found = self.facts.module_class(value, site)
+            if found is not None and found.node is not None and self._has_array_field(found.node):
+                return f"a `{found.name}` module", "its array fields are unhashable"
+        return ("a JAX array", "arrays are unhashable") if kind is Kind.ARRAY else None
+
+    def _has_array_field(self, cls: cst.ClassDef) -> bool:
+        """Does this file's module class declare a field as an array (`w: jax.Array`)?"""
+        scope = self.facts.index.body_scope(cls)
+        return scope is not None and any(
+            b.annotation is not None and self.facts.annotation_kind(b.annotation, scope) is Kind.ARRAY
+            for bindings in scope.bindings.values() for b in bindings)
 
     examples = (
         Flag("""
@@ -142,6 +154,19 @@ class UnhashableStaticArgument(Rule):
         """, count=2, message="`table` is a dict"),
         Flag("""
             import equinox as eqx
+            import jax
+
+            class Scale(eqx.Module):
+                w: jax.Array
+
+            def apply(x, layer):
+                return layer.w * x
+
+            fast = jax.jit(apply, static_argnums=1)
+            fast(1.0, Scale(jax.numpy.ones(2)))
+        """, message="`Scale(jax.numpy.ones(2))` is a `Scale` module passed as a static argument"),
+        Flag("""
+            import equinox as eqx
 
             @eqx.filter_jit(static_argnums=1)
             def f(x, n):
@@ -149,6 +174,7 @@ class UnhashableStaticArgument(Rule):
         """, message="takes no `static_argnums`"),
         Pass("""
             from functools import partial
+            import equinox as eqx
             import jax
             import jax.numpy as jnp
 
@@ -161,6 +187,11 @@ class UnhashableStaticArgument(Rule):
             tile(jnp.ones(2), shape, mode=4)
             tile([1.0, 2.0], (1,), None)
             jax.jit(tile)(jnp.ones(2), [2, 3], {})
+
+            class Config(eqx.Module):
+                depth: int
+
+            tile(jnp.ones(2), (2,), Config(3))
         """),
         # not static: the list goes to a traced position; filter_jit without static keywords
         Pass("""
