@@ -22,7 +22,8 @@ class UnhashableStaticArgument(Rule):
     Flags a call of a function compiled with `jax.jit(..., static_argnums=/static_argnames=)`
     (as a call, `@jax.jit(...)` or `@partial(jax.jit, ...)`) that passes a list, dict or set
     (a literal, or a name only ever bound to one), a JAX array, or an instance of an Equinox
-    module class of this file that declares array fields, at a static position or keyword. Also flags `static_argnums`/`static_argnames` given to `eqx.filter_jit`.
+    module class of this file that declares array fields, at a static position or keyword.
+    Also flags `static_argnums`/`static_argnames` given to `eqx.filter_jit`.
 
     ## Why is this bad?
     JAX hashes static arguments to look up the compiled program; lists, dicts, sets and
