@@ -70,9 +70,9 @@ class UnhashableStaticArgument(Rule):
         if self.facts.qualname(node.func, site.scope) in _FILTERED:
             for arg in node.args:
                 if arg.keyword is not None and arg.keyword.value in STATIC_KEYWORDS:
-                    self.report(arg, f"`{source_of(self.context.module, node.func)}` takes no `{arg.keyword.value}`: "
-                                     "it raises `ValueError: `jitkwargs` cannot contain ...`; every non-array "
-                                     "argument is already static under it, so drop the keyword")
+                    self.report(arg, f"`{source_of(self.context.module, node.func)}` takes no `{arg.keyword.value}` "
+                                     "(it raises \"ValueError: `jitkwargs` cannot contain 'static_argnums', ...\"): "
+                                     "every non-array argument is already static under it, so drop the keyword")
             return
         jitted = jitted_callee(self.facts, node.func, site.scope)
         if jitted is None or jitted.transform in _FILTERED:
