@@ -62,7 +62,7 @@ class UnhashableStaticArgument(Rule):
     code = "ODL708"
     name = "unhashable-static-argument"
     summary = "An unhashable value (list, dict, set, array, module) is a static argument of a jitted function"
-    triggers = (("static_arg",),)
+    triggers = (("static_arg",), ("static_broadcasted",))
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL708"
 
@@ -166,6 +166,19 @@ class UnhashableStaticArgument(Rule):
             fast = jax.jit(apply, static_argnums=1)
             fast(1.0, Scale(jax.numpy.ones(2)))
         """, message="`Scale(jax.numpy.ones(2))` is a `Scale` module passed as a static argument"),
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            mapped = jax.pmap(lambda x, shape: x.reshape(shape), static_broadcasted_argnums=1)
+            mapped(jnp.ones((1, 4)), [2, 2])
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            mapped = jax.pmap(lambda x, shape: x.reshape(shape), static_broadcasted_argnums=1)
+            mapped(jnp.ones((1, 4)), (2, 2))
+        """, message="(`jax.pmap` with static arguments)"),
         Flag("""
             import equinox as eqx
 
