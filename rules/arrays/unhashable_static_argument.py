@@ -1,0 +1,233 @@
+"""ODL708: an unhashable value at a static argument of a jitted function."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import source_of
+from odelint.analysis.facts import Kind
+from odelint.analysis.jitted import STATIC_KEYWORDS, jitted_callee
+from odelint.analysis.scopes import Site
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+
+_UNHASHABLE_LITERALS = {cst.List: "list", cst.ListComp: "list", cst.Dict: "dict", cst.DictComp: "dict",
+                        cst.Set: "set", cst.SetComp: "set"}
+_FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
+
+
+class UnhashableStaticArgument(Rule):
+    """An unhashable value (list, dict, set, array, module) is a static argument of `jax.jit`.
+
+    ## What it does
+    Flags a call of a function compiled with `jax.jit(..., static_argnums=/static_argnames=)`
+    (as a call, `@jax.jit(...)` or `@partial(jax.jit, ...)`) that passes a list, dict or set
+    (a literal, or a name only ever bound to one), a JAX array, or an instance of an Equinox
+    module class of this file that declares array fields, at a static position or keyword.
+    Also flags `static_argnums`/`static_argnames` given to `eqx.filter_jit`.
+
+    ## Why is this bad?
+    JAX hashes static arguments to look up the compiled program; lists, dicts, sets and
+    arrays cannot be hashed, nor can an Equinox module holding arrays, so the first call
+    fails:
+
+        ValueError: Non-hashable static arguments are not supported. An error occurred while
+        trying to hash an object of type <class 'list'>, [1, 2]. The error was:
+        TypeError: unhashable type: 'list'
+
+    (jax#883, #5186, #6233, #3701; equinox#11, #236.) `eqx.filter_jit` takes no static
+    keywords at all (every non-array argument is already static) and raises
+    ``ValueError: `jitkwargs` cannot contain 'static_argnums', ...``.
+
+    ## Example
+    ```python
+    @partial(jax.jit, static_argnums=1)
+    def tile(x, reps):
+        return jnp.tile(x, reps)
+
+    tile(x, [2, 3])
+    ```
+
+    ## Use instead
+    ```python
+    tile(x, (2, 3))
+    ```
+
+    ## Fix safety
+    Safe for a list literal, which becomes the tuple literal with the same elements: the
+    call fails as written, and a tuple is hashable. Dicts, sets and arrays have no
+    mechanical fix: pass a tuple of items, or drop the position from `static_argnums`
+    (an array argument is then traced, which is what `eqx.filter_jit` does by default).
+    """
+
+    code = "ODL708"
+    name = "unhashable-static-argument"
+    summary = "An unhashable value (list, dict, set, array, module) is a static argument of a jitted function"
+    triggers = (("static_arg",), ("static_broadcasted",))
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL708"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        if self.facts.qualname(node.func, site.scope) in _FILTERED:
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in STATIC_KEYWORDS:
+                    self.report(arg, f"`{source_of(self.context.module, node.func)}` takes no `{arg.keyword.value}` "
+                                     "(it raises \"ValueError: `jitkwargs` cannot contain 'static_argnums', ...\"): "
+                                     "every non-array argument is already static under it, so drop the keyword")
+            return
+        jitted = jitted_callee(self.facts, node.func, site.scope)
+        if jitted is None or jitted.transform in _FILTERED:
+            return
+        for arg in jitted.static_arguments(node):
+            what = self._unhashable(arg.value, site)
+            if what is None:
+                continue
+            fix = None
+            if isinstance(arg.value, cst.List):
+                fix = self.fix("Pass a tuple", lambda value=arg.value: Edits([Replace(value, _as_tuple(value))]))
+            self.report(arg.value,
+                        f"`{source_of(self.context.module, arg.value)}` is {what[0]} passed as a static argument of "
+                        f"`{source_of(self.context.module, node.func)}` (`{jitted.spelling}` with static arguments): "
+                        f"static arguments are hashed and {what[1]} "
+                        "(`ValueError: Non-hashable static arguments are not supported`)"
+                        + ("; pass a tuple" if isinstance(arg.value, cst.List) else ""),
+                        fix=fix)
+
+    def _unhashable(self, value: cst.BaseExpression, site: Site) -> tuple[str, str] | None:
+        """What the value is and why it cannot be hashed: a list, dict or set, a JAX array, or
+        an Equinox module of this file with array fields; None when it may be hashable."""
+        literal = _UNHASHABLE_LITERALS.get(type(value))
+        if literal is None and isinstance(value, cst.Name):
+            bindings = self.facts.lookup(value.value, site.scope)
+            kinds = {_UNHASHABLE_LITERALS.get(type(b.value)) if b.kind == "assign" and not b.path else None
+                     for b in bindings}
+            literal = kinds.pop() if len(kinds) == 1 else None
+        if literal is not None:
+            return f"a {literal}", f"a {literal} is unhashable"
+        kind = self.facts.kind(value, site)
+        if kind is Kind.MODULE:
+            found = self.facts.module_class(value, site)
+            if found is not None and found.node is not None and self._has_array_field(found.node):
+                return f"a `{found.name}` module", "its array fields are unhashable"
+        return ("a JAX array", "arrays are unhashable") if kind is Kind.ARRAY else None
+
+    def _has_array_field(self, cls: cst.ClassDef) -> bool:
+        """Does this file's module class declare a field as an array (`w: jax.Array`)?"""
+        scope = self.facts.index.body_scope(cls)
+        return scope is not None and any(
+            b.annotation is not None and self.facts.annotation_kind(b.annotation, scope) is Kind.ARRAY
+            for bindings in scope.bindings.values() for b in bindings)
+
+    examples = (
+        Flag("""
+            from functools import partial
+            import jax
+            import jax.numpy as jnp
+
+            @partial(jax.jit, static_argnums=1)
+            def tile(x, reps):
+                return jnp.tile(x, reps)
+
+            y = tile(jnp.ones(2), [2, 3])
+            z = tile(jnp.ones(2), reps=[4])
+        """, fixed="""
+            from functools import partial
+            import jax
+            import jax.numpy as jnp
+
+            @partial(jax.jit, static_argnums=1)
+            def tile(x, reps):
+                return jnp.tile(x, reps)
+
+            y = tile(jnp.ones(2), (2, 3))
+            z = tile(jnp.ones(2), reps=(4,))
+        """, count=2, message="`[2, 3]` is a list passed as a static argument of `tile`"),
+        # `jax.jit(f, static_argnames=...)` as a call; a dict bound to a name, an array
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            def scale(x, table, factor):
+                return x * table["a"] * factor
+
+            fast = jax.jit(scale, static_argnames=("table", "factor"))
+            table = {"a": 2.0}
+            fast(jnp.ones(3), table, factor=jnp.asarray(2.0))
+        """, count=2, message="`table` is a dict"),
+        Flag("""
+            import equinox as eqx
+            import jax
+
+            class Scale(eqx.Module):
+                w: jax.Array
+
+            def apply(x, layer):
+                return layer.w * x
+
+            fast = jax.jit(apply, static_argnums=1)
+            fast(1.0, Scale(jax.numpy.ones(2)))
+        """, message="`Scale(jax.numpy.ones(2))` is a `Scale` module passed as a static argument"),
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            mapped = jax.pmap(lambda x, shape: x.reshape(shape), static_broadcasted_argnums=1)
+            mapped(jnp.ones((1, 4)), [2, 2])
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            mapped = jax.pmap(lambda x, shape: x.reshape(shape), static_broadcasted_argnums=1)
+            mapped(jnp.ones((1, 4)), (2, 2))
+        """, message="(`jax.pmap` with static arguments)"),
+        Flag("""
+            import equinox as eqx
+
+            @eqx.filter_jit(static_argnums=1)
+            def f(x, n):
+                return x * n
+        """, message="takes no `static_argnums`"),
+        Pass("""
+            from functools import partial
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            @partial(jax.jit, static_argnums=(1, 2))
+            def tile(x, reps, mode):
+                return jnp.tile(x, reps)
+
+            shape = (2, 3)
+            tile(jnp.ones(2), (2, 3), "a")
+            tile(jnp.ones(2), shape, mode=4)
+            tile([1.0, 2.0], (1,), None)
+            jax.jit(tile)(jnp.ones(2), [2, 3], {})
+
+            class Config(eqx.Module):
+                depth: int
+
+            tile(jnp.ones(2), (2,), Config(3))
+        """),
+        # not static: the list goes to a traced position; filter_jit without static keywords
+        Pass("""
+            import equinox as eqx
+            import jax
+
+            def f(xs, n):
+                return sum(xs) * n
+
+            g = jax.jit(f, static_argnums=1)
+            g([1.0, 2.0], 3)
+            h = eqx.filter_jit(f)
+            h([1.0], [2])
+        """),
+    )
+
+
+def _as_tuple(value: cst.List) -> cst.Tuple:
+    """`[a, b]` -> `(a, b)`, `[a]` -> `(a,)`, keeping the whitespace inside the brackets."""
+    elements = list(value.elements)
+    if len(elements) == 1 and isinstance(elements[0].comma, cst.MaybeSentinel):
+        elements[0] = elements[0].with_changes(comma=cst.Comma())
+    return cst.Tuple(elements,
+                     lpar=[*value.lpar, cst.LeftParen(whitespace_after=value.lbracket.whitespace_after)],
+                     rpar=[cst.RightParen(whitespace_before=value.rbracket.whitespace_before), *value.rpar])
