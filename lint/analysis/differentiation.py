@@ -16,36 +16,32 @@ import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_for, keyword_arg, positional_args
-from odelint.analysis.classes import enclosing_class, instance_class, method_of
+from odelint.analysis.classes import enclosing_class
 from odelint.analysis.facts import Facts, loaded_names
-from odelint.analysis.scopes import CLASS, FUNCTION, LAMBDA, Binding, Scope, Site
+from odelint.analysis.reach import Reach, function_name
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
 
-# transform -> the positional parameters it differentiates: "argnums" (jax's `argnums`,
-# default 0), "first" (Equinox's filter_* transforms) or "all" (jvp/vjp/linearize primals).
-DIFFERENTIATING = {
-    "jax.grad": "argnums", "jax.value_and_grad": "argnums", "jax.jacfwd": "argnums",
-    "jax.jacrev": "argnums", "jax.jacobian": "argnums", "jax.hessian": "argnums",
-    "jax.jvp": "all", "jax.vjp": "all", "jax.linearize": "all",
-    "equinox.filter_grad": "first", "equinox.filter_value_and_grad": "first",
-    "equinox.filter_jacfwd": "first", "equinox.filter_jacrev": "first", "equinox.filter_hessian": "first",
-    "equinox.filter_jvp": "all", "equinox.filter_vjp": "all",
-}
-# host callbacks -> index of their first forwarded argument; these have no JVP rule
-CALLBACKS = {"jax.pure_callback": 2, "jax.experimental.io_callback": 2, "equinox.filter_pure_callback": 1}
-# functions given to these run on the host, never under a transform
-_HOST_FUNCTION_TAKERS = frozenset({*CALLBACKS, "jax.debug.callback"})
-# transform -> the differentiation modes it applies, outermost first
+# The transforms that differentiate, what they differentiate with respect to ("argnums":
+# jax's `argnums`, default 0; "first": Equinox's filter_* transforms; "all": jvp/vjp/linearize
+# primals) and in which modes, outermost first: all from rules/data/jax_api.toml.
 FORWARD, REVERSE = "forward", "reverse"
-MODES = {
-    "jax.grad": (REVERSE,), "jax.value_and_grad": (REVERSE,), "jax.jacrev": (REVERSE,), "jax.vjp": (REVERSE,),
-    "jax.jacfwd": (FORWARD,), "jax.jvp": (FORWARD,), "jax.linearize": (FORWARD,),
-    "jax.hessian": (FORWARD, REVERSE),
-    "equinox.filter_grad": (REVERSE,), "equinox.filter_value_and_grad": (REVERSE,),
-    "equinox.filter_jacrev": (REVERSE,), "equinox.filter_vjp": (REVERSE,),
-    "equinox.filter_jacfwd": (FORWARD,), "equinox.filter_jvp": (FORWARD,),
-    "equinox.filter_hessian": (FORWARD, REVERSE),
-}
+
+
+def _differentiating() -> dict[str, jax_api.Transform]:
+    return {name: row for name, row in jax_api.transforms().items() if row.differentiates}
+
+
+def _modes(row: jax_api.Transform | None) -> tuple[str, ...]:
+    return tuple(row.differentiates.split("+")) if row is not None and row.differentiates else ()
+
+
+def callbacks() -> dict[str, int]:
+    """Host callbacks without a JVP rule -> the index of their first forwarded argument."""
+    return {name: row.first_arg for name, row in jax_api.callbacks().items() if not row.differentiable}
+
+
 _MAX_NESTING = 4  # longer stacks of transforms are not tracked (keeps recursion finite)
 PROGRESS_METER = "diffrax.AbstractProgressMeter"
 STOP_GRADIENT = "jax.lax.stop_gradient"
@@ -63,34 +59,30 @@ class Root:
     transform: str
 
 
-class Differentiation:
+class Differentiation(Reach):
     def __init__(self, facts: Facts) -> None:
-        self.facts = facts
+        super().__init__(facts, never_into=jax_api.callbacks())
         self.roots: dict[int, Root] = {}
-        self.reasons: dict[int, str] = {}      # function -> why it may be differentiated
-        self._root_reasons: dict[int, str] = {}  # function reached from a root -> that root's reason
+        self._differentiating = _differentiating()
         self._origins: dict[int, Binding | None] = {}
         self._stacks: dict[int, set[tuple[str, ...]]] | None = None  # function -> mode stacks
         self._find_transform_roots()
         self._find_progress_meters()
-        if self.reasons:
-            self._spread()
+        self.spread()
 
     # -- which code is differentiated -----------------------------------------------------
 
     def why_differentiated(self, site: Site) -> str | None:
         """Why the code at `site` may run under differentiation, or None."""
-        scope: Scope | None = site.scope
-        while scope is not None:
-            reason = self.reasons.get(id(scope.node))
-            if reason is not None:
-                return reason
-            scope = scope.parent
-        return None
+        return self.why(site)
+
+    def _mode(self, node: cst.BaseExpression, scope: Scope) -> str | None:
+        row = self._differentiating.get(self.facts.qualname(node, scope) or "")
+        return row.wrt if row is not None else None
 
     def _find_transform_roots(self) -> None:
         for call, site in self.facts.index.of_type(cst.Call):
-            mode = DIFFERENTIATING.get(self.facts.qualname(call.func, site.scope) or "")
+            mode = self._mode(call.func, site.scope)
             args = positional_args(call, before_star=True)
             if mode is not None and args:
                 argnums = args[1].value if mode == "argnums" and len(args) > 1 else _argnums_given(call)
@@ -106,18 +98,19 @@ class Differentiation:
             args = positional_args(decorator, before_star=True)
             if args:
                 transform = args[0].value
-                mode = DIFFERENTIATING.get(self.facts.qualname(transform, scope) or "")
+                mode = self._mode(transform, scope)
                 if mode is not None:
                     self._record(function, 0, mode, _argnums_given(decorator), transform)
             return
-        mode = DIFFERENTIATING.get(qualname or "")
+        row = self._differentiating.get(qualname or "")
+        mode = row.wrt if row is not None else None
         if mode is not None:
             argnums = _argnums_given(decorator) if isinstance(decorator, cst.Call) else None
             self._record(function, 0, mode, argnums, decorator)
 
     def _add_root(self, target: cst.BaseExpression, scope: Scope, mode: str,
                   argnums: cst.BaseExpression | None, transform: cst.BaseExpression) -> None:
-        resolved = self._function(target, scope)
+        resolved = self.function(target, scope)
         if resolved is not None:
             self._record(resolved[0], resolved[1], mode, argnums, transform)
 
@@ -137,23 +130,7 @@ class Differentiation:
         elif old is not None:
             positions = None
         self.roots[id(function)] = Root(positions, spelling)
-        self.reasons.setdefault(id(function), f"{_name(function)} is differentiated by `{spelling}`")
-
-    def _function(self, node: cst.BaseExpression, scope: Scope) -> tuple[Function, int] | None:
-        """The same-file function a value calls, and how many leading parameters are already
-        bound (by `functools.partial` or a bound method's `self`)."""
-        if isinstance(node, cst.Lambda):
-            return node, 0
-        if isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == "functools.partial":
-            args = positional_args(node, before_star=True)
-            inner = self._function(args[0].value, scope) if args else None
-            return (inner[0], inner[1] + len(args) - 1) if inner else None
-        if isinstance(node, cst.Attribute):
-            cls = instance_class(self.facts, node.value, scope)
-            method = method_of(self.facts, cls, node.attr.value) if cls is not None else None
-            return (method, 1) if method is not None else None
-        function = self.facts.callee(node, scope)
-        return (function, 0) if function is not None else None
+        self.add_root(function, f"{function_name(function)} is differentiated by `{spelling}`")
 
     def _find_progress_meters(self) -> None:
         for scope in list(self.facts.index.body_scopes.values()):
@@ -161,8 +138,8 @@ class Differentiation:
                 for bindings in scope.bindings.values():
                     for binding in bindings:
                         if binding.kind == "def":
-                            self.reasons.setdefault(
-                                id(binding.node),
+                            self.add_root(
+                                binding.node,
                                 f"`{binding.name}` is a method of the diffrax progress meter "
                                 f"`{scope.node.name.value}`")  # type: ignore[attr-defined]
 
@@ -180,47 +157,6 @@ class Differentiation:
                     if binding.kind == "class" and self._is_meter(binding.node, seen):  # type: ignore[arg-type]
                         return True
         return False
-
-    def _spread(self) -> None:
-        """Functions that differentiated code calls or hands on are differentiated too."""
-        pending = []
-        for call, site in self.facts.index.of_type(cst.Call):
-            targets = self._targets(call, site)
-            if targets:
-                pending.append((site, targets))
-        changed = True
-        while changed:
-            changed = False
-            waiting = []
-            for site, targets in pending:
-                caller = _enclosing_function(site.scope)
-                if caller is None or self.why_differentiated(site) is None:
-                    waiting.append((site, targets))
-                    continue
-                for target in targets:
-                    if id(target) not in self.reasons:
-                        root = self._root_reasons.get(id(caller), self.why_differentiated(site))
-                        self._root_reasons[id(target)] = root
-                        self.reasons[id(target)] = f"{_name(target)} is called from {_name(caller)}; {root}"
-                        changed = True
-            pending = waiting
-
-    def _targets(self, call: cst.Call, site: Site) -> list[Function]:
-        found = []
-        callee = self._function(call.func, site.scope)
-        if callee is not None:
-            found.append(callee[0])
-        cls = instance_class(self.facts, call.func, site.scope)
-        method = method_of(self.facts, cls, "__call__") if cls is not None else None
-        if method is not None:
-            found.append(method)
-        if self.facts.qualname(call.func, site.scope) not in _HOST_FUNCTION_TAKERS:
-            for arg in call.args:
-                if isinstance(arg.value, (cst.Name, cst.Attribute)):
-                    passed = self._function(arg.value, site.scope)
-                    if passed is not None:
-                        found.append(passed[0])
-        return found
 
     # -- in which modes ---------------------------------------------------------------------
 
@@ -295,7 +231,7 @@ class Differentiation:
         return found
 
     def _modes_of(self, transform: cst.BaseExpression, scope: Scope) -> tuple[str, ...]:
-        return MODES.get(self.facts.qualname(transform, scope) or "", ())
+        return _modes(self._differentiating.get(self.facts.qualname(transform, scope) or ""))
 
     def _decorator_modes(self, decorator: cst.BaseExpression, scope: Scope | None) -> tuple[str, ...]:
         if scope is None:
@@ -324,7 +260,7 @@ class Differentiation:
             if modes and args:
                 wrapped, target = self._unwrap(args[0].value, scope, seen)
                 return modes + wrapped, target
-        resolved = self._function(node, scope)
+        resolved = self.function(node, scope)
         return (), resolved[0] if resolved is not None else None
 
     def _mode_targets(self, call: cst.Call, site: Site) -> list[Function]:
@@ -411,13 +347,3 @@ def _argnums(node: cst.BaseExpression | None) -> set[int] | None:
 
 def _spelling(node: cst.BaseExpression) -> str:
     return cst.Module([]).code_for_node(node)
-
-
-def _name(function: Function) -> str:
-    return f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "a lambda"
-
-
-def _enclosing_function(scope: Scope | None) -> Function | None:
-    while scope is not None and scope.kind not in (FUNCTION, LAMBDA):
-        scope = scope.parent
-    return scope.node if scope is not None else None  # type: ignore[return-value]

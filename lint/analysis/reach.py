@@ -25,7 +25,7 @@ class Reach:
     def __init__(self, facts: Facts, never_into: Iterable[str] = ()) -> None:
         self.facts = facts
         self.reasons: dict[int, str] = {}        # function -> why the context holds there
-        self.roots: dict[int, str] = {}          # function reached -> the root reason behind it
+        self.root_reasons: dict[int, str] = {}   # function reached -> the root reason behind it
         self._never_into = frozenset(never_into)  # callees given these functions run elsewhere
 
     def why(self, site: Site) -> str | None:
@@ -40,7 +40,7 @@ class Reach:
 
     def add_root(self, function: Function, reason: str) -> None:
         self.reasons.setdefault(id(function), reason)
-        self.roots.setdefault(id(function), reason)
+        self.root_reasons.setdefault(id(function), reason)
 
     def function(self, node: cst.BaseExpression, scope: Scope) -> tuple[Function, int] | None:
         """The same-file function a value calls, and how many leading parameters are already
@@ -78,8 +78,8 @@ class Reach:
                     continue
                 for target in targets:
                     if id(target) not in self.reasons:
-                        root = self.roots.get(id(caller), self.why(site))
-                        self.roots[id(target)] = root  # type: ignore[assignment]
+                        root = self.root_reasons.get(id(caller), self.why(site))
+                        self.root_reasons[id(target)] = root  # type: ignore[assignment]
                         self.reasons[id(target)] = f"{function_name(target)} is called from {function_name(caller)}; {root}"
                         changed = True
             pending = waiting

@@ -18,7 +18,6 @@ from odelint.analysis.facts import Facts
 from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import FUNCTION, Scope, Site
 
-
 # Functions with their own derivative rule: JAX differentiates them with the rule, never
 # through their body, so reverse mode does not reach into it (nor into what it calls).
 CUSTOM_DERIVATIVES = frozenset({"jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp",

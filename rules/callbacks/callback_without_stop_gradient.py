@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis.calls import source_of
-from odelint.analysis.differentiation import CALLBACKS, STOP_GRADIENT, differentiation, is_stop_gradient
+from odelint.analysis.differentiation import STOP_GRADIENT, callbacks, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Scope, Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import FileContext, Flag, Pass, Rule
@@ -77,12 +77,13 @@ class CallbackWithoutStopGradient(Rule):
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
-        if qualname not in CALLBACKS:
+        forwarded_from = callbacks().get(qualname or "")
+        if forwarded_from is None:
             return
         reason = differentiation(self.facts).why_differentiated(site)
         if reason is None:
             return
-        traced = [arg for arg in _forwarded(node, CALLBACKS[qualname]) if not self._static(arg.value, site.scope)]
+        traced = [arg for arg in _forwarded(node, forwarded_from) if not self._static(arg.value, site.scope)]
         if traced:
             self._found.append((node, site, qualname, traced, reason))
 
