@@ -64,6 +64,7 @@ class Facts:
         self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
         self._in_progress: set[int] = set()
+        self._in_progress_returns: set[tuple[int, tuple[int, ...]]] = set()
         self._tracing: Tracing | None = None
         self._leaves: Leaves | None = None
 
@@ -228,7 +229,8 @@ class Facts:
             if qualname in _KIND_PRESERVING:
                 argument = argument_at(node, None, _KIND_PRESERVING[qualname])
                 return self.module_class(argument.value, site) if argument is not None else None
-            return None
+            function = self.callee(node.func, site.scope) if qualname is None else None
+            return self._return_module_class(function, ()) if function is not None else None
         if isinstance(node, cst.Name):
             bindings = self.lookup(node.value, site.scope)
             classes = {self._binding_module_class(b) for b in bindings}
@@ -253,8 +255,15 @@ class Facts:
             found = self.module_type(_outer_annotation(binding.annotation), where or binding.scope)
             if found is not None:
                 return found
-        if binding.kind == "assign" and binding.value is not None and not binding.path:
-            return self.module_class(binding.value, Site(binding.scope, binding.order))
+        if binding.kind == "assign" and binding.value is not None:
+            value: cst.BaseExpression | None = binding.value
+            for depth, position in enumerate(binding.path):
+                if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
+                    value = value.elements[position].value
+                else:  # `model, opt_state = make(key)`: what `make` returns at that position
+                    function = self.callee(value.func, binding.scope) if isinstance(value, cst.Call) else None
+                    return self._return_module_class(function, binding.path[depth:]) if function else None
+            return self.module_class(value, Site(binding.scope, binding.order))
         if binding.kind == "param":
             function = binding.scope.node
             if isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
@@ -267,6 +276,26 @@ class Facts:
                 classes.discard(None)
                 return classes.pop() if len(classes) == 1 else None
         return None
+
+    def _return_module_class(self, function: cst.FunctionDef, path: tuple[int, ...]) -> ModuleClass | None:
+        """The module class `function` returns (at `path` inside a returned tuple), when all
+        its returns agree."""
+        key = (id(function), path)
+        if key in self._in_progress_returns:
+            return None
+        self._in_progress_returns.add(key)
+        try:
+            scope = self.index.body_scope(function)
+            classes = set()
+            for ret in _returns(function):
+                value = ret.value
+                for position in path:
+                    value = (value.elements[position].value if isinstance(value, (cst.Tuple, cst.List))
+                             and position < len(value.elements) else None)
+                classes.add(self.module_class(value, Site(scope, 10**9)) if value is not None and scope else None)
+            return classes.pop() if len(classes) == 1 else None
+        finally:
+            self._in_progress_returns.discard(key)
 
     def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
         class_scope = self.index.body_scope(owner)
@@ -518,16 +547,21 @@ class Facts:
             return None
         if not isinstance(func, cst.Name):
             return None
-        bindings = self.lookup(func.value, scope)
-        if len(bindings) != 1:
-            return None
-        binding = bindings[0]
+        targets = set()
+        for binding in self.lookup(func.value, scope):
+            if binding.kind == "assign" and id(binding) in self._in_progress:
+                continue  # `step = jax.jit(step)`: the wrapped `step` is the other binding
+            target = self._binding_callee(binding)
+            if target is None:
+                return None
+            targets.add(target)
+        return targets.pop() if len(targets) == 1 else None
+
+    def _binding_callee(self, binding: Binding) -> cst.FunctionDef | None:
         if binding.kind == "def":
             return binding.node  # type: ignore[return-value]
         if binding.kind == "assign" and not binding.path and isinstance(binding.value, cst.Call):
             key = id(binding)
-            if key in self._in_progress:
-                return None
             self._in_progress.add(key)
             try:
                 return self.callee(binding.value, binding.scope)
