@@ -83,8 +83,8 @@ def decorations(facts: Facts, function: cst.FunctionDef, site: Site) -> list[App
         transform = jax_api.transform(qualname)
         if qualname is None or transform is None or transform.calls_now:
             continue
-        offset = 1 if site.scope.kind == CLASS else 0
-        found.append(Application(qualname, transform, spelled, expression, options, function, offset,
+        # a decorated method is wrapped unbound: `self` is its first argument
+        found.append(Application(qualname, transform, spelled, expression, options, function, 0,
                                  frozenset(), site, decorator=True))
     return found
 
@@ -138,9 +138,16 @@ def module_argument(facts: Facts, application: Application, param: Binding) -> M
         declared = facts.module_type(outer, param.scope.parent or param.scope)
         if declared is not None:
             return declared
+    if application.decorator and _is_method(param):
+        if param.path == (0,):  # `self`: an instance of the class
+            owner = param.scope.parent.node  # type: ignore[union-attr]
+            binding = facts.binding_of(owner)  # type: ignore[arg-type]
+            if binding is not None and facts.is_module_class(binding):
+                return ModuleClass(owner, owner.name.value)  # type: ignore[arg-type, union-attr]
+            return None
     classes = set()
     for call, site in calls(facts, application):
-        bound = application.offset if not application.decorator else (1 if _is_method(param) else 0)
+        bound = 1 if application.decorator and _is_method(param) else application.offset
         argument = argument_for(call, param, bound)
         if argument is not None:
             classes.add(facts.module_class(argument, site))

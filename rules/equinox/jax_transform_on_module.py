@@ -69,7 +69,7 @@ class JaxTransformOnModule(Rule):
     code = "ODL601"
     name = "jax-transform-on-module"
     summary = "jax.jit/grad/value_and_grad/vmap on a function that gets an Equinox module with non-array leaves"
-    triggers = (("jax", "equinox"),)
+    triggers = (("jax",),)  # the module may come from diffrax, lineax, ... without "equinox" in the file
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL601"
 
@@ -211,6 +211,28 @@ class JaxTransformOnModule(Rule):
 
             g = eqx.filter_grad(aux, has_aux=True)
         """, count=3),
+        # a jitted method of a module: `self` holds the MLP (equinox#11)
+        Flag("""
+            import equinox as eqx
+            import jax
+
+            class Model(eqx.Module):
+                mlp: eqx.nn.MLP
+
+                @jax.jit
+                def __call__(self, x):
+                    return self.mlp(x)
+        """, fixed="""
+            import equinox as eqx
+            import jax
+
+            class Model(eqx.Module):
+                mlp: eqx.nn.MLP
+
+                @eqx.filter_jit
+                def __call__(self, x):
+                    return self.mlp(x)
+        """, message="`self.mlp.activation` is a function"),
         # keywords whose meaning differs: reported without a fix; functools.partial
         Flag("""
             import functools

@@ -53,7 +53,8 @@ class ModuleMutation(Rule):
     code = "ODL604"
     name = "module-mutation"
     summary = "An Equinox module's attribute is assigned outside __init__, or __init__ sets an undeclared field"
-    triggers = (("equinox",),)
+    # the libraries whose classes are Equinox modules (rules/data/library_modules.toml)
+    triggers = (("equinox",), ("diffrax",), ("lineax",), ("optimistix",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL604"
 
