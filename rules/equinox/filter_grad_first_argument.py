@@ -186,7 +186,9 @@ def _number(node: cst.BaseExpression) -> bool:
     """A Python int or float: a literal, a negated one, or a name holding one."""
     if isinstance(node, cst.UnaryOperation):
         node = node.expression
-    return isinstance(node, (cst.Integer, cst.Float, cst.Name))
+    if isinstance(node, cst.Name):
+        return node.value not in ("True", "False", "None")
+    return isinstance(node, (cst.Integer, cst.Float))
 
 
 def _to_front(call: cst.Call, named: cst.Arg) -> Edits:

@@ -9,6 +9,8 @@ from odelint.analysis.scopes import CLASS, Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
+# Bases that declare no dataclass fields.
+_FIELDLESS_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC"})
 # Methods in which Equinox lets a module assign its own fields.
 _INITIALISERS = frozenset({"__init__", "__post_init__"})
 
@@ -142,7 +144,11 @@ class ModuleMutation(Rule):
             import equinox as eq
             import jax
 
-            class Counter(eq.Module):
+            from typing import Generic, TypeVar
+
+            T = TypeVar("T")
+
+            class Counter(eq.Module, Generic[T]):
                 count: jax.Array
 
                 def __init__(self, count):
@@ -182,6 +188,7 @@ class ModuleMutation(Rule):
             import equinox as eqx
             import jax
             import jax.numpy as jnp
+            from elsewhere import Unknown
 
             class Base(eqx.Module):
                 w: jax.Array
@@ -201,6 +208,10 @@ class ModuleMutation(Rule):
 
                 def __post_init__(self):
                     self.b = 2 * self.a
+
+            class Mixed(eqx.Module, Unknown):
+                def __init__(self):
+                    self.declared_in_unknown = 1
 
             class Plain:
                 def __init__(self):
@@ -227,8 +238,14 @@ def _declared_fields(facts, cls: cst.ClassDef) -> set[str] | None:
     names = {name for name, bindings in scope.bindings.items()
              if any(b.kind == "assign" and b.annotation is not None for b in bindings)}
     for base in cls.bases:
-        parent = facts.module_type(base.value, scope.parent or scope)
-        if parent is None or parent.name == "equinox.Module":
+        where = scope.parent or scope
+        parent = facts.module_type(base.value, where)
+        if parent is None:
+            outer = base.value.value if isinstance(base.value, cst.Subscript) else base.value
+            if facts.qualname(outer, where) in _FIELDLESS_BASES:
+                continue
+            return None  # a class we cannot read may declare fields
+        if parent.name == "equinox.Module":
             continue
         if parent.node is None:
             return None
