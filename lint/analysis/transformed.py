@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 
 import libcst as cst
-
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
 from odelint.analysis.facts import Facts, ModuleClass
@@ -110,9 +109,8 @@ def calls(facts: Facts, application: Application) -> list[tuple[cst.Call, Site]]
              if b.kind == "assign" and not b.path and b.value is application.node]
     found = []
     for call, site in facts.index.of_type(cst.Call):
-        if call.func is application.node:
-            found.append((call, site))
-        elif isinstance(call.func, cst.Name) and names and _meaning(facts, call.func, site) in names:
+        if call.func is application.node or (isinstance(call.func, cst.Name) and names
+                                             and _meaning(facts, call.func, site) in names):
             found.append((call, site))
     return found
 
@@ -138,13 +136,12 @@ def module_argument(facts: Facts, application: Application, param: Binding) -> M
         declared = facts.module_type(outer, param.scope.parent or param.scope)
         if declared is not None:
             return declared
-    if application.decorator and _is_method(param):
-        if param.path == (0,):  # `self`: an instance of the class
-            owner = param.scope.parent.node  # type: ignore[union-attr]
-            binding = facts.binding_of(owner)  # type: ignore[arg-type]
-            if binding is not None and facts.is_module_class(binding):
-                return ModuleClass(owner, owner.name.value)  # type: ignore[arg-type, union-attr]
-            return None
+    if application.decorator and _is_method(param) and param.path == (0,):  # `self`: an instance of the class
+        owner = param.scope.parent.node  # type: ignore[union-attr]
+        binding = facts.binding_of(owner)  # type: ignore[arg-type]
+        if binding is not None and facts.is_module_class(binding):
+            return ModuleClass(owner, owner.name.value)  # type: ignore[arg-type, union-attr]
+        return None
     classes = set()
     for call, site in calls(facts, application):
         bound = 1 if application.decorator and _is_method(param) else application.offset

@@ -1,4 +1,4 @@
-"""ODL601: `jax.jit` / `jax.grad` / `jax.value_and_grad` / `jax.vmap` on a function that gets an Equinox module with function or string leaves."""
+"""ODL601: plain `jax.jit`/`grad`/`value_and_grad`/`vmap` on a function that gets a module with function or string leaves."""
 
 from __future__ import annotations
 
@@ -100,9 +100,9 @@ class JaxTransformOnModule(Rule):
         spelled = source_of(self.context.module, application.spelled)
         equinox = application.transform.equinox or ""
         fix = None
-        if set(application.keywords) <= _SAME_KEYWORDS.get(application.qualname, set()):
-            if not (application.decorator and application.options is not None):
-                fix = self.fix(f"Use `{equinox}`", lambda: self._replace(application, equinox))
+        same_meaning = set(application.keywords) <= _SAME_KEYWORDS.get(application.qualname, set())
+        if same_meaning and not (application.decorator and application.options is not None):
+            fix = self.fix(f"Use `{equinox}`", lambda: self._replace(application, equinox))
         self.report(
             application.spelled,
             f"`{spelled}` gets an Equinox module (`{class_name}`) for parameter `{param}` and {leaf}: "

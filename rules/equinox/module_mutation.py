@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis.calls import source_of
 from odelint.analysis.classes import enclosing_class, is_module_class
 from odelint.analysis.scopes import CLASS, Site
 from odelint.api.finding import Edits, Replace, Safety
