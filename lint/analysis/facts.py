@@ -547,27 +547,33 @@ class Facts:
             return None
         if not isinstance(func, cst.Name):
             return None
-        targets = set()
-        for binding in self.lookup(func.value, scope):
-            if binding.kind == "assign" and id(binding) in self._in_progress:
-                continue  # `step = jax.jit(step)`: the wrapped `step` is the other binding
-            target = self._binding_callee(binding)
-            if target is None:
-                return None
-            targets.add(target)
-        return targets.pop() if len(targets) == 1 else None
-
-    def _binding_callee(self, binding: Binding) -> cst.FunctionDef | None:
+        # `step = jax.jit(step)` rebinds the name to the same function, wrapped
+        bindings = [b for b in self.lookup(func.value, scope) if not self._rewraps(b)]
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
         if binding.kind == "def":
             return binding.node  # type: ignore[return-value]
         if binding.kind == "assign" and not binding.path and isinstance(binding.value, cst.Call):
             key = id(binding)
+            if key in self._in_progress:
+                return None
             self._in_progress.add(key)
             try:
                 return self.callee(binding.value, binding.scope)
             finally:
                 self._in_progress.discard(key)
         return None
+
+    def _rewraps(self, binding: Binding) -> bool:
+        """Is this `name = wrapper(name, ...)`, a function wrapper applied to the name it rebinds?"""
+        value = binding.value
+        if binding.kind != "assign" or binding.path or not isinstance(value, cst.Call) or not value.args:
+            return False
+        first = value.args[0]
+        return (first.keyword is None and not first.star and isinstance(first.value, cst.Name)
+                and first.value.value == binding.name
+                and self.qualname(value.func, binding.scope) in function_wrappers())
 
     def calls_of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, Site]]:
         if self._calls_by_callee is None:

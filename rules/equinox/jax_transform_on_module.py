@@ -275,6 +275,7 @@ class JaxTransformOnModule(Rule):
             jax.vmap(loss, in_axes=(None, 0))(mlp, jnp.ones((3, 2)))
             eqx.filter_jit(loss)(mlp, jnp.ones(2))
             jax.jit(functools.partial(loss, mlp))(jnp.ones(2))
+            jax.vmap(mlp)(jnp.ones((3, 2)))
 
             @jax.jit
             def double(x):
