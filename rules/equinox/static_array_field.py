@@ -27,10 +27,12 @@ class StaticArrayField(Rule):
     second call of a `filter_jit` function with another instance fails:
 
         ValueError: static arguments should be comparable using __eq__. ...
-        ValueError: The truth value of an array with more than one element is ambiguous.
+        ValueError: Exception raised while checking equality of metadata fields of
+        pytree. ... (Note: arrays cannot be passed as metadata fields!)
 
-    The array also never gets a gradient and is never updated by the optimiser, and
-    every new array value recompiles. Equinox warns since v0.11.6 ("A JAX array is
+    (jax 0.10.2; older versions: "The truth value of an array with more than one
+    element is ambiguous".) The array also never gets a gradient and is never updated
+    by the optimiser. Equinox warns since v0.11.6 ("A JAX array is
     being set as static! This can result in unexpected behavior and is usually a
     mistake to do.") (equinox#746, #798, PR#800, #863, #214; jax#24204, #7826).
 
