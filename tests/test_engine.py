@@ -66,8 +66,8 @@ def test_imports_go_after_the_leading_imports(source: str, expected: str) -> Non
 def test_gate_skips_parsing_but_still_reports_syntax_errors(monkeypatch) -> None:
     parsed = []
     monkeypatch.setattr(engine, "parse", lambda source, path, parser=None: parsed.append(path) or cst.parse_module(source))
-    assert engine.lint_source("import jax\nx = (1,\n", "a.py").findings[0].code == "ODL000"
-    assert engine.lint_source("import jax\nx = 1\n", "a.py").findings == []
+    assert engine.lint_source("import os\nx = (1,\n", "a.py").findings[0].code == "ODL000"
+    assert engine.lint_source("import os\nx = 1\n", "a.py").findings == []
     assert parsed == [], "no rule is triggered, so LibCST must not parse"
     assert [f.code for f in engine.lint_source(HAZARD, "b.py").findings] == ["ODL201"]
     assert parsed == ["b.py"]

@@ -77,6 +77,7 @@ class Facts:
         self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
         self._in_progress: set[int] = set()
+        self._in_progress_returns: set[tuple[int, tuple[int, ...]]] = set()
         self._tracing: Tracing | None = None
         self._leaves: Leaves | None = None
 
@@ -263,7 +264,8 @@ class Facts:
             if qualname in _KIND_PRESERVING:
                 argument = argument_at(node, None, _KIND_PRESERVING[qualname])
                 return self.module_class(argument.value, site) if argument is not None else None
-            return None
+            function = self.callee(node.func, site.scope) if qualname is None else None
+            return self._returned_module_class(function, ()) if function is not None else None
         if isinstance(node, cst.Name):
             bindings = self.lookup(node.value, site.scope)
             classes = {self._binding_module_class(b) for b in bindings}
@@ -317,12 +319,20 @@ class Facts:
 
     def _returned_module_class(self, function: cst.FunctionDef, path: tuple[int, ...]) -> ModuleClass | None:
         """The module class `function` returns (at `path` inside a returned tuple), when all agree."""
-        scope = self.index.body_scope(function)
-        found = set()
-        for ret in _returns(function):
-            value, rest = _element_at(ret.value, path) if ret.value is not None else (None, path)
-            found.add(self.module_class(value, Site(scope, 10**9)) if value is not None and not rest and scope else None)
-        return found.pop() if len(found) == 1 else None
+        key = (id(function), path)
+        if key in self._in_progress_returns:
+            return None  # a recursive function
+        self._in_progress_returns.add(key)
+        try:
+            scope = self.index.body_scope(function)
+            found = set()
+            for ret in _returns(function):
+                value, rest = _element_at(ret.value, path) if ret.value is not None else (None, path)
+                found.add(self.module_class(value, Site(scope, 10**9)) if value is not None and not rest and scope
+                          else None)
+            return found.pop() if len(found) == 1 else None
+        finally:
+            self._in_progress_returns.discard(key)
 
     def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
         class_scope = self.index.body_scope(owner)
@@ -574,7 +584,8 @@ class Facts:
             return None
         if not isinstance(func, cst.Name):
             return None
-        bindings = self.lookup(func.value, scope)
+        # `step = jax.jit(step)` rebinds the name to the same function, wrapped
+        bindings = [b for b in self.lookup(func.value, scope) if not self._rewraps(b)]
         if len(bindings) != 1:
             return None
         binding = bindings[0]
@@ -590,6 +601,16 @@ class Facts:
             finally:
                 self._in_progress.discard(key)
         return None
+
+    def _rewraps(self, binding: Binding) -> bool:
+        """Is this `name = wrapper(name, ...)`, a function wrapper applied to the name it rebinds?"""
+        value = binding.value
+        if binding.kind != "assign" or binding.path or not isinstance(value, cst.Call) or not value.args:
+            return False
+        first = value.args[0]
+        return (first.keyword is None and not first.star and isinstance(first.value, cst.Name)
+                and first.value.value == binding.name
+                and self.qualname(value.func, binding.scope) in function_wrappers())
 
     def calls_of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, Site]]:
         if self._calls_by_callee is None:

@@ -1,0 +1,216 @@
+"""Function transforms applied to this file's functions, and what the transformed result is called with.
+
+`jax.jit(loss)(model, x)`, `step = jax.jit(step)` then `step(model, x)`, `@jax.jit def step`,
+`@functools.partial(jax.jit, static_argnums=1)`, `jax.grad(functools.partial(loss, x=x))`:
+each is one `Application` of a transform to a function. Rules ask which parameters the
+transform traces or differentiates (`consumes`) and which Equinox module class reaches a
+parameter (`module_argument`), from its annotation or from the calls of the transformed result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+from odelint.analysis import jax_api
+from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
+from odelint.analysis.facts import Facts, ModuleClass
+from odelint.analysis.reach import Reach
+from odelint.analysis.scopes import CLASS, Binding, Site
+
+Function = cst.FunctionDef | cst.Lambda
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Application:
+    """A transform applied to a same-file function."""
+
+    qualname: str                      # `jax.jit`
+    transform: jax_api.Transform
+    spelled: cst.BaseExpression        # the transform as the file writes it: `jax.jit`, `jit`
+    node: cst.BaseExpression           # the call `jax.jit(f, ...)`, or the decorator expression
+    options: cst.Call | None           # the call whose keywords configure the transform
+    function: Function
+    offset: int                        # leading parameters already bound (partial, a method's self)
+    bound_names: frozenset[str]        # parameters a `functools.partial` binds by keyword
+    site: Site                         # where the transform is applied
+    decorator: bool = False
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        """The keywords given to the transform itself (not the function's)."""
+        if self.options is None:
+            return ()
+        return tuple(arg.keyword.value for arg in self.options.args if arg.keyword is not None)
+
+    def parameters(self, facts: Facts) -> list[Binding]:
+        """The function's positional parameters that a call of the transformed result fills."""
+        scope = facts.index.body_scope(self.function)
+        if scope is None:
+            return []
+        found = [b for bindings in scope.bindings.values() for b in bindings
+                 if b.kind == "param" and b.path and b.path[0] >= self.offset and b.name not in self.bound_names]
+        return sorted(found, key=lambda b: b.path)
+
+
+def applied(facts: Facts, node: cst.Call, site: Site) -> Application | None:
+    """`T(f, ...)` for a transform `T` that wraps `f` (not jvp/vjp, which call it at once)."""
+    qualname = facts.qualname(node.func, site.scope)
+    transform = jax_api.transform(qualname)
+    if qualname is None or transform is None or transform.calls_now:
+        return None
+    target = argument_at(node, "fun", 0) or argument_at(node, "f", 0)
+    if target is None:
+        return None
+    return _application(facts, qualname, transform, node.func, node, node, target.value, site)
+
+
+def decorations(facts: Facts, function: cst.FunctionDef, site: Site) -> list[Application]:
+    """`@T`, `@T(...)` and `@functools.partial(T, ...)` on `function` (`site`: where the def is)."""
+    found = []
+    for decorator in function.decorators:
+        expression = decorator.decorator
+        options = expression if isinstance(expression, cst.Call) else None
+        spelled = expression.func if isinstance(expression, cst.Call) else expression
+        qualname = facts.qualname(spelled, site.scope)
+        if options is not None and qualname == "functools.partial":
+            args = positional_args(options, before_star=True)
+            if not args:
+                continue
+            spelled = args[0].value
+            qualname = facts.qualname(spelled, site.scope)
+        transform = jax_api.transform(qualname)
+        if qualname is None or transform is None or transform.calls_now:
+            continue
+        # a decorated method is wrapped unbound: `self` is its first argument
+        found.append(Application(qualname, transform, spelled, expression, options, function, 0,
+                                 frozenset(), site, decorator=True))
+    return found
+
+
+def _application(facts: Facts, qualname: str, transform: jax_api.Transform, spelled: cst.BaseExpression,
+                 node: cst.BaseExpression, options: cst.Call, target: cst.BaseExpression,
+                 site: Site) -> Application | None:
+    resolved = Reach(facts).function(target, site.scope)
+    if resolved is None:
+        return None
+    bound_names: frozenset[str] = frozenset()
+    if isinstance(target, cst.Call):  # functools.partial(f, ..., name=value)
+        bound_names = frozenset(arg.keyword.value for arg in target.args if arg.keyword is not None)
+    return Application(qualname, transform, spelled, node, options, resolved[0], resolved[1], bound_names, site)
+
+
+def calls(facts: Facts, application: Application) -> list[tuple[cst.Call, Site]]:
+    """The calls of the transformed result: `jax.jit(f)(...)`, `g = jax.jit(f); g(...)`, or the
+    decorated function's own calls."""
+    if application.decorator:
+        return facts.calls_of(application.function)  # type: ignore[arg-type]
+    names = [b for b in facts.index.all_bindings()
+             if b.kind == "assign" and not b.path and b.value is application.node]
+    found = []
+    for call, site in facts.index.of_type(cst.Call):
+        if call.func is application.node or (isinstance(call.func, cst.Name) and names
+                                             and _meaning(facts, call.func, site) in names):
+            found.append((call, site))
+    return found
+
+
+def _meaning(facts: Facts, name: cst.Name, site: Site) -> Binding | None:
+    """The binding a name most likely holds at `site`: the last one before it in the same scope,
+    else the last one of the scope that defines it (`step = jax.jit(step)` rebinds `step`)."""
+    bindings = facts.lookup(name.value, site.scope)
+    if not bindings:
+        return None
+    if bindings[0].scope is site.scope:
+        before = [b for b in bindings if b.order < site.order]
+        return before[-1] if before else None
+    return bindings[-1]
+
+
+def module_argument(facts: Facts, application: Application, param: Binding) -> ModuleClass | None:
+    """The Equinox module class `param` receives: from its annotation, else from the calls of
+    the transformed result when they all agree."""
+    if param.annotation is not None:
+        annotation = param.annotation
+        outer = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+        declared = facts.module_type(outer, param.scope.parent or param.scope)
+        if declared is not None:
+            return declared
+    if application.decorator and _is_method(param) and param.path == (0,):  # `self`: an instance of the class
+        owner = param.scope.parent.node  # type: ignore[union-attr]
+        binding = facts.binding_of(owner)  # type: ignore[arg-type]
+        if binding is not None and facts.is_module_class(binding):
+            return ModuleClass(owner, owner.name.value)  # type: ignore[arg-type, union-attr]
+        return None
+    classes = set()
+    for call, site in calls(facts, application):
+        bound = 1 if application.decorator and _is_method(param) else application.offset
+        argument = argument_for(call, param, bound)
+        if argument is not None:
+            classes.add(facts.module_class(argument, site))
+    classes.discard(None)
+    return classes.pop() if len(classes) == 1 else None
+
+
+def _is_method(param: Binding) -> bool:
+    return param.scope.parent is not None and param.scope.parent.kind == CLASS
+
+
+def consumes(application: Application, param: Binding) -> bool | None:
+    """Does the transform trace or differentiate what `param` receives? None when its keywords
+    are not literals. `jax.jit` traces all but static arguments, `jax.grad` differentiates
+    `argnums` (default 0), `jax.vmap` maps the arguments whose `in_axes` is not None."""
+    options = application.options
+    position = param.path[0] - application.offset
+    transform = application.transform
+    if transform.wrt == "argnums":
+        given = keyword_arg(options, "argnums") if options is not None else None
+        numbers = _integers(given.value) if given is not None else frozenset({0})
+        return None if numbers is None else position in numbers
+    if transform.wrt == "first":
+        return position == 0
+    if not transform.traces:
+        return False
+    for keyword in transform.static if options is not None else ():
+        given = keyword_arg(options, keyword)
+        if given is None:
+            continue
+        if keyword.endswith("argnames"):
+            names = _strings(given.value)
+            if names is None:
+                return None
+            if param.name in names:
+                return False
+        else:
+            numbers = _integers(given.value)
+            if numbers is None:
+                return None
+            if position in numbers:
+                return False
+    in_axes = keyword_arg(options, "in_axes") if options is not None else None
+    if in_axes is None or isinstance(in_axes.value, cst.Integer):
+        return True
+    if isinstance(in_axes.value, (cst.Tuple, cst.List)):
+        elements = in_axes.value.elements
+        if position >= len(elements):
+            return None
+        axis = elements[position].value
+        if isinstance(axis, cst.Name) and axis.value == "None":
+            return False
+        return True if isinstance(axis, (cst.Integer, cst.UnaryOperation)) else None
+    return None
+
+
+def _integers(node: cst.BaseExpression) -> frozenset[int] | None:
+    """`1`, `(0, 2)`, `[1]` -> their integers; None for anything not literal."""
+    elements = [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
+    if all(isinstance(e, cst.Integer) for e in elements):
+        return frozenset(int(e.value, 0) for e in elements)  # type: ignore[union-attr]
+    return None
+
+
+def _strings(node: cst.BaseExpression) -> frozenset[str] | None:
+    elements = [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
+    if all(isinstance(e, cst.SimpleString) for e in elements):
+        return frozenset(e.evaluated_value for e in elements)  # type: ignore[union-attr]
+    return None

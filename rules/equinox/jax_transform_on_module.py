@@ -1,0 +1,286 @@
+"""ODL601: plain `jax.jit`/`grad`/`value_and_grad`/`vmap` on a function that gets a module with function or string leaves."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis import transformed
+from odelint.analysis.calls import source_of
+from odelint.analysis.scopes import Site
+from odelint.analysis.transformed import Application
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+
+# The transforms this rule checks, and what each raises on a function or string leaf
+# (measured on jax 0.10.2).
+_FAILURES = {
+    "jax.jit": "TypeError: Error interpreting argument to <fn> as an abstract array",
+    "jax.grad": "TypeError: Argument ... is not a valid JAX type",
+    "jax.value_and_grad": "TypeError: Argument ... is not a valid JAX type",
+    "jax.vmap": "TypeError: Argument ... is not a valid JAX type",
+}
+# Keywords the Equinox transform takes with the same meaning.
+_SAME_KEYWORDS = {"jax.grad": {"has_aux"}, "jax.value_and_grad": {"has_aux"}}
+
+
+class JaxTransformOnModule(Rule):
+    """A plain JAX transform gets an Equinox module whose leaves are not all arrays.
+
+    ## What it does
+    Flags `jax.jit`, `jax.grad`, `jax.value_and_grad` and `jax.vmap` (called, or used as
+    a decorator, also through `functools.partial`) on a function of this file when an
+    argument the transform traces, differentiates or maps is an Equinox module holding a
+    function or a string: `eqx.nn.MLP`'s `activation`, a `Callable` field, a `str` field.
+    The module is found from the calls of the transformed function or from the
+    parameter's annotation; the message names the leaf. Modules of arrays only
+    (`eqx.nn.Linear`), static arguments, `argnums` that skip the module and
+    `in_axes=None` for it are fine and stay quiet.
+
+    ## Why is this bad?
+    JAX transforms accept only pytrees of arrays. The function leaf crashes the call:
+
+        TypeError: Error interpreting argument to <function loss> as an abstract array.
+        The problematic value is of type <class 'jax._src.custom_derivatives.custom_jvp'>
+        and was passed to the function at path m.activation.
+
+    (`jax.jit`), and `TypeError: Argument '<...custom_jvp object>' of type <class
+    '...custom_jvp'> is not a valid JAX type` (`jax.grad`, `jax.value_and_grad`,
+    `jax.vmap` mapping the module). Equinox's `filter_*` transforms treat non-array
+    leaves as static (equinox#149, #1127, #11, #523, #709, PR#239 FAQ entry).
+
+    ## Example
+    ```python
+    model = eqx.nn.MLP(2, 1, 8, 2, key=key)
+    loss_value = jax.jit(loss)(model, x)
+    ```
+
+    ## Use instead
+    ```python
+    loss_value = eqx.filter_jit(loss)(model, x)
+    ```
+
+    ## Fix safety
+    Safe when the transform has no keywords (or only `has_aux`, which `filter_grad` and
+    `filter_value_and_grad` take with the same meaning): the `eqx.filter_*` transform
+    traces, differentiates or maps the same arrays and keeps the other leaves static.
+    With `static_argnums`, `argnums`, `in_axes`, ... the Equinox spelling differs
+    (`filter_grad` differentiates only the first argument), so the rule only reports.
+    """
+
+    code = "ODL601"
+    name = "jax-transform-on-module"
+    summary = "jax.jit/grad/value_and_grad/vmap on a function that gets an Equinox module with non-array leaves"
+    triggers = (("jax",),)  # the module may come from diffrax, lineax, ... without "equinox" in the file
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL601"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        application = transformed.applied(self.facts, node, site)
+        if application is not None:
+            self._check(application)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
+        for application in transformed.decorations(self.facts, node, site):
+            self._check(application)
+
+    def _check(self, application: Application) -> None:
+        if application.qualname not in _FAILURES:
+            return
+        for param in application.parameters(self.facts):
+            if not transformed.consumes(application, param):
+                continue
+            module_class = transformed.module_argument(self.facts, application, param)
+            if module_class is None:
+                continue
+            leaves = [leaf for leaf in self.facts.non_array_leaves(module_class) if leaf.kind.crashes_transforms]
+            if leaves:
+                self._report(application, param.name, module_class.name, leaves[0].describe(param.name))
+                return
+
+    def _report(self, application: Application, param: str, class_name: str, leaf: str) -> None:
+        spelled = source_of(self.context.module, application.spelled)
+        equinox = application.transform.equinox or ""
+        fix = None
+        same_meaning = set(application.keywords) <= _SAME_KEYWORDS.get(application.qualname, set())
+        if same_meaning and not (application.decorator and application.options is not None):
+            fix = self.fix(f"Use `{equinox}`", lambda: self._replace(application, equinox))
+        self.report(
+            application.spelled,
+            f"`{spelled}` gets an Equinox module (`{class_name}`) for parameter `{param}` and {leaf}: "
+            f"it raises `{_FAILURES[application.qualname]}`; use `{equinox.replace('equinox.', 'eqx.')}`",
+            fix=fix,
+        )
+
+    def _replace(self, application: Application, equinox: str) -> Edits:
+        new, imports = self.facts.reference(equinox, application.site)
+        return Edits([Replace(application.spelled, new)], imports)
+
+    examples = (
+        Flag("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            def loss(m, x):
+                return jnp.sum(m(x))
+
+            model = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0))
+            value = jax.jit(loss)(model, jnp.ones(2))
+        """, fixed="""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            def loss(m, x):
+                return jnp.sum(m(x))
+
+            model = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0))
+            value = eqx.filter_jit(loss)(model, jnp.ones(2))
+        """, message="`m.activation` is a function"),
+        # `from jax import jit`, `import equinox as eq`, a rebound name, a tuple return
+        Flag("""
+            import equinox as eq
+            from jax import jit, random
+
+            class Net(eq.Module):
+                name: str
+
+                def __call__(self, x):
+                    return x
+
+            def make(key):
+                return Net("net"), random.split(key)
+
+            def step(net, x):
+                return net(x)
+
+            step = jit(step)
+            net, keys = make(random.PRNGKey(0))
+            step(net, 1.0)
+        """, fixed="""
+            import equinox as eq
+            from jax import jit, random
+
+            class Net(eq.Module):
+                name: str
+
+                def __call__(self, x):
+                    return x
+
+            def make(key):
+                return Net("net"), random.split(key)
+
+            def step(net, x):
+                return net(x)
+
+            step = eq.filter_jit(step)
+            net, keys = make(random.PRNGKey(0))
+            step(net, 1.0)
+        """, message="`net.name` is a string"),
+        # decorators; an annotated parameter; `has_aux` keeps the fix; equinox imported on demand
+        Flag("""
+            import jax
+            from equinox.nn import MLP
+
+            @jax.value_and_grad
+            def loss(model: MLP, x):
+                return model(x).sum()
+
+            @jax.grad
+            def other(model: MLP, x):
+                return model(x).sum()
+
+            def aux(model: MLP):
+                return model(1.0).sum(), 0
+
+            g = jax.grad(aux, has_aux=True)
+        """, fixed="""
+            import jax
+            from equinox.nn import MLP
+            import equinox as eqx
+
+            @eqx.filter_value_and_grad
+            def loss(model: MLP, x):
+                return model(x).sum()
+
+            @eqx.filter_grad
+            def other(model: MLP, x):
+                return model(x).sum()
+
+            def aux(model: MLP):
+                return model(1.0).sum(), 0
+
+            g = eqx.filter_grad(aux, has_aux=True)
+        """, count=3),
+        # a jitted method of a module: `self` holds the MLP (equinox#11)
+        Flag("""
+            import equinox as eqx
+            import jax
+
+            class Model(eqx.Module):
+                mlp: eqx.nn.MLP
+
+                @jax.jit
+                def __call__(self, x):
+                    return self.mlp(x)
+        """, fixed="""
+            import equinox as eqx
+            import jax
+
+            class Model(eqx.Module):
+                mlp: eqx.nn.MLP
+
+                @eqx.filter_jit
+                def __call__(self, x):
+                    return self.mlp(x)
+        """, message="`self.mlp.activation` is a function"),
+        # keywords whose meaning differs: reported without a fix; functools.partial
+        Flag("""
+            import functools
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            def loss(scale, m, x):
+                return scale * jnp.sum(m(x))
+
+            model = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0))
+            jax.grad(loss, argnums=1)(2.0, model, jnp.ones(2))
+            jax.vmap(functools.partial(loss, 2.0), in_axes=(0, 0))(model, jnp.ones((3, 2)))
+
+            @functools.partial(jax.jit, static_argnums=0)
+            def step(scale, m, x):
+                return loss(scale, m, x)
+
+            step(2.0, model, jnp.ones(2))
+        """, count=3, message="use `eqx.filter_grad`"),
+        # arrays only, static or unmapped arguments, argnums that skip the module, filter_jit
+        Pass("""
+            import functools
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            class Affine(eqx.Module):
+                w: jax.Array
+                scale: float
+
+            def loss(m, x):
+                return jnp.sum(m(x))
+
+            linear = eqx.nn.Linear(2, 1, key=jax.random.PRNGKey(0))
+            mlp = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0))
+            jax.jit(loss)(linear, jnp.ones(2))
+            jax.grad(lambda a, x: jnp.sum(a.w * x) * a.scale)(Affine(jnp.ones(2), 2.0), jnp.ones(2))
+            jax.grad(loss, argnums=1)(mlp, jnp.ones(2))
+            jax.vmap(loss, in_axes=(None, 0))(mlp, jnp.ones((3, 2)))
+            eqx.filter_jit(loss)(mlp, jnp.ones(2))
+            jax.jit(functools.partial(loss, mlp))(jnp.ones(2))
+            jax.vmap(mlp)(jnp.ones((3, 2)))
+
+            @jax.jit
+            def double(x):
+                return 2 * x
+
+            double(jnp.ones(2))
+        """),
+    )

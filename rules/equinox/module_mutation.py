@@ -1,0 +1,255 @@
+"""ODL604: assigning to an Equinox module's attribute outside `__init__`, or to an undeclared field in it."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.classes import enclosing_class, is_module_class
+from odelint.analysis.scopes import CLASS, Site
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+
+# Bases that declare no dataclass fields.
+_FIELDLESS_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC"})
+# Methods in which Equinox lets a module assign its own fields.
+_INITIALISERS = frozenset({"__init__", "__post_init__"})
+
+
+class ModuleMutation(Rule):
+    """An Equinox module is mutated, or `__init__` sets a field the class does not declare.
+
+    ## What it does
+    Flags (a) `model.field = value` (and `+=`) where `model` is an Equinox module,
+    including `self.field = value` in a module's methods other than `__init__` and
+    `__post_init__`; (b) `self.name = value` in the `__init__` of a module class of
+    this file when `name` is not declared in the class body (nor in its module bases).
+
+    ## Why is this bad?
+    Equinox modules are frozen dataclasses. Both assignments raise at run time:
+
+        dataclasses.FrozenInstanceError: cannot assign to field 'weight'
+
+    For (b) the field is not a dataclass field, so Equinox refuses it even inside
+    `__init__` (equinox#37, #1066, #788; pymdp#247; haliax#3; levanter#108; tinygp#204).
+
+    ## Example
+    ```python
+    model = eqx.nn.Linear(2, 1, key=key)
+    model.weight = jnp.zeros((1, 2))
+    ```
+
+    ## Use instead
+    ```python
+    model = eqx.tree_at(lambda t: t.weight, model, jnp.zeros((1, 2)))
+    ```
+    and for (b) declare the field in the class body (`scale: float`).
+
+    ## Fix safety
+    (a) For a plain name assigned in the same scope, at statement level, the rule
+    rewrites to `eqx.tree_at`. Unsafe: `tree_at` builds a new module, so any other
+    reference to the old module (a list, a closure, the caller's variable) keeps the old
+    value, where the assignment meant to change it for everyone. No fix for `self`,
+    parameters, augmented assignments or (b): the field's type is the author's choice.
+    """
+
+    code = "ODL604"
+    name = "module-mutation"
+    summary = "An Equinox module's attribute is assigned outside __init__, or __init__ sets an undeclared field"
+    # the libraries whose classes are Equinox modules (rules/data/library_modules.toml)
+    triggers = (("equinox",), ("diffrax",), ("lineax",), ("optimistix",))
+    fix_safety = Safety.UNSAFE
+    fixtures = "tests/fixtures/ODL604"
+
+    def visit_Assign(self, node: cst.Assign, site: Site) -> None:
+        if len(node.targets) == 1:
+            self._check(node, node.targets[0].target, site)
+
+    def visit_AugAssign(self, node: cst.AugAssign, site: Site) -> None:
+        self._check(node, node.target, site)
+
+    def _check(self, node: cst.Assign | cst.AugAssign, target: cst.BaseExpression, site: Site) -> None:
+        if not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name):
+            return
+        owner, field = target.value, target.attr.value
+        cls = enclosing_class(site.scope)
+        method = site.scope.node
+        if (cls is not None and isinstance(method, cst.FunctionDef) and method.name.value in _INITIALISERS
+                and owner.value == "self" and self._is_self(owner, site)):
+            if method.name.value == "__init__" and isinstance(node, cst.Assign):
+                self._check_declared(node, cls, field)
+            return
+        if not self.facts.is_module(owner, site):
+            return
+        fix = self._fix(node, owner, field, site) if isinstance(node, cst.Assign) else None
+        self.report(
+            node,
+            f"`{owner.value}.{field}` is assigned, but `{owner.value}` is an Equinox module and modules are frozen: "
+            f"this raises `FrozenInstanceError: cannot assign to field '{field}'`; "
+            f"build a new module with `eqx.tree_at(lambda t: t.{field}, {owner.value}, ...)`",
+            fix=fix,
+        )
+
+    def _is_self(self, owner: cst.Name, site: Site) -> bool:
+        bindings = self.facts.lookup(owner.value, site.scope)
+        return len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].path == (0,)
+
+    def _check_declared(self, node: cst.Assign, cls: cst.ClassDef, field: str) -> None:
+        if not is_module_class(self.facts, cls):
+            return
+        declared = _declared_fields(self.facts, cls)
+        if declared is None or field in declared:
+            return
+        self.report(
+            node,
+            f"`{cls.name.value}.__init__` sets `self.{field}`, which the class does not declare as a field: "
+            f"this raises `FrozenInstanceError: cannot assign to field '{field}'`; declare `{field}: <type>` "
+            "in the class body",
+        )
+
+    def _fix(self, node: cst.Assign, owner: cst.Name, field: str, site: Site):
+        bindings = self.facts.lookup(owner.value, site.scope)
+        if site.scope.kind == CLASS or not bindings or not all(
+                b.scope is site.scope and b.kind == "assign" for b in bindings):
+            return None
+        return self.fix("Rebuild the module with `eqx.tree_at`", lambda: self._tree_at(node, owner, field, site),
+                        safe=False)
+
+    def _tree_at(self, node: cst.Assign, owner: cst.Name, field: str, site: Site) -> Edits:
+        tree_at, imports = self.facts.reference("equinox.tree_at", site)
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        where = cst.Lambda(cst.Parameters([cst.Param(cst.Name("t"))]), cst.Attribute(cst.Name("t"), cst.Name(field)))
+        call = cst.Call(tree_at, [cst.Arg(where, comma=comma), cst.Arg(cst.Name(owner.value), comma=comma),
+                                  cst.Arg(node.value)])
+        return Edits([Replace(node, node.with_changes(targets=[cst.AssignTarget(cst.Name(owner.value))], value=call))],
+                     imports)
+
+    examples = (
+        Flag("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            model = eqx.nn.Linear(2, 1, key=jax.random.PRNGKey(0))
+            model.weight = jnp.zeros((1, 2))
+        """, fixed="""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            model = eqx.nn.Linear(2, 1, key=jax.random.PRNGKey(0))
+            model = eqx.tree_at(lambda t: t.weight, model, jnp.zeros((1, 2)))
+        """, unsafe=True, message="`model.weight` is assigned"),
+        # `self` in a method, a parameter, `+=`: reported without a fix; an undeclared field
+        Flag("""
+            import equinox as eq
+            import jax
+
+            from typing import Generic, TypeVar
+
+            T = TypeVar("T")
+
+            class Counter(eq.Module, Generic[T]):
+                count: jax.Array
+
+                def __init__(self, count):
+                    self.count = count
+                    self.step = 1
+
+                def __call__(self, x):
+                    self.count = self.count + 1
+                    return x
+
+            def reset(c: Counter):
+                c.count = 0
+
+            def bump(c: Counter):
+                c.count += 1
+        """, count=4, message="`Counter.__init__` sets `self.step`"),
+        # a function of this file: `from equinox import tree_at` is reused
+        Flag("""
+            from equinox import tree_at
+            from equinox.nn import MLP
+
+            def build(key):
+                net = MLP(2, 1, 8, 2, key=key)
+                net.activation = abs
+                return net
+        """, fixed="""
+            from equinox import tree_at
+            from equinox.nn import MLP
+
+            def build(key):
+                net = MLP(2, 1, 8, 2, key=key)
+                net = tree_at(lambda t: t.activation, net, abs)
+                return net
+        """, unsafe=True),
+        # declared fields set in __init__/__post_init__ (also a base's), tree_at, a class that is not a module
+        Pass("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+            from elsewhere import Unknown
+
+            class Base(eqx.Module):
+                w: jax.Array
+
+            class Model(Base):
+                scale: float
+                offset: float = eqx.field(init=False)
+
+                def __init__(self, w, scale):
+                    self.w = w
+                    self.scale = scale
+                    self.offset = 0.0
+
+            class Checked(eqx.Module):
+                a: float
+                b: float = eqx.field(init=False)
+
+                def __post_init__(self):
+                    self.b = 2 * self.a
+
+            class Mixed(eqx.Module, Unknown):
+                def __init__(self):
+                    self.declared_in_unknown = 1
+
+            class Plain:
+                def __init__(self):
+                    self.value = 1
+
+                def update(self):
+                    self.value = 2
+                    object.__setattr__(self, "value", 3)
+
+            model = Model(jnp.ones(2), 1.0)
+            model = eqx.tree_at(lambda t: t.scale, model, 2.0)
+            plain = Plain()
+            plain.value = 4
+        """),
+    )
+
+
+def _declared_fields(facts, cls: cst.ClassDef) -> set[str] | None:
+    """Names the class body (and its module bases of this file) declare; None when a base is
+    a class whose fields are unknown (a library module)."""
+    scope = facts.index.body_scope(cls)
+    if scope is None:
+        return None
+    names = {name for name, bindings in scope.bindings.items()
+             if any(b.kind == "assign" and b.annotation is not None for b in bindings)}
+    for base in cls.bases:
+        where = scope.parent or scope
+        parent = facts.module_type(base.value, where)
+        if parent is None:
+            outer = base.value.value if isinstance(base.value, cst.Subscript) else base.value
+            if facts.qualname(outer, where) in _FIELDLESS_BASES:
+                continue
+            return None  # a class we cannot read may declare fields
+        if parent.name == "equinox.Module":
+            continue
+        if parent.node is None:
+            return None
+        inherited = _declared_fields(facts, parent.node)
+        if inherited is None:
+            return None
+        names |= inherited
+    return names

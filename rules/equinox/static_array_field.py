@@ -1,0 +1,163 @@
+"""ODL603: `eqx.field(static=True)` on a field that holds an array."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import keyword_arg, source_of
+from odelint.analysis.classes import is_module_class
+from odelint.analysis.facts import Kind
+from odelint.analysis.scopes import CLASS, Site
+from odelint.api.rule import Flag, Pass, Rule
+
+_ARRAYS = (Kind.ARRAY, Kind.KEY)
+
+
+class StaticArrayField(Rule):
+    """An array is declared a static field of an Equinox module.
+
+    ## What it does
+    Flags a field of an Equinox module declared with `eqx.field(static=True)` (or the
+    old `eqx.static_field()`) whose annotation is an array type (`jax.Array`,
+    `Float[Array, "n"]`, `np.ndarray`, a PRNG key) or to which `__init__` assigns an
+    array (`jnp.ones(3)`, `jax.random.normal(...)`).
+
+    ## Why is this bad?
+    A static field is part of the pytree's structure, not a leaf. JAX compares static
+    data with `==` to look up compiled code, and `==` on arrays is elementwise, so the
+    second call of a `filter_jit` function with another instance fails:
+
+        ValueError: static arguments should be comparable using __eq__. ...
+        ValueError: Exception raised while checking equality of metadata fields of
+        pytree. ... (Note: arrays cannot be passed as metadata fields!)
+
+    (jax 0.10.2; older versions: "The truth value of an array with more than one
+    element is ambiguous".) The array also never gets a gradient and is never updated
+    by the optimiser. Equinox warns since v0.11.6 ("A JAX array is
+    being set as static! This can result in unexpected behavior and is usually a
+    mistake to do.") (equinox#746, #798, PR#800, #863, #214; jax#24204, #7826).
+
+    ## Example
+    ```python
+    class Model(eqx.Module):
+        mask: jax.Array = eqx.field(static=True)
+    ```
+
+    ## Use instead
+    ```python
+    class Model(eqx.Module):
+        mask: jax.Array
+    ```
+    and `jax.lax.stop_gradient(self.mask)` where it must not be trained; truly static
+    data belongs in a tuple or a Python number.
+
+    ## Fix safety
+    No fix: making the array a leaf changes which values are traced, differentiated
+    and updated by the optimiser.
+    """
+
+    code = "ODL603"
+    name = "static-array-field"
+    summary = "eqx.field(static=True) on a field that holds an array"
+    triggers = (("equinox", "static"),)
+    fix_safety = None
+    fixtures = "tests/fixtures/ODL603"
+
+    def visit_AnnAssign(self, node: cst.AnnAssign, site: Site) -> None:
+        if site.scope.kind != CLASS or not isinstance(node.target, cst.Name) or not self._is_static(node.value, site):
+            return
+        cls: cst.ClassDef = site.scope.node  # type: ignore[assignment]
+        if not is_module_class(self.facts, cls):
+            return
+        field = node.target.value
+        declared = self.facts.annotation_kind(node.annotation.annotation, site.scope)
+        if declared in _ARRAYS:
+            held = f"is annotated `{source_of(self.context.module, node.annotation.annotation)}`"
+        else:
+            value = _init_value(self.facts, cls, field)
+            if value is None:
+                return
+            held = f"is assigned `{source_of(self.context.module, value)}` in `__init__`"
+        self.report(
+            node,
+            f"static field `{field}` of `{cls.name.value}` {held}: a static array is not a leaf, so it gets no "
+            "gradient, and a second `filter_jit` call with another instance fails comparing it "
+            "(`ValueError: static arguments should be comparable using __eq__`); make it a normal field",
+        )
+
+    def _is_static(self, value: cst.BaseExpression | None, site: Site) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        qualname = self.facts.qualname(value.func, site.scope)
+        if qualname == "equinox.static_field":
+            return True
+        static = keyword_arg(value, "static") if qualname == "equinox.field" else None
+        return static is not None and isinstance(static.value, cst.Name) and static.value.value == "True"
+
+    examples = (
+        Flag("""
+            import equinox as eqx
+            import jax
+
+            class Model(eqx.Module):
+                mask: jax.Array = eqx.field(static=True)
+        """, message="static field `mask` of `Model` is annotated `jax.Array`"),
+        # aliases, jaxtyping, the old static_field, an array assigned in __init__
+        Flag("""
+            import equinox as eq
+            import jax.numpy as np2
+            from jaxtyping import Array, Float
+
+            class Model(eq.Module):
+                w: Float[Array, "n"] = eq.field(static=True)
+                table = None
+                grid: object = eq.static_field()
+
+                def __init__(self, n):
+                    self.w = np2.zeros(n)
+                    self.grid = np2.linspace(0.0, 1.0, n)
+        """, count=2),
+        # static ints, strings, tuples and functions; arrays that are normal fields; not a module
+        Pass("""
+            import dataclasses
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+            from typing import Callable
+
+            class Model(eqx.Module):
+                w: jax.Array
+                size: int = eqx.field(static=True)
+                name: str = eqx.field(static=True, default="model")
+                shape: tuple = eqx.field(static=True)
+                act: Callable = eqx.field(static=True)
+
+                def __init__(self, size):
+                    self.w = jnp.zeros(size)
+                    self.size = size
+                    self.shape = (size,)
+                    self.act = jax.nn.relu
+
+            @dataclasses.dataclass
+            class Config:
+                mask: jax.Array = dataclasses.field(default=None)
+        """),
+    )
+
+
+def _init_value(facts, cls: cst.ClassDef, field: str) -> cst.BaseExpression | None:
+    """The array `__init__` assigns to `self.<field>`, if it assigns one."""
+    init = next((item for item in cls.body.body if isinstance(item, cst.FunctionDef) and item.name.value == "__init__"),
+                None)
+    scope = facts.index.body_scope(init) if init is not None else None
+    if init is None or scope is None:
+        return None
+    for statement in init.body.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Attribute)
+                    and isinstance(small.targets[0].target.value, cst.Name)
+                    and small.targets[0].target.value.value == "self"
+                    and small.targets[0].target.attr.value == field
+                    and facts.kind(small.value, Site(scope, 10**9)) in _ARRAYS):
+                return small.value
+    return None
