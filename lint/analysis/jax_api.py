@@ -174,3 +174,13 @@ def library_module(qualname: str) -> LibraryModule | None:
     row = _libraries().get("module", {}).get(qualname, {})
     return LibraryModule(qualname, tuple(row.get("functions", ())), tuple(row.get("scalars", ())),
                          tuple(row.get("modules", {}).items()))
+
+
+def consumes_key(qualname: str | None) -> bool:
+    """Does calling this `jax.random` function draw from (or split) the key it is given?"""
+    return bool(qualname) and qualname.startswith("jax.random.") and qualname not in _api()["keys"]["not_consuming"]
+
+
+def makes_key(qualname: str | None) -> bool:
+    """`jax.random.PRNGKey` / `jax.random.key`: a key from a seed."""
+    return qualname in _api()["keys"]["constant_makers"]

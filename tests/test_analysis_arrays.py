@@ -1,0 +1,39 @@
+"""JAX arrays versus NumPy arrays (odelint.analysis.arrays)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+from odelint.analysis.arrays import is_jax_array
+from odelint.analysis.facts import Facts
+from odelint.analysis.scopes import Site, build_scope_index
+
+SOURCE = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+a = jnp.zeros(3)
+n = np.zeros(3)
+
+def f(x: jax.Array, y: np.ndarray, z: Float[Array, "n"], w: Float[np.ndarray, "n"], v):
+    return x
+"""
+
+
+def test_jax_arrays_are_told_from_numpy_ones() -> None:
+    index = build_scope_index(cst.parse_module(textwrap.dedent(SOURCE)), {cst.Call})
+    facts = Facts(index)
+    module_end = Site(index.module_scope, 10**9)
+    function = next(s for s in index.body_scopes.values() if s.kind == "function")
+    inside = Site(function, 10**9)
+
+    def jax_array(name: str, site: Site) -> bool:
+        return is_jax_array(facts, cst.parse_expression(name), site)
+
+    assert jax_array("a", module_end) and jax_array("a * 2", module_end)
+    assert not jax_array("n", module_end)
+    assert jax_array("x", inside) and jax_array("z", inside)
+    assert not jax_array("y", inside) and not jax_array("w", inside) and not jax_array("v", inside)
