@@ -184,3 +184,24 @@ def consumes_key(qualname: str | None) -> bool:
 def makes_key(qualname: str | None) -> bool:
     """`jax.random.PRNGKey` / `jax.random.key`: a key from a seed."""
     return qualname in _api()["keys"]["constant_makers"]
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Singular:
+    """A function whose derivative is not finite at some inputs (`jnp.sqrt` at 0)."""
+
+    qualname: str
+    placeholder: float                  # an input where the derivative is finite
+    arguments: tuple[int, ...] = (0,)   # where the singular inputs go
+    exponent: int | None = None         # power: singular unless this is a whole number >= 0
+
+
+@functools.cache
+def singular_functions() -> dict[str, Singular]:
+    return {name: Singular(name, row["placeholder"], tuple(row.get("arguments", (0,))), row.get("exponent"))
+            for name, row in _api()["singular"].items()}
+
+
+def singular(qualname: str | None) -> Singular | None:
+    return singular_functions().get(qualname or "")
