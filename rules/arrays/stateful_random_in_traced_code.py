@@ -1,4 +1,4 @@
-"""ODL705: NumPy/Python random numbers or a module-level JAX key read inside traced code."""
+"""ODL705: NumPy/Python random numbers, or a JAX key made outside, used inside traced code."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import MODULE, Site
+from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
 
 _STATEFUL = ("numpy.random.", "random.")
@@ -19,13 +19,13 @@ class StatefulRandomInTracedCode(Rule):
     Inside traced code (a function jitted, vmapped or checkpointed in any spelling, a
     `lax` loop or branch body, a diffrax vector field, and what they call), flags calls
     of `numpy.random.*` and of Python's `random.*` (any import spelling), and
-    `jax.random.*` samplers given a key that is a module-level variable rather than an
-    argument.
+    `jax.random.*` samplers given a key made outside the traced code (a module-level or
+    closed-over variable) rather than passed in as an argument.
 
     ## Why is this bad?
     Tracing runs the Python code once: NumPy's or Python's generator is called then,
     and its number is baked into the compiled function as a constant; a module-level
-    key is a constant too. Every later call returns the same "random" numbers, with no
+    or closed-over key is a constant too. Every later call returns the same "random" numbers, with no
     error (jcmgray/autoray#27, google/flax#112, jax-ml/jax PR#2793).
 
     ## Example
@@ -49,7 +49,7 @@ class StatefulRandomInTracedCode(Rule):
 
     code = "ODL705"
     name = "stateful-random-in-traced-code"
-    summary = "NumPy/Python random numbers or a module-level key read inside traced code"
+    summary = "NumPy/Python random numbers, or a key made outside, used inside traced code"
     triggers = (("random", "jax"), ("random", "equinox"), ("random", "diffrax"))
     fixtures = "tests/fixtures/ODL705"
 
@@ -65,19 +65,22 @@ class StatefulRandomInTracedCode(Rule):
         if not jax_api.consumes_key(qualname):
             return
         key = argument_at(node, "key", 0)
-        if key is None or not self._module_key(key.value, site):
+        if key is None or not self._outside_key(key.value, site):
             return
         reason = self.facts.traced_by(site)
         if reason is not None:
-            self.report(key.value, f"the module-level key `{key.value.value}` is a constant inside traced code "
+            self.report(key.value, f"the key `{key.value.value}`, made outside traced code, is a constant there "
                                    f"({reason}): `{source_of(self.context.module, node.func)}` returns the same "
                                    f"numbers on every call; pass a fresh key as an argument")
 
-    def _module_key(self, node: cst.BaseExpression, site: Site) -> bool:
-        if not isinstance(node, cst.Name) or site.scope.kind == MODULE:
+    def _outside_key(self, node: cst.BaseExpression, site: Site) -> bool:
+        """A key bound only outside traced code (a module-level or closed-over key)."""
+        if not isinstance(node, cst.Name):
             return False
         bindings = self.facts.lookup(node.value, site.scope)
-        return bool(bindings) and all(b.scope.kind == MODULE for b in bindings) and self.facts.kind(node, site) is Kind.KEY
+        return (bool(bindings) and self.facts.kind(node, site) is Kind.KEY
+                and all(b.scope is not site.scope and self.facts.traced_by(Site(b.scope, b.order)) is None
+                        for b in bindings))
 
     examples = (
         Flag("""
@@ -103,7 +106,7 @@ class StatefulRandomInTracedCode(Rule):
 
             lax.scan(body, 0.0, None, length=3)
             jax.vmap(lambda x: x + jax.random.uniform(key=KEY))
-        """, count=4, message="the module-level key `KEY` is a constant inside traced code"),
+        """, count=4, message="the key `KEY`, made outside traced code, is a constant there"),
         # keys passed as arguments, a local key, NumPy random numbers on the host
         Pass("""
             import jax
