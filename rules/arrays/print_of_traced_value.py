@@ -7,6 +7,7 @@ from odelint.analysis.calls import source_of
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
+from odelint.rules.arrays.common import traced_triggers
 
 DEBUG_PRINT = "jax.debug.print"
 
@@ -53,7 +54,7 @@ class PrintOfTracedValue(Rule):
     code = "ODL703"
     name = "print-of-traced-value"
     summary = "print of a traced value inside traced code"
-    triggers = (("print", "jax"), ("print", "equinox"), ("print", "diffrax"))
+    triggers = traced_triggers("print")
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL703"
 

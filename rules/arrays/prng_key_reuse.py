@@ -48,7 +48,7 @@ class PrngKeyReuse(Rule):
     code = "ODL704"
     name = "prng-key-reuse"
     summary = "A PRNG key is consumed twice, or a constant key is made inside a loop"
-    triggers = (("random",),)
+    triggers = (("random",), ("Key",))  # jax.random, or a key annotation (PRNGKeyArray, Key[...])
     fixtures = "tests/fixtures/ODL704"
 
     def visit_Module(self, node: cst.Module, site) -> None:

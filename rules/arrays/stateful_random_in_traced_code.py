@@ -8,6 +8,7 @@ from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.facts import Kind
 from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
+from odelint.rules.arrays.common import traced_triggers
 
 _STATEFUL = ("numpy.random.", "random.")
 
@@ -50,7 +51,7 @@ class StatefulRandomInTracedCode(Rule):
     code = "ODL705"
     name = "stateful-random-in-traced-code"
     summary = "NumPy/Python random numbers, or a key made outside, used inside traced code"
-    triggers = (("random", "jax"), ("random", "equinox"), ("random", "diffrax"))
+    triggers = traced_triggers("random")
     fixtures = "tests/fixtures/ODL705"
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:

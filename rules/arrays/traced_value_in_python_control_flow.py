@@ -7,6 +7,7 @@ from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.facts import Kind, loaded_names
 from odelint.analysis.scopes import Site
 from odelint.api.rule import FileContext, Flag, Pass, Rule
+from odelint.rules.arrays.common import traced_triggers
 
 # builtins that need a concrete value -> the error they raise on a tracer
 _CONVERSIONS = {"bool": "TracerBoolConversionError", "int": "ConcretizationTypeError",
@@ -66,7 +67,7 @@ class TracedValueInPythonControlFlow(Rule):
     code = "ODL702"
     name = "traced-value-in-python-control-flow"
     summary = "Python control flow or bool()/int() on a traced value"
-    triggers = (("jax",), ("equinox",), ("diffrax",))
+    triggers = traced_triggers()
     fixtures = "tests/fixtures/ODL702"
 
     def __init__(self, context: FileContext) -> None:
