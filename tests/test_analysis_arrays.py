@@ -20,6 +20,17 @@ n = np.zeros(3)
 
 def f(x: jax.Array, y: np.ndarray, z: Float[Array, "n"], w: Float[np.ndarray, "n"], v):
     return x
+
+class Holder:
+    registers: np.ndarray
+    weights: jax.Array
+
+    def update(self):
+        pass
+
+def reduce(logits):
+    metrics = jax.lax.pmean({"loss": jnp.mean(logits)}, axis_name="batch")
+    return metrics
 """
 
 
@@ -27,7 +38,7 @@ def test_jax_arrays_are_told_from_numpy_ones() -> None:
     index = build_scope_index(cst.parse_module(textwrap.dedent(SOURCE)), {cst.Call})
     facts = Facts(index)
     module_end = Site(index.module_scope, 10**9)
-    function = next(s for s in index.body_scopes.values() if s.kind == "function")
+    function = next(s for s in index.body_scopes.values() if s.kind == "function" and s.node.name.value == "f")
     inside = Site(function, 10**9)
 
     def jax_array(name: str, site: Site) -> bool:
@@ -37,3 +48,10 @@ def test_jax_arrays_are_told_from_numpy_ones() -> None:
     assert not jax_array("n", module_end)
     assert jax_array("x", inside) and jax_array("z", inside)
     assert not jax_array("y", inside) and not jax_array("w", inside) and not jax_array("v", inside)
+    method = next(s for s in index.body_scopes.values() if getattr(s.node, "name", None) is not None
+                  and s.node.name.value == "update")
+    assert jax_array("self.weights", Site(method, 10**9))
+    assert not jax_array("self.registers", Site(method, 10**9)), "a field declared np.ndarray"
+    reduce = next(s for s in index.body_scopes.values() if getattr(s.node, "name", None) is not None
+                  and s.node.name.value == "reduce")
+    assert not jax_array("metrics", Site(reduce, 10**9)), "collectives return the pytree they are given"

@@ -23,6 +23,11 @@ def is_jax_array(facts: Facts, node: cst.BaseExpression, site: Site) -> bool:
         return False
     if isinstance(node, cst.Name):
         return not any(_declared_numpy(facts, binding) for binding in facts.lookup(node.value, site.scope))
+    if isinstance(node, cst.Attribute):  # `self.registers` declared `np.ndarray` in the class body
+        owner = facts._method_class_of_self(node.value, site.scope)
+        body = facts.index.body_scope(owner) if owner is not None else None
+        fields = body.bindings.get(node.attr.value, []) if body is not None else []
+        return not any(_declared_numpy(facts, binding) for binding in fields)
     return True
 
 
