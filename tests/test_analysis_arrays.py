@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import libcst as cst
-from odelint.analysis.arrays import is_jax_array
+from odelint.analysis.arrays import is_jax_array, traced_array
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Site, build_scope_index
 
@@ -55,3 +55,31 @@ def test_jax_arrays_are_told_from_numpy_ones() -> None:
     reduce = next(s for s in index.body_scopes.values() if getattr(s.node, "name", None) is not None
                   and s.node.name.value == "reduce")
     assert not jax_array("metrics", Site(reduce, 10**9)), "collectives return the pytree they are given"
+
+
+def test_traced_arrays_are_told_from_python_values_in_traced_pytrees() -> None:
+    source = textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(state, x, indices, carry):
+            scale = state.dynamic_scale
+            total = x.sum() * 2
+            flag = jnp.iscomplexobj(x)
+            indices = tuple(i for i in indices)
+            a, b = carry
+            out, aux = helper(x)
+            return scale, total, flag, indices, a, out, x > 0, x.shape[0] > 1, set(x.keys())
+
+        def helper(v):
+            return v, v
+    """)
+    module = cst.parse_module(source)
+    index = build_scope_index(module, {cst.Call, cst.Return})
+    facts = Facts(index)
+    node, site = next((n, s) for n, s in index.of_type(cst.Return) if s.scope.node.name.value == "step")
+    found = {module.code_for_node(e.value): traced_array(facts, e.value, site) for e in node.value.elements}
+    arrays = {text for text, traced in found.items() if traced is not None}
+    assert arrays == {"total", "a", "x > 0"}
+    assert found["total"].describe() == "`x` (a parameter of `step`, traced by `jax.jit`)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
+from odelint.analysis.arrays import traced_array
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.facts import Kind, loaded_names
 from odelint.analysis.scopes import Site
@@ -125,7 +126,7 @@ class TracedValueInPythonControlFlow(Rule):
                 instead: str) -> bool:
         if _membership(value) or self.facts.kind(value, site) in _NOT_ARRAYS:
             return False
-        traced = self.facts.traced_value(value, site)
+        traced = traced_array(self.facts, value, site)
         if traced is None:
             return False
         text = source_of(self.context.module, value)
