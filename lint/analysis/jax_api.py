@@ -192,6 +192,7 @@ class Singular:
     """A function whose derivative is not finite at some inputs (`jnp.sqrt` at 0)."""
 
     qualname: str
+    bad: tuple[tuple[float, float], ...]  # closed intervals of inputs with a non-finite derivative
     placeholder: float                  # an input where the derivative is finite
     arguments: tuple[int, ...] = (0,)   # where the singular inputs go
     exponent: int | None = None         # power: singular unless this is a whole number >= 0
@@ -199,7 +200,8 @@ class Singular:
 
 @functools.cache
 def singular_functions() -> dict[str, Singular]:
-    return {name: Singular(name, row["placeholder"], tuple(row.get("arguments", (0,))), row.get("exponent"))
+    return {name: Singular(name, tuple((lo, hi) for lo, hi in row["bad"]), row["placeholder"],
+                           tuple(row.get("arguments", (0,))), row.get("exponent"))
             for name, row in _api()["singular"].items()}
 
 

@@ -7,34 +7,37 @@ from collections.abc import Iterator
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.scopes import Site
+from odelint.analysis.intervals import INF, guard, number
+from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
 WHERE = frozenset({"jax.numpy.where", "jax.lax.select"})
-_DIVISION = jax_api.Singular("/", 1.0, (1,))
-_POWER = jax_api.Singular("**", 1.0, (0,), exponent=1)
+_DIVISION = jax_api.Singular("/", ((0.0, 0.0),), 1.0, (1,))
+_FRACTIONAL_POWER = jax_api.Singular("**", ((-INF, 0.0),), 1.0, (0,))
+_NEGATIVE_POWER = jax_api.Singular("**", ((0.0, 0.0),), 1.0, (0,))
 
 
 class WhereNanGradient(Rule):
-    """`jnp.where` guards a value that a branch still takes a singular function of.
+    """`jnp.where` deselects inputs where a branch's derivative is not finite.
 
     ## What it does
-    Flags `jnp.where(cond, a, b)` (and `lax.select`) where a branch applies `sqrt`, `log`,
-    `arcsin`, `arctan2`, a division, a fractional or negative power or another function
-    from the data table of functions with a non-finite derivative (rules/data/jax_api.toml,
-    `[singular]`), to a variable that `cond` tests, e.g.
-    `jnp.where(x > 0, jnp.sqrt(x), 0.0)`. An input already guarded by its own inner
-    `jnp.where` (the double-where pattern) is not flagged, nor are branches without such
-    functions.
+    Flags `jnp.where(x OP c, a, b)` (and `lax.select`), where `OP` is a comparison with a
+    number `c`, when a branch applies `sqrt`, `log`, `arcsin`, `arctan2`, a division, a
+    fractional or negative power or another function from the data table of functions
+    with a non-finite derivative (rules/data/jax_api.toml, `[singular]`) to `x` itself,
+    and the inputs where the guard deselects that branch include inputs where that
+    derivative is infinite or NaN: `jnp.where(x > 0, jnp.sqrt(x), 0.0)` (the false side
+    holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`. Inputs already guarded by an inner
+    `jnp.where` (the double-where pattern), guards that keep the singular inputs
+    (`jnp.where(x > 0, 0.0, jnp.sqrt(x))`) and guards it cannot read are not flagged.
 
     ## Why is this bad?
     `jnp.where` computes both branches for every element and selects afterwards. The
     forward value is right, but the gradient multiplies the zero cotangent of the
-    unselected branch by that branch's derivative, which is infinite or NaN there
-    (`sqrt` and `log` at 0, `1/x` at 0), and `0 * inf = nan`: the gradient is NaN with
-    no error (`jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0))(0.0)` is `nan`;
+    unselected branch by that branch's derivative, which is infinite or NaN there, and
+    `0 * inf = nan`: the gradient is NaN with no error
+    (`jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0))(0.0)` is `nan`;
     jax-ml/jax#1052, #347, #5798, #2630).
 
     ## Example
@@ -52,14 +55,11 @@ class WhereNanGradient(Rule):
     domain (1.0; 0.0 for `arcsin`/`arccos`/`arctanh`) wherever the guard deselects it.
     Selected values and their gradients are unchanged and the NaN gradients become the
     intended zeros, but the gradient does change, and the condition is evaluated twice.
-    The fix is offered when the function's input is the guarded variable itself; an
-    expression of it (`jnp.sqrt(1 - x)`) may need a different placeholder and is only
-    reported.
     """
 
     code = "ODL706"
     name = "where-nan-gradient"
-    summary = "jnp.where guards an input that a branch still takes sqrt/log/division of (NaN gradient)"
+    summary = "jnp.where deselects inputs where a branch's sqrt/log/division has no finite derivative"
     triggers = (("where",), ("select",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL706"
@@ -71,29 +71,29 @@ class WhereNanGradient(Rule):
         if args is None or len(args) != 3 or len(node.args) != 3:
             return
         cond = args[0].value
-        guarded = {name.value for name in loaded_names(cond) if self._variable(name, site)}
-        if not guarded:
+        found = guard(cond)
+        if found is None or not self._variable(found[1], site):
             return
+        name, _, true, false = found
         for position, branch in ((1, args[1].value), (2, args[2].value)):
+            deselected = false if position == 1 else true
             for op, function, inputs in self._singular_uses(branch, site):
-                hits = [value for value in inputs if self._reads(value, guarded, site)]
-                if hits:
-                    self._flag(node, cond, position, op, function, hits, guarded, site)
+                hits = [value for value in inputs if dotted_name(value) == name]
+                if hits and any(region.meets(low, high) for region in deselected for low, high in function.bad):
+                    self._flag(cond, position, op, function, hits, site)
 
-    def _flag(self, where: cst.Call, cond: cst.BaseExpression, position: int, op: cst.CSTNode,
-              function: jax_api.Singular, hits: list[cst.BaseExpression], guarded: set[str], site: Site) -> None:
+    def _flag(self, cond: cst.BaseExpression, position: int, op: cst.CSTNode, function: jax_api.Singular,
+              hits: list[cst.BaseExpression], site: Site) -> None:
         module = self.context.module
         test = source_of(module, cond)
         side = "false" if position == 1 else "true"
-        fix = None
-        if all(isinstance(hit, cst.Name) and hit.value in guarded for hit in hits):
-            fix = self.fix("Guard the input too (double `jnp.where`)",
-                           lambda: self._double_where(cond, position, function, hits, site), safe=False)
-        example = source_of(module, hits[0])
-        self.report(op, f"`{source_of(module, op)}` is still computed where `{test}` is {side}, and its derivative "
-                        f"is not finite at some of those inputs: `jnp.where`'s zero cotangent times it makes the "
-                        f"gradient NaN (the value is right): feed it `jnp.where({test}, ...)` of `{example}` too",
-                    fix=fix)
+        variable = source_of(module, hits[0])
+        self.report(op, f"`{source_of(module, op)}` is still computed where `{test}` is {side}, which includes "
+                        f"inputs where its derivative is infinite or NaN: under differentiation `jnp.where`'s zero cotangent times it "
+                        f"makes the gradient NaN (the value is right): feed it `jnp.where({test}, ...)` of "
+                        f"`{variable}` too",
+                    fix=self.fix("Guard the input too (double `jnp.where`)",
+                                 lambda: self._double_where(cond, position, function, hits, site), safe=False))
 
     def _double_where(self, cond: cst.BaseExpression, position: int, function: jax_api.Singular,
                       hits: list[cst.BaseExpression], site: Site) -> Edits:
@@ -102,8 +102,8 @@ class WhereNanGradient(Rule):
         replacements = []
         for hit in hits:
             kept, other = (hit, placeholder) if position == 1 else (placeholder, hit)
-            guard = cst.Call(where, [cst.Arg(cond.deep_clone()), cst.Arg(kept.deep_clone()), cst.Arg(other)])
-            replacements.append(Replace(hit, guard))
+            guarded = cst.Call(where, [cst.Arg(cond.deep_clone()), cst.Arg(kept.deep_clone()), cst.Arg(other)])
+            replacements.append(Replace(hit, guarded))
         return Edits(replacements, imports)
 
     def _singular_uses(self, node: cst.CSTNode,
@@ -123,29 +123,22 @@ class WhereNanGradient(Rule):
                 args = positional_args(current)
                 if function is not None and args is not None:
                     exponent = function.exponent
-                    if exponent is None or (exponent < len(args) and _singular_exponent(args[exponent].value)):
+                    if exponent is None or (exponent < len(args) and _power(args[exponent].value) is not None):
                         yield current, function, [args[i].value for i in function.arguments if i < len(args)]
             elif isinstance(current, cst.BinaryOperation):
                 if isinstance(current.operator, cst.Divide):
                     yield current, _DIVISION, [current.right]
-                elif isinstance(current.operator, cst.Power) and _singular_exponent(current.right):
-                    yield current, _POWER, [current.left]
+                elif isinstance(current.operator, cst.Power):
+                    power = _power(current.right)
+                    if power is not None:
+                        yield current, power, [current.left]
             stack.extend(reversed(current.children))
 
-    def _reads(self, node: cst.BaseExpression, guarded: set[str], site: Site) -> bool:
-        """Does `node` read a guarded variable other than through an inner `jnp.where`?"""
-        if isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) in WHERE:
-            return False
-        if isinstance(node, cst.Name):
-            return node.value in guarded
-        if isinstance(node, cst.Attribute):
-            return self._reads(node.value, guarded, site)
-        if isinstance(node, cst.Lambda):
-            return False
-        return any(self._reads(child, guarded, site) for child in node.children)  # type: ignore[arg-type]
-
-    def _variable(self, name: cst.Name, site: Site) -> bool:
-        bindings = self.facts.lookup(name.value, site.scope)
+    def _variable(self, node: cst.BaseExpression, site: Site) -> bool:
+        """A value of the program, not a module or class name."""
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        bindings = self.facts.lookup(node.value, site.scope) if isinstance(node, cst.Name) else []
         return bool(bindings) and not any(b.kind in ("import", "def", "class") for b in bindings)
 
     examples = (
@@ -180,19 +173,22 @@ class WhereNanGradient(Rule):
                 c = jax.numpy.where(x != 0, jax.numpy.where(x != 0, x, 1.0) ** -2, 1.0)
                 return a + b + c
         """, unsafe=True, count=3),
-        # an expression of the guarded value: reported, no fix (the placeholder may be out of its domain)
+        # an attribute chain, the constant on the left, a fractional power as a function
         Flag("""
             import jax.numpy as jnp
 
-            def h(x):
-                return jnp.where(x < 1, jnp.log(1 - x), 0.0)
+            class Ball:
+                def volume_scale(self):
+                    return jnp.where(0.0 < self.radius, jnp.power(self.radius, 1.5), 0.0)
         """, fixed="""
             import jax.numpy as jnp
 
-            def h(x):
-                return jnp.where(x < 1, jnp.log(1 - x), 0.0)
+            class Ball:
+                def volume_scale(self):
+                    return jnp.where(0.0 < self.radius, jnp.power(jnp.where(0.0 < self.radius, self.radius, 1.0), 1.5), 0.0)
         """, unsafe=True),
-        # double where, safe branches, whole powers, a value the condition does not test, numpy's where
+        # double where, safe branches, whole powers, a value the condition does not test, numpy's
+        # where, a guard whose deselected side holds no singular input, expressions and unknown bounds
         Pass("""
             import jax.numpy as jnp
             import numpy as np
@@ -204,19 +200,23 @@ class WhereNanGradient(Rule):
                 c = jnp.where(x > 0, x ** 2 + jnp.exp(x), -x)
                 d = jnp.where(x > 0, jnp.sqrt(y), 0.0)
                 e = np.where(x > 0, np.sqrt(x), 0.0)
-                return a + b + c + d + e
+                f = jnp.where(x > 0, 0.0, jnp.sqrt(x)) + jnp.where(x < -1, 0.0, 1 / x)
+                g = jnp.where(x > -0.69, jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x)))
+                h = jnp.where(x > y, jnp.sqrt(x), 0.0) + jnp.where(x >= 0, x ** -1, 0.0)
+                return a + b + c + d + e + f + g + h
         """),
     )
 
 
-def _singular_exponent(node: cst.BaseExpression) -> bool:
-    """A literal exponent that is not a whole number >= 0 (`0.5`, `-1`, `1/3`); a variable
-    exponent is unknown and not flagged."""
-    negative = isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
-    inner = node.expression if negative else node  # type: ignore[attr-defined]
+def _power(exponent: cst.BaseExpression) -> jax_api.Singular | None:
+    """What a literal exponent makes singular: a fractional one x <= 0, a negative whole one
+    x == 0; a whole number >= 0 or a variable exponent nothing (not flagged)."""
+    inner = exponent
     if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Divide):
-        return isinstance(inner.left, cst.BaseNumber) and isinstance(inner.right, cst.BaseNumber)
-    if isinstance(inner, (cst.Integer, cst.Float)):
-        value = float(inner.evaluated_value)
-        return negative or not value.is_integer()
-    return False
+        numerator, denominator = number(inner.left), number(inner.right)
+        value = numerator / denominator if numerator is not None and denominator else None
+    else:
+        value = number(inner)
+    if value is None or (value.is_integer() and value >= 0):
+        return None
+    return _NEGATIVE_POWER if value.is_integer() else _FRACTIONAL_POWER
