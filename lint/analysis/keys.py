@@ -23,7 +23,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
-from odelint.analysis.scopes import FUNCTION, Site
+from odelint.analysis.scopes import FUNCTION
 
 State = dict[str, cst.Call]  # name -> the call that consumed the key it holds
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)

@@ -59,7 +59,8 @@ class PrintOfTracedValue(Rule):
     fixtures = "tests/fixtures/ODL703"
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        if not (isinstance(node.func, cst.Name) and node.func.value == "print") or self.facts.lookup("print", site.scope):
+        builtin = isinstance(node.func, cst.Name) and node.func.value == "print"
+        if not builtin or self.facts.lookup("print", site.scope):
             return
         for arg in node.args:
             traced = self.facts.traced_value(arg.value, site)
@@ -207,6 +208,7 @@ def _fstring(string: cst.FormattedString, values: list[cst.BaseExpression]) -> s
         spec = part.format_spec or []
         if not all(isinstance(piece, cst.FormattedStringText) for piece in spec):
             return None
-        pieces.append("{" + (":" + "".join(piece.value for piece in spec) if spec else "") + "}")  # type: ignore[union-attr]
+        spec_text = "".join(piece.value for piece in spec)  # type: ignore[union-attr]
+        pieces.append("{" + (":" + spec_text if spec else "") + "}")
         values.append(part.expression)
     return "".join(pieces)

@@ -178,7 +178,8 @@ class TracedValueInPythonControlFlow(Rule):
             @eqx.filter_jit
             def step(x: jax.Array, limit: float):
                 return clip(x.sum(), limit)
-        """, message="but `x` is traced: a parameter of `step`, traced by `eqx.filter_jit` (`v > limit` derives from `x`)"),
+        """, message="but `x` is traced: a parameter of `step`, traced by `eqx.filter_jit` "
+                     "(`v > limit` derives from `x`)"),
         # shapes, static arguments, filter_jit's non-arrays, `is None`, membership, host code
         Pass("""
             import functools

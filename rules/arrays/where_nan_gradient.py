@@ -89,9 +89,9 @@ class WhereNanGradient(Rule):
         side = "false" if position == 1 else "true"
         variable = source_of(module, hits[0])
         self.report(op, f"`{source_of(module, op)}` is still computed where `{test}` is {side}, which includes "
-                        f"inputs where its derivative is infinite or NaN: under differentiation `jnp.where`'s zero cotangent times it "
-                        f"makes the gradient NaN (the value is right): feed it `jnp.where({test}, ...)` of "
-                        f"`{variable}` too",
+                        f"inputs where its derivative is infinite or NaN: under differentiation `jnp.where`'s zero "
+                        f"cotangent times it makes the gradient NaN (the value is right): feed it "
+                        f"`jnp.where({test}, ...)` of `{variable}` too",
                     fix=self.fix("Guard the input too (double `jnp.where`)",
                                  lambda: self._double_where(cond, position, function, hits, site), safe=False))
 
@@ -179,13 +179,13 @@ class WhereNanGradient(Rule):
 
             class Ball:
                 def volume_scale(self):
-                    return jnp.where(0.0 < self.radius, jnp.power(self.radius, 1.5), 0.0)
+                    return jnp.where(0.0 < self.r, jnp.power(self.r, 1.5), 0.0)
         """, fixed="""
             import jax.numpy as jnp
 
             class Ball:
                 def volume_scale(self):
-                    return jnp.where(0.0 < self.radius, jnp.power(jnp.where(0.0 < self.radius, self.radius, 1.0), 1.5), 0.0)
+                    return jnp.where(0.0 < self.r, jnp.power(jnp.where(0.0 < self.r, self.r, 1.0), 1.5), 0.0)
         """, unsafe=True),
         # double where, safe branches, whole powers, a value the condition does not test, numpy's
         # where, a guard whose deselected side holds no singular input, expressions and unknown bounds
