@@ -194,7 +194,7 @@ class KeyUses:
                 if clause is not node.for_in:
                     self._expression(clause.iter, inner)
                 for condition in clause.ifs:
-                    self._expression(condition.search, inner)
+                    self._expression(condition.test, inner)
                 clause = clause.inner_for_in
             parts = (node.key, node.value) if isinstance(node, cst.DictComp) else (node.elt,)
             for part in parts:
