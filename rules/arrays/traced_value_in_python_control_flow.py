@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from odelint.analysis.arrays import traced_array
 from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.facts import Kind, loaded_names
+from odelint.analysis.facts import loaded_names
 from odelint.analysis.scopes import Site
 from odelint.api.rule import FileContext, Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
@@ -13,8 +13,6 @@ from odelint.rules.arrays.common import traced_triggers
 # builtins that need a concrete value -> the error they raise on a tracer
 _CONVERSIONS = {"bool": "TracerBoolConversionError", "int": "ConcretizationTypeError",
                 "float": "ConcretizationTypeError"}
-# kinds whose truth value is a Python question even when traced code holds them
-_NOT_ARRAYS = (Kind.PLAIN, Kind.OTHER, Kind.FUNCTION, Kind.MODULE, Kind.OPTAX, Kind.FILTERED)
 
 
 class TracedValueInPythonControlFlow(Rule):
@@ -25,10 +23,12 @@ class TracedValueInPythonControlFlow(Rule):
     including Equinox's `filter_*`, a `lax.scan`/`while_loop`/`fori_loop`/`cond`/`switch`
     body, a diffrax vector field, and what they call), flags the test of `if`, `elif`,
     `while`, a conditional expression and `assert`, the operands `and`/`or`/`not` take
-    the truth value of, and `bool(...)`, `int(...)`, `float(...)`, when the value derives
-    from a traced argument. Shapes (`x.shape`, `len(x)`), `x is None`, static arguments
-    (`static_argnums`/`static_argnames`, non-arrays under `eqx.filter_jit`) and code that
-    is not traced are not flagged.
+    the truth value of, and `bool(...)`, `int(...)`, `float(...)`, when the value is a
+    traced array: a traced argument, or indexing, arithmetic, comparisons and array
+    methods of one. Shapes (`x.shape`, `len(x)`), `x is None`, `"key" in params`, static
+    arguments (`static_argnums`/`static_argnames`, non-arrays under `eqx.filter_jit`),
+    attributes of traced pytrees and results of helper functions (often Python values)
+    and code that is not traced are not flagged.
 
     ## Why is this bad?
     Under tracing the value is an abstract tracer with no concrete value, so Python
@@ -124,7 +124,7 @@ class TracedValueInPythonControlFlow(Rule):
 
     def _report(self, node: cst.CSTNode, value: cst.BaseExpression, site: Site, construct: str, error: str,
                 instead: str) -> bool:
-        if _membership(value) or self.facts.kind(value, site) in _NOT_ARRAYS:
+        if _membership(value):
             return False
         traced = traced_array(self.facts, value, site)
         if traced is None:
