@@ -62,8 +62,8 @@ class PrngKeyReuse(Rule):
                 first = source_of(self.context.module, reuse.first.func)
                 later = " on a later loop iteration" if reuse.in_loop else ""
                 where = f"`{second}` gets the key `{reuse.name}`{later} after `{first}` already consumed it"
-            self.report(reuse.second, f"{where}; the same key gives the same random numbers: split it first "
-                                      f"(`{reuse.name}, subkey = jax.random.split({reuse.name})`)")
+            self.report(reuse.second, f"{where}; the same key gives the same random numbers: give each use its "
+                                      f"own key from `jax.random.split({reuse.name})`")
         for call in uses.constant_keys_in_loops:
             text = source_of(self.context.module, call)
             self.report(call, f"`{text}` inside a loop makes the same key on every iteration, so every "
