@@ -186,3 +186,35 @@ def optax_stateless() -> frozenset[str]:
 def optax_need_params() -> frozenset[str]:
     """optax constructors (last name) whose `update` raises without `params`."""
     return frozenset(_api()["optax"]["need_params"])
+
+
+def consumes_key(qualname: str | None) -> bool:
+    """Does calling this `jax.random` function draw from (or split) the key it is given?"""
+    return bool(qualname) and qualname.startswith("jax.random.") and qualname not in _api()["keys"]["not_consuming"]
+
+
+def makes_key(qualname: str | None) -> bool:
+    """`jax.random.PRNGKey` / `jax.random.key`: a key from a seed."""
+    return qualname in _api()["keys"]["constant_makers"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Singular:
+    """A function whose derivative is not finite at some inputs (`jnp.sqrt` at 0)."""
+
+    qualname: str
+    bad: tuple[tuple[float, float], ...]  # closed intervals of inputs with a non-finite derivative
+    placeholder: float                  # an input where the derivative is finite
+    arguments: tuple[int, ...] = (0,)   # where the singular inputs go
+    exponent: int | None = None         # power: singular unless this is a whole number >= 0
+
+
+@functools.cache
+def singular_functions() -> dict[str, Singular]:
+    return {name: Singular(name, tuple((lo, hi) for lo, hi in row["bad"]), row["placeholder"],
+                           tuple(row.get("arguments", (0,))), row.get("exponent"))
+            for name, row in _api()["singular"].items()}
+
+
+def singular(qualname: str | None) -> Singular | None:
+    return singular_functions().get(qualname or "")

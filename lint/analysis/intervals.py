@@ -1,0 +1,74 @@
+"""Which values of a variable a comparison with a constant selects: `x > 0` is true on
+(0, inf) and false on (-inf, 0]. Rules ask whether a guard deselects some input where a
+function misbehaves (`jnp.sqrt` at x <= 0)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import libcst as cst
+
+from odelint.analysis.scopes import dotted_name
+
+INF = math.inf
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+    low_closed: bool = True
+    high_closed: bool = True
+
+    def meets(self, low: float, high: float) -> bool:
+        """Does this interval share a point with the closed interval [low, high]?"""
+        start, end = max(self.low, low), min(self.high, high)
+        if start < end:
+            return True
+        if start > end:
+            return False
+        return ((start > self.low or self.low_closed) and (start < self.high or self.high_closed))
+
+
+# comparison operator -> (where it is true, where it is false), for `variable OP c`
+_REGIONS = {
+    cst.GreaterThan: (lambda c: [Interval(c, INF, False)], lambda c: [Interval(-INF, c)]),
+    cst.GreaterThanEqual: (lambda c: [Interval(c, INF)], lambda c: [Interval(-INF, c, True, False)]),
+    cst.LessThan: (lambda c: [Interval(-INF, c, True, False)], lambda c: [Interval(c, INF)]),
+    cst.LessThanEqual: (lambda c: [Interval(-INF, c)], lambda c: [Interval(c, INF, False)]),
+    cst.Equal: (lambda c: [Interval(c, c)], lambda c: [Interval(-INF, c, True, False), Interval(c, INF, False)]),
+    cst.NotEqual: (lambda c: [Interval(-INF, c, True, False), Interval(c, INF, False)], lambda c: [Interval(c, c)]),
+}
+_MIRRORED = {cst.GreaterThan: cst.LessThan, cst.GreaterThanEqual: cst.LessThanEqual, cst.LessThan: cst.GreaterThan,
+             cst.LessThanEqual: cst.GreaterThanEqual, cst.Equal: cst.Equal, cst.NotEqual: cst.NotEqual}
+
+
+def guard(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression, list[Interval], list[Interval]] | None:
+    """For `x OP c` (or `c OP x`) with a variable `x` (a name or attribute chain) and a
+    number `c`: `x`'s dotted name, its node, where the test is true, where it is false."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    operator = type(target.operator)
+    if operator not in _REGIONS:
+        return None
+    variable, constant = test.left, number(target.comparator)
+    if constant is None:
+        variable, constant = target.comparator, number(test.left)
+        operator = _MIRRORED[operator]
+    name = dotted_name(variable) if constant is not None else None
+    if name is None:
+        return None
+    true, false = _REGIONS[operator]
+    return name, variable, true(constant), false(constant)
+
+
+def number(node: cst.BaseExpression) -> float | None:
+    """The value of a numeric literal (`1e-6`, `-1`), else None."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        inner = number(node.expression)
+        return None if inner is None else (-inner if isinstance(node.operator, cst.Minus) else inner)
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return float(node.evaluated_value)
+    return None

@@ -1,0 +1,198 @@
+"""ODL701: item assignment into a JAX array (`x[i] = v`, `x[i] += v`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.arrays import is_jax_array
+from odelint.analysis.calls import source_of
+from odelint.analysis.scopes import Site
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+
+# augmented operator -> the `.at[...]` method that does the same, and whether the value is negated
+_AT_METHODS: dict[type, tuple[str, bool]] = {
+    cst.AddAssign: ("add", False), cst.SubtractAssign: ("add", True), cst.MultiplyAssign: ("multiply", False),
+    cst.DivideAssign: ("divide", False), cst.PowerAssign: ("power", False),
+}
+ERROR = "TypeError: JAX arrays are immutable and do not support in-place item assignment"
+
+
+class InPlaceArrayUpdate(Rule):
+    """An element of a JAX array is assigned in place.
+
+    ## What it does
+    Flags `x[i] = v` and `x[i] += v` (any augmented operator, any index or slice) where `x`
+    is known to be a JAX array: built by `jnp.*`/`jax.random.*`/`jax.nn.*`, arithmetic on
+    such arrays, `.at[...]` updates, annotated `jax.Array`/`Float[Array, ...]`, or passed
+    one by every call of this file. NumPy arrays and lists, which do support item
+    assignment, are not flagged.
+
+    ## Why is this bad?
+    JAX arrays are immutable, eagerly and under `jit` alike:
+
+        TypeError: JAX arrays are immutable and do not support in-place item assignment.
+        Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method
+
+    (jax-ml/jax#101, #2219, #7032, PR#24315 which improved the message.)
+
+    ## Example
+    ```python
+    x = jnp.zeros(3)
+    x[0] = 1.0
+    x[1:] += 2.0
+    ```
+
+    ## Use instead
+    ```python
+    x = jnp.zeros(3)
+    x = x.at[0].set(1.0)
+    x = x.at[1:].add(2.0)
+    ```
+
+    ## Fix safety
+    Safe: `x[i] = v` always raises on a JAX array, and `x = x.at[i].set(v)` (`.add`,
+    `.multiply`, `.divide`, `.power`, and `.add(-v)` for `-=`) computes what the in-place
+    update meant. No other name can have seen the old array change, since JAX arrays
+    never change. The fix is offered when `x` is a plain name bound in the same function
+    (rebinding a name from an enclosing scope would make it local); `//=`, `%=` and the
+    bitwise operators have no `.at` method and are only reported.
+    """
+
+    code = "ODL701"
+    name = "in-place-array-update"
+    summary = "An element of a JAX array is assigned in place"
+    triggers = (("jax", "]"),)
+    fix_safety = Safety.SAFE
+    fixtures = "tests/fixtures/ODL701"
+
+    def visit_Assign(self, node: cst.Assign, site: Site) -> None:
+        for target in node.targets:
+            if self._array_item(target.target, site):
+                fixable = len(node.targets) == 1 and self._rebindable(target.target, site)
+                self._flag(node, target.target, site, "set", node.value, fixable)
+
+    def visit_AugAssign(self, node: cst.AugAssign, site: Site) -> None:
+        if not self._array_item(node.target, site):
+            return
+        method, negate = _AT_METHODS.get(type(node.operator), (None, False))
+        value = _negated(node.value) if negate else node.value
+        self._flag(node, node.target, site, method, value, method is not None and self._rebindable(node.target, site))
+
+    def _array_item(self, target: cst.BaseExpression, site: Site) -> bool:
+        return isinstance(target, cst.Subscript) and is_jax_array(self.facts, target.value, site)
+
+    def _rebindable(self, target: cst.Subscript, site: Site) -> bool:
+        """`x = ...` at `site` rebinds the same `x` the subscript reads."""
+        array = target.value
+        if not isinstance(array, cst.Name) or array.value in site.scope.global_names | site.scope.nonlocal_names:
+            return False
+        bindings = self.facts.lookup(array.value, site.scope)
+        return bool(bindings) and all(binding.scope is site.scope for binding in bindings)
+
+    def _flag(self, node: cst.Assign | cst.AugAssign, target: cst.Subscript, site: Site, method: str | None,
+              value: cst.BaseExpression, fixable: bool) -> None:
+        array = source_of(self.context.module, target.value)
+        index = source_of(self.context.module, cst.Subscript(cst.Name("_"), target.slice))[1:]
+        use = f"`{array} = {array}.at{index}.{method}(...)`" if method else "an `.at[...]` update"
+        fix = None
+        if fixable:
+            update = cst.Call(cst.Attribute(cst.Subscript(cst.Attribute(target.value, cst.Name("at")), target.slice),
+                                            cst.Name(method)), [cst.Arg(value)])
+            new = cst.Assign([cst.AssignTarget(target.value)], update)
+            fix = self.fix(f"Rewrite as `{array} = {array}.at{index}.{method}(...)`",
+                           lambda: Edits([Replace(node, new)]))
+        self.report(target, f"`{array}` is a JAX array and cannot be assigned in place ({ERROR}): use {use}",
+                    fix=fix)
+
+    examples = (
+        Flag("""
+            import jax.numpy as jnp
+
+            x = jnp.zeros(3)
+            x[0] = 1.0
+        """, fixed="""
+            import jax.numpy as jnp
+
+            x = jnp.zeros(3)
+            x = x.at[0].set(1.0)
+        """, message="`x` is a JAX array and cannot be assigned in place"),
+        # every augmented operator with an `.at` method; `-=` adds the negated value
+        Flag("""
+            import jax
+            from jax import numpy as np2
+
+            def step(key, n):
+                x = jax.random.normal(key, (n, n))
+                x[:, 0] += 1.0
+                x[1] -= y + 2
+                x[2, 2] *= 3.0
+                x[0, 1] /= 2.0
+                x[1, 1] **= 2
+                x[0] //= 2
+                return x
+        """, fixed="""
+            import jax
+            from jax import numpy as np2
+
+            def step(key, n):
+                x = jax.random.normal(key, (n, n))
+                x = x.at[:, 0].add(1.0)
+                x = x.at[1].add(-(y + 2))
+                x = x.at[2, 2].multiply(3.0)
+                x = x.at[0, 1].divide(2.0)
+                x = x.at[1, 1].power(2)
+                x[0] //= 2
+                return x
+        """, count=6),
+        # an annotated parameter; an array from a closure is reported but not rebound (it would become local)
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            buffer = jnp.ones(4)
+
+            def write(a: jax.Array, i):
+                a[i] = 0.0
+                def inner():
+                    buffer[i] = a[i]
+                return a
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            buffer = jnp.ones(4)
+
+            def write(a: jax.Array, i):
+                a = a.at[i].set(0.0)
+                def inner():
+                    buffer[i] = a[i]
+                return a
+        """, count=2),
+        # NumPy arrays, lists, dicts, `.at` updates, an annotated NumPy array
+        Pass("""
+            import numpy as np
+            import jax.numpy as jnp
+            from jaxtyping import Float
+
+            x = np.zeros(3)
+            x[0] = 1.0
+            rows = [1, 2]
+            rows[0] += 1
+            y = jnp.zeros(3)
+            y = y.at[0].set(1.0)
+            y += 1.0
+            d = {}
+            d["a"] = y
+
+            def f(a: np.ndarray, b: Float[np.ndarray, "n"]):
+                a[0] = 1.0
+                b[0] = 2.0
+        """),
+    )
+
+
+def _negated(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`-v`, parenthesised when `v` is a compound expression."""
+    if isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber)):
+        return cst.UnaryOperation(cst.Minus(), value)
+    return cst.UnaryOperation(cst.Minus(), value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))

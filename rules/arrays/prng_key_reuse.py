@@ -1,0 +1,137 @@
+"""ODL704: a PRNG key drawn from twice, or a constant key made inside a loop."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis.calls import source_of
+from odelint.analysis.keys import key_uses
+from odelint.api.rule import Flag, Pass, Rule
+
+
+class PrngKeyReuse(Rule):
+    """A PRNG key is consumed twice.
+
+    ## What it does
+    Flags a `jax.random` sampler or `split` (first argument or `key=`), or any call given
+    `key=` a PRNG key, that receives a key an earlier call already consumed with no new
+    `split` in between: two samplers on one key, a key used for sampling and then split,
+    the carry `key` used after `key, sub = jax.random.split(key)` where `sub` was meant and
+    then split again, and a key from outside a loop consumed in the loop body without
+    being re-split there. Also flags `jax.random.PRNGKey(0)` (constant arguments) made
+    inside a loop. Uses in different branches of an `if`/`else` are not reuse.
+
+    ## Why is this bad?
+    A key determines its random numbers: the same key gives the same (or, for different
+    samplers, correlated) numbers, with no error. Dropout masks repeat, noise is the
+    same every step, two "independent" initialisations are equal (jax-ml/jax#2009:
+    "almost every single new use ... will incorrectly reuse the PRNG key"; blackjax#53;
+    numpyro PR#263). `jax.debug_key_reuse(True)` reports it at run time as `KeyReuseError`.
+
+    ## Example
+    ```python
+    w = jax.random.normal(key, (3,))
+    b = jax.random.normal(key, (3,))
+    ```
+
+    ## Use instead
+    ```python
+    key, w_key, b_key = jax.random.split(key, 3)
+    w = jax.random.normal(w_key, (3,))
+    b = jax.random.normal(b_key, (3,))
+    ```
+
+    ## Fix safety
+    No fix: any fix changes the random stream, and which key each use should get is the
+    author's choice.
+    """
+
+    code = "ODL704"
+    name = "prng-key-reuse"
+    summary = "A PRNG key is consumed twice, or a constant key is made inside a loop"
+    triggers = (("random",), ("Key",))  # jax.random, or a key annotation (PRNGKeyArray, Key[...])
+    fixtures = "tests/fixtures/ODL704"
+
+    def visit_Module(self, node: cst.Module, site) -> None:
+        uses = key_uses(self.facts)
+        for reuse in uses.reuses:
+            second = source_of(self.context.module, reuse.second.func)
+            if reuse.in_loop and reuse.first is reuse.second:
+                where = (f"the loop consumes the key `{reuse.name}` on every iteration without splitting it "
+                         f"there: `{second}` gets the same key each time")
+            else:
+                first = source_of(self.context.module, reuse.first.func)
+                later = " on a later loop iteration" if reuse.in_loop else ""
+                where = f"`{second}` gets the key `{reuse.name}`{later} after `{first}` already consumed it"
+            self.report(reuse.second, f"{where}; the same key gives the same random numbers: give each use its "
+                                      f"own key from `jax.random.split({reuse.name})`")
+        for call in uses.constant_keys_in_loops:
+            text = source_of(self.context.module, call)
+            self.report(call, f"`{text}` inside a loop makes the same key on every iteration, so every "
+                              f"iteration draws the same numbers: make one key before the loop and split it")
+
+    examples = (
+        Flag("""
+            import jax
+
+            key = jax.random.PRNGKey(0)
+            w = jax.random.normal(key, (3,))
+            b = jax.random.normal(key, (3,))
+        """, message="`jax.random.normal` gets the key `key` after `jax.random.normal` already consumed it"),
+        # `key` used where `sub` was meant, then split again; a key=; a loop without a split
+        Flag("""
+            import equinox as eqx
+            import jax.random as jr
+
+            def init(key):
+                key, sub = jr.split(key)
+                w = jr.uniform(key, (2,))
+                key, sub = jr.split(key)
+                layer = eqx.nn.Linear(2, 2, key=sub)
+                noise = jr.normal(key=sub, shape=(2,))
+                return w, layer, noise
+
+            def noisy(key, xs):
+                out = []
+                for x in xs:
+                    out.append(x + jr.normal(key, ()))
+                return out, [jr.bernoulli(key) for _ in xs]
+        """, count=4, message="`jr.split` gets the key `key` after `jr.uniform` already consumed it"),
+        # a constant key in a loop
+        Flag("""
+            import jax
+
+            def sample(n):
+                total = 0.0
+                for i in range(n):
+                    key = jax.random.PRNGKey(0)
+                    total += jax.random.normal(key)
+                return total
+        """, message="`jax.random.PRNGKey(0)` inside a loop makes the same key on every iteration"),
+        # split before reuse, branches, loops that split, fold_in, keys from split arrays
+        Pass("""
+            import jax
+
+            def step(key, x, training):
+                key, sub = jax.random.split(key)
+                x = x + jax.random.normal(sub, x.shape)
+                if training:
+                    y = jax.random.bernoulli(key)
+                else:
+                    y = jax.random.uniform(key)
+                return x, y
+
+            def walk(key, n):
+                xs = []
+                for i in range(n):
+                    key, sub = jax.random.split(key)
+                    xs.append(jax.random.normal(sub))
+                    xs.append(jax.random.normal(jax.random.fold_in(key, i)))
+                keys = jax.random.split(key, n)
+                return xs, [jax.random.normal(k) for k in keys]
+
+            def early(key, flag):
+                if flag:
+                    return jax.random.normal(key)
+                return jax.random.uniform(key)
+        """),
+    )

@@ -1,0 +1,222 @@
+"""ODL706: `jnp.where` guarding a branch whose derivative is not finite at the guarded inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+from odelint.analysis import jax_api
+from odelint.analysis.calls import positional_args, source_of
+from odelint.analysis.intervals import INF, guard, number
+from odelint.analysis.scopes import Site, dotted_name
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+
+WHERE = frozenset({"jax.numpy.where", "jax.lax.select"})
+_DIVISION = jax_api.Singular("/", ((0.0, 0.0),), 1.0, (1,))
+_FRACTIONAL_POWER = jax_api.Singular("**", ((-INF, 0.0),), 1.0, (0,))
+_NEGATIVE_POWER = jax_api.Singular("**", ((0.0, 0.0),), 1.0, (0,))
+
+
+class WhereNanGradient(Rule):
+    """`jnp.where` deselects inputs where a branch's derivative is not finite.
+
+    ## What it does
+    Flags `jnp.where(x OP c, a, b)` (and `lax.select`), where `OP` is a comparison with a
+    number `c`, when a branch applies `sqrt`, `log`, `arcsin`, `arctan2`, a division, a
+    fractional or negative power or another function from the data table of functions
+    with a non-finite derivative (rules/data/jax_api.toml, `[singular]`) to `x` itself,
+    and the inputs where the guard deselects that branch include inputs where that
+    derivative is infinite or NaN: `jnp.where(x > 0, jnp.sqrt(x), 0.0)` (the false side
+    holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`. Inputs already guarded by an inner
+    `jnp.where` (the double-where pattern), guards that keep the singular inputs
+    (`jnp.where(x > 0, 0.0, jnp.sqrt(x))`) and guards it cannot read are not flagged.
+
+    ## Why is this bad?
+    `jnp.where` computes both branches for every element and selects afterwards. The
+    forward value is right, but the gradient multiplies the zero cotangent of the
+    unselected branch by that branch's derivative, which is infinite or NaN there, and
+    `0 * inf = nan`: the gradient is NaN with no error
+    (`jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0))(0.0)` is `nan`;
+    jax-ml/jax#1052, #347, #5798, #2630).
+
+    ## Example
+    ```python
+    y = jnp.where(x > 0, jnp.sqrt(x), 0.0)
+    ```
+
+    ## Use instead
+    ```python
+    y = jnp.where(x > 0, jnp.sqrt(jnp.where(x > 0, x, 1.0)), 0.0)
+    ```
+
+    ## Fix safety
+    Unsafe: the double-where feeds the singular function a placeholder inside its
+    domain (1.0; 0.0 for `arcsin`/`arccos`/`arctanh`) wherever the guard deselects it.
+    Selected values and their gradients are unchanged and the NaN gradients become the
+    intended zeros, but the gradient does change, and the condition is evaluated twice.
+    """
+
+    code = "ODL706"
+    name = "where-nan-gradient"
+    summary = "jnp.where deselects inputs where a branch's sqrt/log/division has no finite derivative"
+    triggers = (("where",), ("select",))
+    fix_safety = Safety.UNSAFE
+    fixtures = "tests/fixtures/ODL706"
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        if self.facts.qualname(node.func, site.scope) not in WHERE:
+            return
+        args = positional_args(node)
+        if args is None or len(args) != 3 or len(node.args) != 3:
+            return
+        cond = args[0].value
+        found = guard(cond)
+        if found is None or not self._variable(found[1], site):
+            return
+        name, _, true, false = found
+        for position, branch in ((1, args[1].value), (2, args[2].value)):
+            deselected = false if position == 1 else true
+            for op, function, inputs in self._singular_uses(branch, site):
+                hits = [value for value in inputs if dotted_name(value) == name]
+                if hits and any(region.meets(low, high) for region in deselected for low, high in function.bad):
+                    self._flag(cond, position, op, function, hits, site)
+
+    def _flag(self, cond: cst.BaseExpression, position: int, op: cst.CSTNode, function: jax_api.Singular,
+              hits: list[cst.BaseExpression], site: Site) -> None:
+        module = self.context.module
+        test = source_of(module, cond)
+        side = "false" if position == 1 else "true"
+        variable = source_of(module, hits[0])
+        self.report(op, f"`{source_of(module, op)}` is still computed where `{test}` is {side}, which includes "
+                        f"inputs where its derivative is infinite or NaN: under differentiation `jnp.where`'s zero "
+                        f"cotangent times it makes the gradient NaN (the value is right): feed it "
+                        f"`jnp.where({test}, ...)` of `{variable}` too",
+                    fix=self.fix("Guard the input too (double `jnp.where`)",
+                                 lambda: self._double_where(cond, position, function, hits, site), safe=False))
+
+    def _double_where(self, cond: cst.BaseExpression, position: int, function: jax_api.Singular,
+                      hits: list[cst.BaseExpression], site: Site) -> Edits:
+        where, imports = self.facts.reference("jax.numpy.where", site)
+        placeholder = cst.Float(repr(float(function.placeholder)))
+        replacements = []
+        for hit in hits:
+            kept, other = (hit, placeholder) if position == 1 else (placeholder, hit)
+            guarded = cst.Call(where, [cst.Arg(cond.deep_clone()), cst.Arg(kept.deep_clone()), cst.Arg(other)])
+            replacements.append(Replace(hit, guarded))
+        return Edits(replacements, imports)
+
+    def _singular_uses(self, node: cst.CSTNode,
+                       site: Site) -> Iterator[tuple[cst.CSTNode, jax_api.Singular, list[cst.BaseExpression]]]:
+        """Singular functions applied inside a branch, with their singular inputs; inner
+        `jnp.where` calls and lambdas are not entered."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Lambda):
+                continue
+            if isinstance(current, cst.Call):
+                qualname = self.facts.qualname(current.func, site.scope)
+                if qualname in WHERE:
+                    continue
+                function = jax_api.singular(qualname)
+                args = positional_args(current)
+                if function is not None and args is not None:
+                    exponent = function.exponent
+                    if exponent is None or (exponent < len(args) and _power(args[exponent].value) is not None):
+                        yield current, function, [args[i].value for i in function.arguments if i < len(args)]
+            elif isinstance(current, cst.BinaryOperation):
+                if isinstance(current.operator, cst.Divide):
+                    yield current, _DIVISION, [current.right]
+                elif isinstance(current.operator, cst.Power):
+                    power = _power(current.right)
+                    if power is not None:
+                        yield current, power, [current.left]
+            stack.extend(reversed(current.children))
+
+    def _variable(self, node: cst.BaseExpression, site: Site) -> bool:
+        """A value of the program, not a module or class name."""
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        bindings = self.facts.lookup(node.value, site.scope) if isinstance(node, cst.Name) else []
+        return bool(bindings) and not any(b.kind in ("import", "def", "class") for b in bindings)
+
+    examples = (
+        Flag("""
+            import jax.numpy as jnp
+
+            def f(x):
+                return jnp.where(x > 0, jnp.sqrt(x), 0.0)
+        """, fixed="""
+            import jax.numpy as jnp
+
+            def f(x):
+                return jnp.where(x > 0, jnp.sqrt(jnp.where(x > 0, x, 1.0)), 0.0)
+        """, unsafe=True, message="`jnp.sqrt(x)` is still computed where `x > 0` is false"),
+        # division, a negative power, arcsin (placeholder 0.0) in the false branch; lax.select; jnp from `jax`
+        Flag("""
+            import jax
+            from jax import lax
+
+            def g(x, y):
+                a = jax.numpy.where(x == 0, 0.0, 1 / x)
+                b = lax.select(y < 1, jax.numpy.arcsin(y), y)
+                c = jax.numpy.where(x != 0, x ** -2, 1.0)
+                return a + b + c
+        """, fixed="""
+            import jax
+            from jax import lax
+
+            def g(x, y):
+                a = jax.numpy.where(x == 0, 0.0, 1 / jax.numpy.where(x == 0, 1.0, x))
+                b = lax.select(y < 1, jax.numpy.arcsin(jax.numpy.where(y < 1, y, 0.0)), y)
+                c = jax.numpy.where(x != 0, jax.numpy.where(x != 0, x, 1.0) ** -2, 1.0)
+                return a + b + c
+        """, unsafe=True, count=3),
+        # an attribute chain, the constant on the left, a fractional power as a function
+        Flag("""
+            import jax.numpy as jnp
+
+            class Ball:
+                def volume_scale(self):
+                    return jnp.where(0.0 < self.r, jnp.power(self.r, 1.5), 0.0)
+        """, fixed="""
+            import jax.numpy as jnp
+
+            class Ball:
+                def volume_scale(self):
+                    return jnp.where(0.0 < self.r, jnp.power(jnp.where(0.0 < self.r, self.r, 1.0), 1.5), 0.0)
+        """, unsafe=True),
+        # double where, safe branches, whole powers, a value the condition does not test, numpy's
+        # where, a guard whose deselected side holds no singular input, expressions and unknown bounds
+        Pass("""
+            import jax.numpy as jnp
+            import numpy as np
+
+            def f(x, y):
+                safe = jnp.where(x > 0, x, 1.0)
+                a = jnp.where(x > 0, jnp.sqrt(safe), 0.0)
+                b = jnp.where(x > 0, jnp.sqrt(jnp.where(x > 0, x, 1.0)), 0.0)
+                c = jnp.where(x > 0, x ** 2 + jnp.exp(x), -x)
+                d = jnp.where(x > 0, jnp.sqrt(y), 0.0)
+                e = np.where(x > 0, np.sqrt(x), 0.0)
+                f = jnp.where(x > 0, 0.0, jnp.sqrt(x)) + jnp.where(x < -1, 0.0, 1 / x)
+                g = jnp.where(x > -0.69, jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x)))
+                h = jnp.where(x > y, jnp.sqrt(x), 0.0) + jnp.where(x >= 0, x ** -1, 0.0)
+                return a + b + c + d + e + f + g + h
+        """),
+    )
+
+
+def _power(exponent: cst.BaseExpression) -> jax_api.Singular | None:
+    """What a literal exponent makes singular: a fractional one x <= 0, a negative whole one
+    x == 0; a whole number >= 0 or a variable exponent nothing (not flagged)."""
+    inner = exponent
+    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Divide):
+        numerator, denominator = number(inner.left), number(inner.right)
+        value = numerator / denominator if numerator is not None and denominator else None
+    else:
+        value = number(inner)
+    if value is None or (value.is_integer() and value >= 0):
+        return None
+    return _NEGATIVE_POWER if value.is_integer() else _FRACTIONAL_POWER

@@ -1,0 +1,130 @@
+"""The PRNG-key use analysis (odelint.analysis.keys): which calls consume a key again."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+from odelint.analysis.facts import Facts
+from odelint.analysis.keys import key_uses
+from odelint.analysis.scopes import build_scope_index
+
+
+def _uses(source: str):
+    module = cst.parse_module(textwrap.dedent(source))
+    uses = key_uses(Facts(build_scope_index(module, {cst.Call})))
+    text = module.code_for_node
+    reuses = [(r.name, text(r.first), text(r.second), r.in_loop) for r in uses.reuses]
+    return reuses, [text(call) for call in uses.constant_keys_in_loops], uses
+
+
+def test_two_samplers_on_one_key_is_reuse() -> None:
+    reuses, _, _ = _uses("""
+        import jax
+        key = jax.random.PRNGKey(0)
+        a = jax.random.normal(key, (2,))
+        b = jax.random.uniform(key=key)
+    """)
+    assert reuses == [("key", "jax.random.normal(key, (2,))", "jax.random.uniform(key=key)", False)]
+
+
+def test_rebinding_by_split_gives_a_fresh_key() -> None:
+    reuses, _, _ = _uses("""
+        import jax.random as jr
+        def f(key):
+            key, sub = jr.split(key)
+            a = jr.normal(sub)
+            key, sub = jr.split(key)
+            return a + jr.normal(sub)
+    """)
+    assert reuses == []
+
+
+def test_carry_key_used_where_the_subkey_was_meant() -> None:
+    reuses, _, _ = _uses("""
+        from jax import random
+        def f(key):
+            key, sub = random.split(key)
+            a = random.normal(key)
+            key, sub = random.split(key)
+            return a
+    """)
+    assert reuses == [("key", "random.normal(key)", "random.split(key)", False)]
+
+
+def test_branches_are_not_reuse_but_what_follows_them_is() -> None:
+    reuses, _, _ = _uses("""
+        import jax
+        def f(key, flag):
+            if flag:
+                a = jax.random.normal(key)
+            elif flag > 1:
+                a = jax.random.bernoulli(key)
+            else:
+                a = 0.0
+            b = jax.random.normal(key) if flag else jax.random.uniform(key)
+            return a
+        def g(key, flag):
+            if flag:
+                return jax.random.normal(key)
+            return jax.random.uniform(key)
+    """)
+    assert [second for _, _, second, _ in reuses] == ["jax.random.normal(key)", "jax.random.uniform(key)"], \
+        "each branch of the conditional expression reuses the key the `if` consumed; `g` reuses nothing"
+
+
+def test_loops_consume_an_outer_key_again_unless_they_split_it() -> None:
+    reuses, _, _ = _uses("""
+        import jax
+        def f(key, n):
+            for i in range(n):
+                x = jax.random.normal(key)
+            while n:
+                key, sub = jax.random.split(key)
+                y = jax.random.normal(sub)
+            return [jax.random.uniform(key) for _ in range(n) if n]
+        def c(key, n):
+            return [jax.random.gamma(key, 1.0) for _ in range(n)]
+        def g(key, n):
+            return [jax.random.normal(k) for k in jax.random.split(key, n) if n > 1]
+        def h(key, n):
+            return [jax.random.normal(k) for k in jax.random.split(key, n) if jax.random.bernoulli(k)]
+    """)
+    assert reuses == [
+        ("key", "jax.random.normal(key)", "jax.random.normal(key)", True),
+        ("key", "jax.random.normal(key)", "jax.random.split(key)", False),
+        ("key", "jax.random.normal(key)", "jax.random.uniform(key)", False),  # the while loop may not run
+        ("key", "jax.random.gamma(key, 1.0)", "jax.random.gamma(key, 1.0)", True),
+        ("k", "jax.random.bernoulli(k)", "jax.random.normal(k)", False),
+    ], "keys taken from a split array are fresh on each iteration (g), not within one (h)"
+
+
+def test_key_keywords_consume_only_keys_and_fold_in_never() -> None:
+    reuses, _, uses = _uses("""
+        import equinox as eqx
+        import jax
+        key = jax.random.PRNGKey(0)
+        size = 3
+        layer = eqx.nn.Linear(2, 2, key=key)
+        other = jax.random.normal(key)
+        sized = dict(key=size), dict(key=size)
+        derived = jax.random.fold_in(key, 1), jax.random.fold_in(key, 2)
+    """)
+    assert reuses == [("key", "eqx.nn.Linear(2, 2, key=key)", "jax.random.normal(key)", False)]
+    calls = {cst.Module([]).code_for_node(c): c for c, _ in uses.facts.index.of_type(cst.Call)}
+    assert uses.consumed_key(calls["dict(key=size)"]) is None
+    assert uses.consumed_key(calls["jax.random.fold_in(key, 1)"]) is None
+
+
+def test_constant_keys_inside_loops() -> None:
+    _, constants, _ = _uses("""
+        import jax
+        seed = 3
+        outside = jax.random.PRNGKey(0)
+        for i in range(3):
+            k = jax.random.PRNGKey(0)
+            j = jax.random.key(-1)
+            fine = jax.random.PRNGKey(i)
+            seeded = jax.random.PRNGKey(seed)
+    """)
+    assert constants == ["jax.random.PRNGKey(0)", "jax.random.key(-1)"]
