@@ -108,3 +108,10 @@ def test_text_snippet_of_a_very_long_line_is_a_window_around_the_finding() -> No
     shown, caret = text.render([finding], lines_of=lambda path: [line]).splitlines()[1:3]
     assert len(shown) < 200 and shown.endswith("s = optax.adam(1.0).init(m)")
     assert caret.index("^") == shown.index("m)")
+
+
+def test_the_readme_rule_table_lists_every_rule() -> None:
+    """README.md's "What it finds" table has a row for every registered rule, and no other."""
+    rows = [line.split("|")[1:3] for line in (ROOT / "README.md").read_text().splitlines()
+            if line.startswith("| ODL")]
+    assert [(code.strip(), name.strip()) for code, name in rows] == [(rule.code, rule.name) for rule in all_rules()]

@@ -29,7 +29,8 @@ import warnings
 
 import mutate  # the script's folder is on sys.path
 
-FIXED_LINE = re.compile(r"Fixed (\d+) finding\(s\) in (\d+) file\(s\)\.")
+FIXED_LINE = re.compile(r"^Fixed (\d+) findings?:$", re.M)
+FIXED_FILE = re.compile(r"^- .+:$", re.M)
 
 
 def odelint(*args: str) -> subprocess.CompletedProcess:
@@ -50,9 +51,9 @@ def lint(root: str) -> dict:
 
 def fix(root: str) -> tuple[int, int, list[str]]:
     """(fixes applied, files changed, error lines) of `--fix --unsafe-fixes`."""
-    done = odelint("--fix", "--unsafe-fixes", "--statistics", "--exit-zero", root)
+    done = odelint("--fix", "--unsafe-fixes", "--show-fixes", "--exit-zero", "--quiet", root)
     match = FIXED_LINE.search(done.stdout)
-    applied, files = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+    applied, files = (int(match.group(1)), len(FIXED_FILE.findall(done.stdout))) if match else (0, 0)
     return applied, files, [line for line in done.stderr.splitlines() if line.startswith("odelint: error:")]
 
 
