@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -26,8 +27,8 @@ from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.scopes import FUNCTION
 
-State = dict[str, cst.Call]  # name -> the call that consumed the key it holds
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+if TYPE_CHECKING:
+    State = dict[str, cst.Call]  # name -> the call that consumed the key it holds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +175,7 @@ class KeyUses:
             self._expression(node.orelse, branches[1])
             state.update(_merge(branches) or {})
             return
-        if isinstance(node, _COMPREHENSIONS):
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             self._comprehension(node, state)
             return
         for child in _children(node):
