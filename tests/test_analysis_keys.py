@@ -126,5 +126,11 @@ def test_constant_keys_inside_loops() -> None:
             j = jax.random.key(-1)
             fine = jax.random.PRNGKey(i)
             seeded = jax.random.PRNGKey(seed)
+        while seed:
+            w = jax.random.key(2)
+        for dtype in ("float32", "float16"):
+            per_case = jax.random.PRNGKey(5)
+        noise = [jax.random.normal(jax.random.key(3)) for _ in range(4)]
     """)
-    assert constants == ["jax.random.PRNGKey(0)", "jax.random.key(-1)"]
+    assert constants == ["jax.random.PRNGKey(0)", "jax.random.key(-1)", "jax.random.key(2)", "jax.random.key(3)"], \
+        "loops that repeat, not a loop over configurations"

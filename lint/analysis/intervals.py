@@ -31,17 +31,17 @@ class Interval:
         return ((start > self.low or self.low_closed) and (start < self.high or self.high_closed))
 
 
-# comparison operator -> (where it is true, where it is false), for `variable OP c`
+# comparison operator (LibCST's class name) -> (where it is true, where it is false), for `x OP c`
 _REGIONS = {
-    cst.GreaterThan: (lambda c: [Interval(c, INF, False)], lambda c: [Interval(-INF, c)]),
-    cst.GreaterThanEqual: (lambda c: [Interval(c, INF)], lambda c: [Interval(-INF, c, True, False)]),
-    cst.LessThan: (lambda c: [Interval(-INF, c, True, False)], lambda c: [Interval(c, INF)]),
-    cst.LessThanEqual: (lambda c: [Interval(-INF, c)], lambda c: [Interval(c, INF, False)]),
-    cst.Equal: (lambda c: [Interval(c, c)], lambda c: [Interval(-INF, c, True, False), Interval(c, INF, False)]),
-    cst.NotEqual: (lambda c: [Interval(-INF, c, True, False), Interval(c, INF, False)], lambda c: [Interval(c, c)]),
+    "GreaterThan": (lambda c: [Interval(c, INF, False)], lambda c: [Interval(-INF, c)]),
+    "GreaterThanEqual": (lambda c: [Interval(c, INF)], lambda c: [Interval(-INF, c, True, False)]),
+    "LessThan": (lambda c: [Interval(-INF, c, True, False)], lambda c: [Interval(c, INF)]),
+    "LessThanEqual": (lambda c: [Interval(-INF, c)], lambda c: [Interval(c, INF, False)]),
+    "Equal": (lambda c: [Interval(c, c)], lambda c: [Interval(-INF, c, True, False), Interval(c, INF, False)]),
+    "NotEqual": (lambda c: [Interval(-INF, c, True, False), Interval(c, INF, False)], lambda c: [Interval(c, c)]),
 }
-_MIRRORED = {cst.GreaterThan: cst.LessThan, cst.GreaterThanEqual: cst.LessThanEqual, cst.LessThan: cst.GreaterThan,
-             cst.LessThanEqual: cst.GreaterThanEqual, cst.Equal: cst.Equal, cst.NotEqual: cst.NotEqual}
+_MIRRORED = {"GreaterThan": "LessThan", "GreaterThanEqual": "LessThanEqual", "LessThan": "GreaterThan",
+             "LessThanEqual": "GreaterThanEqual", "Equal": "Equal", "NotEqual": "NotEqual"}
 
 
 def guard(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression, list[Interval], list[Interval]] | None:
@@ -50,7 +50,7 @@ def guard(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression, list[Inter
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return None
     target = test.comparisons[0]
-    operator = type(target.operator)
+    operator = type(target.operator).__name__
     if operator not in _REGIONS:
         return None
     variable, constant = test.left, number(target.comparator)

@@ -8,8 +8,9 @@ name gives it a fresh key. Branches of an `if`/`else` (and `try` handlers, `matc
 conditional expressions) start from the same state and are merged after, so one use in
 each branch is not a reuse. A loop body (and a comprehension) is walked twice: a key from
 outside the loop that the body consumes without re-binding it is consumed again on the
-next iteration. `jax.random.PRNGKey(0)` with constant arguments inside a loop gives the
-same key on every iteration and is noted too.
+next iteration. `jax.random.PRNGKey(0)` with constant arguments inside a loop that repeats
+(`while`, `for ... in range(n)`) gives the same key on every iteration and is noted too;
+in a loop over configurations one fixed key per case is deliberate.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -25,8 +27,8 @@ from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.scopes import FUNCTION
 
-State = dict[str, cst.Call]  # name -> the call that consumed the key it holds
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+if TYPE_CHECKING:
+    State = dict[str, cst.Call]  # name -> the call that consumed the key it holds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +49,7 @@ class KeyUses:
         self.reuses: list[KeyReuse] = []
         self.constant_keys_in_loops: list[cst.Call] = []
         self._seen: set[int] = set()
-        self._loops = 0
+        self._repeats: list[bool] = []  # for each loop around: does it repeat one computation?
         module = facts.index.module
         self._block(module.body, {})
         for scope in facts.index.body_scopes.values():
@@ -138,10 +140,10 @@ class KeyUses:
         """The body twice: what the first iteration consumed is consumed again by the second."""
         head = node.iter if isinstance(node, cst.For) else node.test
         self._expression(head, state)
-        self._loops += 1
+        self._repeats.append(isinstance(node, cst.While) or self._counting(node.iter))
         first = self._iteration(node, dict(state))
         second = self._iteration(node, dict(first), again=True) if first is not None else None
-        self._loops -= 1
+        self._repeats.pop()
         after = _merge([state, first, second])
         if node.orelse is not None and after is not None:
             after = self._block(node.orelse.body.body, after)
@@ -173,7 +175,7 @@ class KeyUses:
             self._expression(node.orelse, branches[1])
             state.update(_merge(branches) or {})
             return
-        if isinstance(node, _COMPREHENSIONS):
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             self._comprehension(node, state)
             return
         for child in _children(node):
@@ -184,7 +186,7 @@ class KeyUses:
     def _comprehension(self, node: cst.BaseComp, state: State) -> None:
         """The first `for`'s iterable once; the rest, and the element, on two iterations."""
         self._expression(node.for_in.iter, state)
-        self._loops += 1
+        self._repeats.append(self._counting(node.for_in.iter))
         inner = dict(state)
         for again in (False, True):
             found = len(self.reuses)
@@ -201,10 +203,10 @@ class KeyUses:
                 self._expression(part, inner)
             if again:
                 self.reuses[found:] = [dataclasses.replace(r, in_loop=True) for r in self.reuses[found:]]
-        self._loops -= 1
+        self._repeats.pop()
 
     def _call(self, call: cst.Call, state: State) -> None:
-        if self._loops and self._constant_key(call) and id(call) not in self._seen:
+        if self._repeats and self._repeats[-1] and self._constant_key(call) and id(call) not in self._seen:
             self._seen.add(id(call))
             self.constant_keys_in_loops.append(call)
         name = self.consumed_key(call)
@@ -216,6 +218,18 @@ class KeyUses:
         elif id(call) not in self._seen:
             self._seen.add(id(call))
             self.reuses.append(KeyReuse(name, first, call, in_loop=False))
+
+    def _counting(self, iterable: cst.BaseExpression) -> bool:
+        """`range(n)` (or `enumerate`/`zip` of one): the loop repeats one computation n times,
+        unlike a loop over configurations, where one fixed key per case is deliberate."""
+        if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name):
+            return False
+        name = iterable.func.value
+        if self.facts.index.lookup(name, self.facts.index.module_scope):
+            return False
+        if name == "range":
+            return True
+        return name in ("enumerate", "zip") and any(self._counting(arg.value) for arg in iterable.args)
 
     def _constant_key(self, call: cst.Call) -> bool:
         site = self._sites.get(id(call))

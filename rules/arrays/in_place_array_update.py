@@ -9,10 +9,11 @@ from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
-# augmented operator -> the `.at[...]` method that does the same, and whether the value is negated
-_AT_METHODS: dict[type, tuple[str, bool]] = {
-    cst.AddAssign: ("add", False), cst.SubtractAssign: ("add", True), cst.MultiplyAssign: ("multiply", False),
-    cst.DivideAssign: ("divide", False), cst.PowerAssign: ("power", False),
+# augmented operator (LibCST's class name) -> the `.at[...]` method that does the same, and
+# whether the value is negated
+_AT_METHODS: dict[str, tuple[str, bool]] = {
+    "AddAssign": ("add", False), "SubtractAssign": ("add", True), "MultiplyAssign": ("multiply", False),
+    "DivideAssign": ("divide", False), "PowerAssign": ("power", False),
 }
 ERROR = "TypeError: JAX arrays are immutable and do not support in-place item assignment"
 
@@ -74,7 +75,7 @@ class InPlaceArrayUpdate(Rule):
     def visit_AugAssign(self, node: cst.AugAssign, site: Site) -> None:
         if not self._array_item(node.target, site):
             return
-        method, negate = _AT_METHODS.get(type(node.operator), (None, False))
+        method, negate = _AT_METHODS.get(type(node.operator).__name__, (None, False))
         value = _negated(node.value) if negate else node.value
         self._flag(node, node.target, site, method, value, method is not None and self._rebindable(node.target, site))
 

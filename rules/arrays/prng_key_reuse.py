@@ -18,7 +18,10 @@ class PrngKeyReuse(Rule):
     the carry `key` used after `key, sub = jax.random.split(key)` where `sub` was meant and
     then split again, and a key from outside a loop consumed in the loop body without
     being re-split there. Also flags `jax.random.PRNGKey(0)` (constant arguments) made
-    inside a loop. Uses in different branches of an `if`/`else` are not reuse.
+    inside a loop that repeats a computation (`while`, `for ... in range(n)`, a
+    comprehension over `range`); in a loop over configurations one fixed key per case is
+    deliberate and not flagged. Uses in different branches of an `if`/`else` are not
+    reuse.
 
     ## Why is this bad?
     A key determines its random numbers: the same key gives the same (or, for different
