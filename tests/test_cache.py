@@ -15,13 +15,15 @@ OPTAX_AND_EQUINOX = ("import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(
 WORDS_ONLY = '"""Mentions optax and equinox in prose only."""\nx = 1\n'
 PLAIN = "import jax.numpy as jnp\n\n\ndef loss(x):\n    return jnp.sum(x ** 2)\n"
 BROKEN = "def broken(:\n    pass\n"
+PINS = "jax==0.4.33\njaxlib==0.4.33\nequinox==0.11.6\n"
+PYTHON_FILES = ["broken.py", "plain.py", "train.py", "words.py"]
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch) -> tuple[Path, list[str]]:
     """A project, and the list of the files each run lints (rather than answers from the cache)."""
     for name, text in {"train.py": OPTAX_AND_EQUINOX, "words.py": WORDS_ONLY, "plain.py": PLAIN,
-                       "broken.py": BROKEN}.items():
+                       "broken.py": BROKEN, "requirements.txt": PINS}.items():
         (tmp_path / name).write_text(text)
     linted: list[str] = []
     process = runner.process
@@ -43,7 +45,7 @@ def check(folder: Path, use_cache: bool = True, **overrides) -> list[tuple[str, 
 def test_a_warm_run_lints_nothing_and_answers_the_same(project) -> None:
     folder, linted = project
     cold = check(folder)
-    assert sorted(linted) == ["broken.py", "plain.py", "train.py", "words.py"]
+    assert sorted(linted) == sorted([*PYTHON_FILES, "requirements.txt"])
     linted.clear()
     assert check(folder) == cold and linted == []
     assert ("train.py", "ODL201", 5) in cold and ("broken.py", "ODL000", 1) in cold
@@ -68,8 +70,16 @@ def test_turning_off_the_syntax_check_relints_every_python_file(project) -> None
     check(folder)
     linted.clear()
     without = check(folder, ignore=("ODL000",))
-    assert sorted(linted) == ["broken.py", "plain.py", "train.py", "words.py"]
+    assert sorted(linted) == PYTHON_FILES
     assert not any(code == "ODL000" for _, code, _ in without)
+
+
+def test_a_dependency_file_rule_concerns_only_dependency_files(project) -> None:
+    folder, linted = project
+    assert ("requirements.txt", "ODL501", 3) in check(folder)  # at the equinox pin
+    linted.clear()
+    assert not any(code == "ODL501" for _, code, _ in check(folder, ignore=("ODL5",)))
+    assert linted == ["requirements.txt"]
 
 
 def test_a_changed_file_is_linted_again(project) -> None:
