@@ -5,22 +5,24 @@
 
 Every measurement is a whole child process (wall seconds from a monotonic clock, CPU seconds
 from `wait4`), the cases interleaved run by run so that a burst of load on the (shared)
-machine hits them all alike; tables give the median and 90th percentile of the wall time and
-the median CPU time. Children run without PYTHONDONTWRITEBYTECODE, as an installed odelint
-does: its modules load from bytecode (the warm-up runs write it). Cases: the interpreter's own start-up
-(`python -c pass`), `--version`, `rules`, a warm `check` of a project of `--files` files
-(through the `odelint` console script and through `python -m odelint`), a `check` right
-after a configuration change (one rule ignored; the cache is put back to its warm state
-before each run, and the table counts the files that were linted again), and
-`ruff --version` / a warm `ruff check` of the same project.
+machine hits them all alike; tables give the median, 90th percentile and minimum of the wall
+time and the median CPU time. Children run without PYTHONDONTWRITEBYTECODE, as an installed
+odelint does: its modules load from bytecode (the warm-up runs write it).
+
+Cases: the interpreter's own start-up (`python -c pass`), `--version`, `rules`, a warm
+`check` of a project of `--files` files (through the `odelint` console script and through
+`python -m odelint`), a `check` right after a configuration change (one rule ignored; the
+cache is put back to its warm state before each run, and the report counts the files that
+were linted again), and `ruff --version` / a warm `ruff check` of the same project.
 
 The project is every k-th `.py` file of the corpus that `bench/make_corpus.sh` builds (in
 sorted path order, folders kept), or, without a corpus, generated files of the same size.
 `--before DIR` also measures another checkout of odelint, interleaved with this one, with
 this interpreter and a copy of the project: DIR must hold an importable `odelint` package,
 e.g. `git archive COMMIT lint rules | tar -x -C DIR && ln -s lint DIR/odelint &&
-ln -s ../rules DIR/lint/rules` (how the "before" rows in bench/RESULTS.md were taken). `--whole-corpus N` also
-times N cold (`--no-cache`) and N warm runs of `odelint check` over the whole corpus.
+ln -s ../rules DIR/lint/rules` (how the "before" rows in bench/RESULTS.md were taken).
+`--whole-corpus N` also times N cold (`--no-cache`) and N warm runs of `odelint check` over
+the whole corpus.
 """
 
 from __future__ import annotations
@@ -108,11 +110,12 @@ class ConfigChange:
         shutil.copytree(self.snapshot / CACHE, self.project / CACHE)
 
 
-def _summary(times: list[tuple[float, float]]) -> tuple[float, float, float]:
-    """Median and 90th percentile of the wall times, median of the CPU times."""
+def _summary(times: list[tuple[float, float]]) -> tuple[float, float, float, float]:
+    """Median, 90th percentile and minimum of the wall times (the minimum is the run the other
+    users of the machine disturbed least), median of the CPU times."""
     walls = sorted(wall for wall, _ in times)
     p90 = statistics.quantiles(walls, n=10, method="inclusive")[8] if len(walls) > 1 else walls[0]
-    return statistics.median(walls), p90, statistics.median(cpu for _, cpu in times)
+    return statistics.median(walls), p90, walls[0], statistics.median(cpu for _, cpu in times)
 
 
 class Variant:
@@ -191,10 +194,12 @@ def main(argv: Sequence[str] | None = None) -> int:
              f"{os.cpu_count()} cores, Python {platform.python_version()}; load average "
              f"{' '.join(f'{v:.2f}' for v in load_before)} at the start, "
              f"{' '.join(f'{v:.2f}' for v in load_after)} at the end.", "",
-             "| command | n | wall median ms | wall p90 ms | CPU median ms |", "|---|---:|---:|---:|---:|"]
+             "| command | n | wall median ms | wall p90 ms | wall min ms | CPU median ms |",
+             "|---|---:|---:|---:|---:|---:|"]
     for name, values in times.items():
-        median, p90, cpu = _summary(values)
-        lines.append(f"| `{name}` | {len(values)} | {median * 1000:.0f} | {p90 * 1000:.0f} | {cpu * 1000:.0f} |")
+        median, p90, least, cpu = _summary(values)
+        lines.append(f"| `{name}` | {len(values)} | {median * 1000:.0f} | {p90 * 1000:.0f} | {least * 1000:.0f} "
+                     f"| {cpu * 1000:.0f} |")
     lines.append("")
     for variant in variants:
         relinted = statistics.median(variant.change.relinted) if variant.change.relinted else 0
