@@ -3,6 +3,7 @@ the files whose results it can change (those some rule turned on or off could re
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,18 @@ def test_a_changed_file_is_linted_again(project) -> None:
     linted.clear()
     (folder / "plain.py").write_text(OPTAX_AND_EQUINOX)
     assert ("plain.py", "ODL201", 5) in check(folder) and linted == ["plain.py"]
+
+
+def test_a_damaged_or_older_cache_reads_as_misses(project) -> None:
+    folder, linted = project
+    cold = check(folder)
+    cache_file = next((folder / ".odelint_cache").glob("results-*.json"))
+    entries = json.loads(cache_file.read_text())
+    damaged = [{"findings": []}, {"relevant": ["ODL000"]}, {"relevant": "ODL000", "results": {}}, [], None]
+    for entry_key, replacement in zip(sorted(entries), damaged):
+        entries[entry_key] = replacement
+    cache_file.write_text(json.dumps(entries))
+    linted.clear()
+    assert check(folder) == cold and len(linted) == len(damaged)
+    linted.clear()
+    assert check(folder) == cold and linted == []
