@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file, known_codes
 from odelint.engine import runner
+from odelint.engine.core import rules_for
+from odelint.engine.relevance import relevant_codes
 from odelint.files.config import ConfigResolver, Overrides
-from odelint.api.registry import known_codes
 
 OPTAX_AND_EQUINOX = ("import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
                      "opt_state = optax.adam(1e-3).init(model)\n")
@@ -104,3 +106,13 @@ def test_a_damaged_or_older_cache_reads_as_misses(project) -> None:
     assert check(folder) == cold and len(linted) == len(damaged)
     linted.clear()
     assert check(folder) == cold and linted == []
+
+
+def test_relevance_is_the_engines_gate_for_every_rule_and_example() -> None:
+    """Over every rule's embedded examples (code that must and must not be flagged)."""
+    examples = [(example.filename, example.code) for rule in all_rules() for example in rule.examples]
+    assert len(examples) > 20
+    for filename, text in examples:
+        python = is_python_file(filename)
+        expected = {rule.code for rule in rules_for(filename, None, python) if rule.triggered_by(text)}
+        assert relevant_codes(text, filename, python) == expected | ({SyntaxErrorRule.code} if python else set())
