@@ -106,8 +106,10 @@ class ConfigChange:
         return elapsed
 
     def restore(self) -> None:
+        """Leave the warm cache in place and remove the snapshot."""
         shutil.rmtree(self.project / CACHE)
         shutil.copytree(self.snapshot / CACHE, self.project / CACHE)
+        shutil.rmtree(self.snapshot)
 
 
 def _summary(times: list[tuple[float, float]]) -> tuple[float, float, float, float]:
