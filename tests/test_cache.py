@@ -3,25 +3,30 @@ the files whose results it can change (those some rule turned on or off could re
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file, known_codes
 from odelint.engine import runner
+from odelint.engine.core import rules_for
+from odelint.engine.relevance import relevant_codes
 from odelint.files.config import ConfigResolver, Overrides
-from odelint.api.registry import known_codes
 
 OPTAX_AND_EQUINOX = ("import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
                      "opt_state = optax.adam(1e-3).init(model)\n")
 WORDS_ONLY = '"""Mentions optax and equinox in prose only."""\nx = 1\n'
 PLAIN = "import jax.numpy as jnp\n\n\ndef loss(x):\n    return jnp.sum(x ** 2)\n"
 BROKEN = "def broken(:\n    pass\n"
+PINS = "jax==0.4.33\njaxlib==0.4.33\nequinox==0.11.6\n"
+PYTHON_FILES = ["broken.py", "plain.py", "train.py", "words.py"]
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch) -> tuple[Path, list[str]]:
     """A project, and the list of the files each run lints (rather than answers from the cache)."""
     for name, text in {"train.py": OPTAX_AND_EQUINOX, "words.py": WORDS_ONLY, "plain.py": PLAIN,
-                       "broken.py": BROKEN}.items():
+                       "broken.py": BROKEN, "requirements.txt": PINS}.items():
         (tmp_path / name).write_text(text)
     linted: list[str] = []
     process = runner.process
@@ -43,7 +48,7 @@ def check(folder: Path, use_cache: bool = True, **overrides) -> list[tuple[str, 
 def test_a_warm_run_lints_nothing_and_answers_the_same(project) -> None:
     folder, linted = project
     cold = check(folder)
-    assert sorted(linted) == ["broken.py", "plain.py", "train.py", "words.py"]
+    assert sorted(linted) == sorted([*PYTHON_FILES, "requirements.txt"])
     linted.clear()
     assert check(folder) == cold and linted == []
     assert ("train.py", "ODL201", 5) in cold and ("broken.py", "ODL000", 1) in cold
@@ -68,8 +73,16 @@ def test_turning_off_the_syntax_check_relints_every_python_file(project) -> None
     check(folder)
     linted.clear()
     without = check(folder, ignore=("ODL000",))
-    assert sorted(linted) == ["broken.py", "plain.py", "train.py", "words.py"]
+    assert sorted(linted) == PYTHON_FILES
     assert not any(code == "ODL000" for _, code, _ in without)
+
+
+def test_a_dependency_file_rule_concerns_only_dependency_files(project) -> None:
+    folder, linted = project
+    assert ("requirements.txt", "ODL501", 3) in check(folder)  # at the equinox pin
+    linted.clear()
+    assert not any(code == "ODL501" for _, code, _ in check(folder, ignore=("ODL5",)))
+    assert linted == ["requirements.txt"]
 
 
 def test_a_changed_file_is_linted_again(project) -> None:
@@ -78,3 +91,28 @@ def test_a_changed_file_is_linted_again(project) -> None:
     linted.clear()
     (folder / "plain.py").write_text(OPTAX_AND_EQUINOX)
     assert ("plain.py", "ODL201", 5) in check(folder) and linted == ["plain.py"]
+
+
+def test_a_damaged_or_older_cache_reads_as_misses(project) -> None:
+    folder, linted = project
+    cold = check(folder)
+    cache_file = next((folder / ".odelint_cache").glob("results-*.json"))
+    entries = json.loads(cache_file.read_text())
+    damaged = [{"findings": []}, {"relevant": ["ODL000"]}, {"relevant": "ODL000", "results": {}}, [], None]
+    for entry_key, replacement in zip(sorted(entries), damaged):
+        entries[entry_key] = replacement
+    cache_file.write_text(json.dumps(entries))
+    linted.clear()
+    assert check(folder) == cold and len(linted) == len(damaged)
+    linted.clear()
+    assert check(folder) == cold and linted == []
+
+
+def test_relevance_is_the_engines_gate_for_every_rule_and_example() -> None:
+    """Over every rule's embedded examples (code that must and must not be flagged)."""
+    examples = [(example.filename, example.code) for rule in all_rules() for example in rule.examples]
+    assert len(examples) > 20
+    for filename, text in examples:
+        python = is_python_file(filename)
+        expected = {rule.code for rule in rules_for(filename, None, python) if rule.triggered_by(text)}
+        assert relevant_codes(text, filename, python) == expected | ({SyntaxErrorRule.code} if python else set())

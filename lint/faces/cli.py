@@ -103,7 +103,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub.add_parser("clean", help="remove the .odelint_cache folder")
     for name, (module, _) in EXTRA_COMMANDS.items():
         if command in (None, "-h", "--help", name):
-            importlib.import_module(module).add_arguments(sub.add_parser(name, help=importlib.import_module(module).__doc__))
+            loaded = importlib.import_module(module)
+            loaded.add_arguments(sub.add_parser(name, help=loaded.__doc__))
         else:
             sub.add_parser(name)
     return parser

@@ -40,6 +40,12 @@ def _subkey(codes: Iterable[str]) -> str:
     return ",".join(sorted(codes))
 
 
+def _well_formed(entry: object) -> bool:
+    """An entry this version wrote (an older one, or a damaged file, reads as a miss)."""
+    return (isinstance(entry, dict) and isinstance(entry.get("relevant"), list)
+            and isinstance(entry.get("results"), dict))
+
+
 class Cache:
     def __init__(self, folder: str) -> None:
         self.folder = folder
@@ -59,11 +65,11 @@ class Cache:
         refreshed at most daily, so a warm run over an unchanged tree does not rewrite the
         cache file."""
         entry = self._entries.get(cache_key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("relevant"), list):
+        if not _well_formed(entry):
             return None
         relevant = entry["relevant"]
         findings = entry["results"].get(_subkey(code for code in codes if code in relevant))
-        if findings is None:
+        if not isinstance(findings, list):
             return None
         now = int(time.time())
         if now - entry.get("used", 0) > REFRESH_SECONDS:
@@ -76,7 +82,7 @@ class Cache:
         could fire on the file, whether enabled or not."""
         relevant = sorted(relevant)
         entry = self._entries.get(cache_key)
-        if not isinstance(entry, dict) or entry.get("relevant") != relevant:
+        if not _well_formed(entry) or entry["relevant"] != relevant:
             entry = self._entries[cache_key] = {"relevant": relevant, "results": {}}
         stored = [{k: v for k, v in finding.items() if k != "path"} for finding in findings]
         entry["results"][_subkey(code for code in codes if code in relevant)] = stored
