@@ -39,6 +39,17 @@ def test_missing_path_never_ends_with_all_checks_passed(tmp_path: Path) -> None:
     assert lines[-1] == "Found 0 findings; 1 file could not be read or linted (ODL001)."
 
 
+def test_checking_no_python_file_is_not_an_all_clear(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (tmp_path / "empty").mkdir()
+    for target in ("notes.txt", "empty"):
+        result = odelint("check", target, "--no-cache", cwd=tmp_path)
+        assert result.returncode == 0
+        assert result.stdout == "No Python files or notebooks were checked.\n"
+    (tmp_path / "clean.py").write_text(CLEAN)
+    assert odelint("check", "clean.py", "--no-cache", cwd=tmp_path).stdout == "All checks passed!\n"
+
+
 def test_non_utf8_file_is_reported_in_every_format(tmp_path: Path) -> None:
     (tmp_path / "latin.py").write_bytes(b"import optax\nname = '\xe9'\n")
     (tmp_path / "train.py").write_text(HAZARD)

@@ -315,7 +315,7 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, s
         stream.write(report.render(args.format, shown, lines_of=lines_of, unsafe_fixes=unsafe_shown,
                                    quiet=args.quiet, errors=result.errors + result.internal_errors,
                                    fixed=result.fixes_applied, internal_errors=len(result.internal_errors),
-                                   show_fixes=args.show_fixes and not args.fix, paint=paint))
+                                   show_fixes=args.show_fixes and not args.fix, paint=paint, files=result.files))
     if args.format == "text" and args.show_fixes and args.fix:
         stream.write(text_report.fixed_listing(result.fixed_by_file))
     if args.format == "text" and not args.quiet and args.add_noqa:

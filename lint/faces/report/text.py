@@ -14,7 +14,7 @@ SNIPPET_WIDTH = 160
 
 def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] | None] = lambda path: None,
            unsafe_fixes: bool = False, quiet: bool = False, fixed: int = 0, internal_errors: int = 0,
-           show_fixes: bool = False, paint: Paint = plain, **_) -> str:
+           show_fixes: bool = False, paint: Paint = plain, files: int | None = None, **_) -> str:
     out: list[str] = []
     for finding in findings:
         marker = paint(" [*]", "fix") if _offered(finding, unsafe_fixes) else ""
@@ -27,7 +27,8 @@ def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] |
             if show_fixes and finding.fix is not None:
                 out.append(paint(f"   = fix ({finding.fix.safety.value}): {finding.fix.description}", "fix"))
     if not quiet:
-        out.append(paint(summary(findings, unsafe_fixes, fixed=fixed, internal_errors=internal_errors), "summary"))
+        out.append(paint(summary(findings, unsafe_fixes, fixed=fixed, internal_errors=internal_errors, files=files),
+                         "summary"))
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -61,13 +62,15 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def summary(findings: Sequence[Finding], unsafe_fixes: bool, *, fixed: int = 0, internal_errors: int = 0) -> str:
+def summary(findings: Sequence[Finding], unsafe_fixes: bool, *, fixed: int = 0, internal_errors: int = 0,
+            files: int | None = None) -> str:
     """Ruff's summary: what was found (and fixed), what could not be checked, what `--fix` can do.
-    "All checks passed!" only when every file was read and nothing is left to report."""
+    "All checks passed!" only when every file was read and nothing is left to report, and
+    never when no file was checked at all (`files` is 0)."""
     unread = sum(1 for f in findings if f.code == IoErrorRule.code)
     remaining = [f for f in findings if f.code != IoErrorRule.code]
     if not remaining and not fixed and not unread and not internal_errors:
-        return "All checks passed!"
+        return "No Python files or notebooks were checked." if files == 0 else "All checks passed!"
     text = f"Found {_plural(len(remaining) + fixed, 'finding')}"
     if fixed:
         text += f" ({fixed} fixed, {len(remaining)} remaining)"
