@@ -1,0 +1,68 @@
+"""The editor path: time to lint a ~1,000-line buffer again after a one-line edit.
+
+    python bench/editor.py [--edits 15] [--select CODES]
+
+Builds the buffer from odelint's own modules (real code whose top-level statements are
+functions and classes of ordinary size), plus ODL201 hazards up to 1,000 lines, lints it once
+with an `IncrementalParser` (as the language server keeps one per open document), then
+appends a comment to a line inside a top-level function in the middle `--edits` times and
+measures each re-lint's CPU time. Prints min, median, p95 and max in milliseconds, with the
+number of findings. (The edited statement is re-parsed; one giant class would be re-parsed
+whole on every edit inside it.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from odelint.engine.core import lint_source
+from odelint.engine.incremental import IncrementalParser
+
+ROOT = Path(__file__).resolve().parent.parent
+HAZARD = ("import equinox as eqx\nimport optax\n\nmodel{n} = eqx.nn.MLP(2, 2, 8, 2, key=None)\n"
+          "state{n} = optax.adam(1e-3).init(model{n})\n")
+
+
+def buffer(lines: int = 1000) -> list[str]:
+    text: list[str] = []
+    for name in ("calls.py", "jax_api.py", "project.py", "reach.py", "leaves.py", "tracing.py"):
+        text += (ROOT / "lint" / "analysis" / name).read_text().splitlines(keepends=True)
+        if len(text) > lines - 120:
+            break
+    n = 0
+    while len(text) < lines:
+        text += HAZARD.format(n=n).splitlines(keepends=True)
+        n += 1
+    return text[:lines] if len(text) > lines + 5 else text
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edits", type=int, default=15)
+    parser.add_argument("--select", help="comma-separated rule codes (default: every rule)")
+    args = parser.parse_args()
+    codes = set(args.select.split(",")) if args.select else None
+    lines = buffer()
+    incremental = IncrementalParser()
+    first = lint_source("".join(lines), "buffer.py", codes, parser=incremental)
+    middle = next(i for i in range(len(lines) // 2, len(lines)) if lines[i].startswith("    return ")
+                  and lines[i - 1].startswith("    "))
+    samples = []
+    for edit in range(args.edits):
+        lines[middle] = lines[middle].rstrip("\n") + f"  # edit {edit}\n"
+        start = time.process_time()
+        result = lint_source("".join(lines), "buffer.py", codes, parser=incremental)
+        samples.append((time.process_time() - start) * 1000)
+    samples.sort()
+    p95 = samples[min(len(samples) - 1, round(0.95 * (len(samples) - 1)))]
+    print(f"{len(lines)} lines, {len(first.findings)} findings first, {len(result.findings)} after; "
+          f"{args.edits} edits: min {samples[0]:.0f} ms, median {statistics.median(samples):.0f} ms, "
+          f"p95 {p95:.0f} ms, max {samples[-1]:.0f} ms CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
