@@ -6,6 +6,7 @@ positions after a starred argument are unknowable and must not be guessed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -50,6 +51,16 @@ def argument_for(call: cst.Call, param: Binding, bound: int = 0) -> cst.BaseExpr
     already bound (a method's `self`, a `functools.partial`'s arguments)."""
     arg = argument_at(call, param.name, param.path[0] - bound if param.path else None)
     return arg.value if arg is not None else None
+
+
+def calls_within(node: cst.CSTNode) -> Iterator[cst.Call]:
+    """Every call inside `node` (itself included), nested functions too."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            yield current
+        stack.extend(current.children)
 
 
 def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:

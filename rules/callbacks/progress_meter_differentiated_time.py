@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis.calls import argument_at, keyword_arg, source_of
+from odelint.analysis.calls import argument_at, calls_within, keyword_arg, source_of
 from odelint.analysis.classes import method_of, named_class
 from odelint.analysis.differentiation import Differentiation, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Binding, Scope, Site
@@ -120,7 +120,7 @@ class ProgressMeterDifferentiatedTime(Rule):
 
     def _stops_gradient(self, step: cst.FunctionDef) -> bool:
         scope = self.facts.index.body_scope(step)
-        return scope is not None and any(is_stop_gradient(self.facts, node, scope) for node in _calls(step.body))
+        return scope is not None and any(is_stop_gradient(self.facts, node, scope) for node in calls_within(step.body))
 
     examples = (
         Flag("""
@@ -219,11 +219,3 @@ class ProgressMeterDifferentiatedTime(Rule):
         ),
     )
 
-
-def _calls(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            yield current
-        stack.extend(current.children)

@@ -10,7 +10,7 @@ from importlib import resources
 from typing import Any
 
 import libcst as cst
-from odelint.analysis.calls import argument_at, keyword_arg
+from odelint.analysis.calls import argument_at, calls_within, keyword_arg
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Scope, Site
 
@@ -88,7 +88,7 @@ class Solve:
         saveat = self.setting("saveat")
         if saveat.call is None or saveat.qualname not in SAVEAT_CLASSES:
             return None
-        for call in _calls_in(saveat.call):
+        for call in calls_within(saveat.call):
             if self.facts.qualname(call.func, saveat.scope) in SAVEAT_CLASSES:
                 value = keyword_arg(call, flag)
                 if value is not None and is_truthy_literal(value.value):
@@ -118,11 +118,3 @@ def is_truthy_literal(node: cst.BaseExpression) -> bool:
         return node.value == "True"
     return isinstance(node, cst.Integer) and int(node.value, 0) != 0
 
-
-def _calls_in(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            yield current
-        stack.extend(current.children)
