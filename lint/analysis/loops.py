@@ -14,7 +14,6 @@ import weakref
 import libcst as cst
 from odelint.analysis.facts import Facts
 
-_NEW_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 
 class Loops:
@@ -29,7 +28,7 @@ class Loops:
                 again = (node.target, node.body) if isinstance(node, cst.For) else (node.test, node.body)
                 stack.extend((child, node if any(child is part for part in again) else loop)
                              for child in node.children)
-            elif isinstance(node, _NEW_SCOPES):
+            elif isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 header = [c for c in node.children if c is not getattr(node, "body", None)]
                 stack.extend((child, loop) for child in header)
                 stack.append((node.body, None))

@@ -10,6 +10,7 @@ parameter (`module_argument`), from its annotation or from the calls of the tran
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis import jax_api
@@ -18,7 +19,9 @@ from odelint.analysis.facts import Facts, ModuleClass
 from odelint.analysis.reach import Reach
 from odelint.analysis.scopes import CLASS, Binding, Site
 
-Function = cst.FunctionDef | cst.Lambda
+if TYPE_CHECKING:
+    from odelint.analysis.reach import Function
+
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -10,8 +10,8 @@ from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
-_UNHASHABLE_LITERALS = {cst.List: "list", cst.ListComp: "list", cst.Dict: "dict", cst.DictComp: "dict",
-                        cst.Set: "set", cst.SetComp: "set"}
+_UNHASHABLE_LITERALS = {"List": "list", "ListComp": "list", "Dict": "dict", "DictComp": "dict", "Set": "set",
+                        "SetComp": "set"}  # by LibCST class name: module-level code never touches `cst.`
 _FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
 
 
@@ -95,10 +95,10 @@ class UnhashableStaticArgument(Rule):
     def _unhashable(self, value: cst.BaseExpression, site: Site) -> tuple[str, str] | None:
         """What the value is and why it cannot be hashed: a list, dict or set, a JAX array, or
         an Equinox module of this file with array fields; None when it may be hashable."""
-        literal = _UNHASHABLE_LITERALS.get(type(value))
+        literal = _UNHASHABLE_LITERALS.get(type(value).__name__)
         if literal is None and isinstance(value, cst.Name):
             bindings = self.facts.lookup(value.value, site.scope)
-            kinds = {_UNHASHABLE_LITERALS.get(type(b.value)) if b.kind == "assign" and not b.path else None
+            kinds = {_UNHASHABLE_LITERALS.get(type(b.value).__name__) if b.kind == "assign" and not b.path else None
                      for b in bindings}
             literal = kinds.pop() if len(kinds) == 1 else None
         if literal is not None:

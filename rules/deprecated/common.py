@@ -6,15 +6,12 @@ from __future__ import annotations
 import functools
 
 import libcst as cst
-from libcst.helpers import get_full_name_for_node
 from odelint.analysis.calls import source_of
-from odelint.analysis.scopes import Site
+from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Rule
 from odelint.rules.deprecated.table import DeprecatedApi, rows_for
 
-_NO_SPACE = cst.SimpleWhitespace("")
-_SPACE = cst.SimpleWhitespace(" ")
 # The handlers that catch what an old import or attribute raises: code inside such a `try`
 # is a compatibility shim that already copes with the removal.
 _CATCHES_IMPORT = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -31,9 +28,7 @@ class DeprecatedApiRule(Rule):
     def visit_Try(self, node: cst.Try, site: Site) -> None:
         caught = _caught_by(node)
         if caught:
-            guarded = _GuardedNodes()
-            node.body.visit(guarded)
-            for inner in guarded.found:
+            for inner in _guarded_nodes(node.body):
                 self._caught.setdefault(id(inner), set()).update(caught)
 
     def finish(self) -> None:
@@ -79,10 +74,10 @@ class DeprecatedApiRule(Rule):
     def visit_ImportFrom(self, node: cst.ImportFrom, site: Site) -> None:
         if node.relative or node.module is None:
             return
-        module = get_full_name_for_node(node.module)
+        module = dotted_name(node.module)
         names = [] if isinstance(node.names, cst.ImportStar) else list(node.names)
         for alias in names:
-            full = f"{module}.{get_full_name_for_node(alias.name)}"
+            full = f"{module}.{dotted_name(alias.name)}"
             row = next((row for row in self._rows_of("reference") if row.name == full), None)
             if row is not None:
                 self._report_from_import(node, alias, row)
@@ -90,7 +85,7 @@ class DeprecatedApiRule(Rule):
             # `from jax import config` is fine: the name lives on as an attribute (the
             # config object), which its replacement being itself says
             from_parent = row.replacement != row.name and any(
-                f"{module}.{get_full_name_for_node(alias.name)}" == row.name for alias in names)
+                f"{module}.{dotted_name(alias.name)}" == row.name for alias in names)
             if _within(module, row.name) or from_parent:
                 self._report_import_from_module(node, module, names, row)
 
@@ -109,24 +104,24 @@ class DeprecatedApiRule(Rule):
         fix = None
         parent, _, attr = row.replacement.rpartition(".")
         if (row.fixable and module == row.name and len(names) == 1
-                and get_full_name_for_node(names[0].name) == attr):
+                and dotted_name(names[0].name) == attr):
             fix = self.fix(f"Import `{attr}` from `{parent}`",
                            lambda: Edits([Replace(node, _import_from(node, names[0], row.replacement))]))
-        imported = next((get_full_name_for_node(alias.name) for alias in names
-                         if f"{module}.{get_full_name_for_node(alias.name)}" == row.name), None)
+        imported = next((dotted_name(alias.name) for alias in names
+                         if f"{module}.{dotted_name(alias.name)}" == row.name), None)
         error = f"ImportError: cannot import name '{imported}' from '{module}'" if imported else None
         self.report(node, self._message(row, row.name, error), fix=fix)
 
     def visit_Import(self, node: cst.Import, site: Site) -> None:
         for row in self._rows_of("import"):
             for alias in node.names:
-                if _within(get_full_name_for_node(alias.name) or "", row.name):
+                if _within(dotted_name(alias.name) or "", row.name):
                     self._report_import(node, alias, row)
 
     def _report_import(self, node: cst.Import, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
         """`import jax.config` becomes `import jax` when the old module's name lives on as an
         attribute of its package; an alias (`import jax.config as c`) bound the module, so no fix."""
-        full = get_full_name_for_node(alias.name)
+        full = dotted_name(alias.name)
         fix = None
         if row.fixable and full == row.name == row.replacement and alias.asname is None and len(node.names) == 1:
             top = cst.ImportAlias(cst.Name(row.package))
@@ -177,35 +172,24 @@ class DeprecatedApiRule(Rule):
         func, imports = self.facts.reference(row.replacement, site)
         args = list(node.args)
         if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
-            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=_SPACE))
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.append(cst.Arg(cst.Name("True"), keyword=cst.Name(row.add_keyword),
-                            equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)))
+                            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
         return Edits([Replace(node, node.with_changes(func=func, args=args))], imports)
 
 
-class _GuardedNodes(cst.CSTVisitor):
+def _guarded_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
     """The imports and attributes a `try` body evaluates itself (not in functions it defines)."""
-
-    def __init__(self) -> None:
-        self.found: list[cst.CSTNode] = []
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.found.append(node)
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        self.found.append(node)
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.found.append(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
+    found: list[cst.CSTNode] = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, (cst.ImportFrom, cst.ImportAlias, cst.Attribute)):
+            found.append(node)
+        stack.extend(node.children)
+    return found
 
 
 def _caught_by(node: cst.Try) -> set[str]:
@@ -218,7 +202,7 @@ def _caught_by(node: cst.Try) -> set[str]:
         types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
         for element in types:
             value = element.value if isinstance(element, cst.Element) else element
-            name = get_full_name_for_node(value)
+            name = dotted_name(value)
             if name:
                 caught.add(name.rsplit(".", 1)[-1])
     return caught
@@ -232,7 +216,7 @@ def _within(module: str, name: str) -> bool:
 def _import_from(node: cst.ImportFrom, alias: cst.ImportAlias, target: str) -> cst.ImportFrom:
     """`from <target's module> import <target's name>`, bound to the name `alias` bound."""
     module, _, name = target.rpartition(".")
-    local = alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name)  # type: ignore[union-attr]
+    local = alias.asname.name.value if alias.asname else dotted_name(alias.name)  # type: ignore[union-attr]
     asname = None if local == name else cst.AsName(cst.Name(local))
     return node.with_changes(module=cst.parse_expression(module),
                              names=[cst.ImportAlias(cst.Name(name), asname=asname)])
