@@ -134,3 +134,15 @@ def test_constant_keys_inside_loops() -> None:
     """)
     assert constants == ["jax.random.PRNGKey(0)", "jax.random.key(-1)", "jax.random.key(2)", "jax.random.key(3)"], \
         "loops that repeat, not a loop over configurations"
+
+
+def test_constant_key_folded_with_the_loop_variable_differs_every_iteration() -> None:
+    _, constants, _ = _uses("""
+        import jax
+        for m in range(4):
+            k_m = jax.random.fold_in(jax.random.key(999), m)
+            same = jax.random.fold_in(jax.random.key(7), 1)
+            data = jax.random.fold_in(data=m, key=jax.random.PRNGKey(3))
+            raw = jax.random.normal(jax.random.key(5), (m,))
+    """)
+    assert constants == ["jax.random.key(7)", "jax.random.key(5)"], "folding in a constant keeps the key constant"

@@ -198,6 +198,11 @@ def makes_key(qualname: str | None) -> bool:
     return qualname in _api()["keys"]["constant_makers"]
 
 
+def derives_key(qualname: str | None) -> bool:
+    """`jax.random.fold_in`: a new key from a key and data."""
+    return qualname in _api()["keys"]["derivers"]
+
+
 @dataclasses.dataclass(frozen=True)
 class Singular:
     """A function whose derivative is not finite at some inputs (`jnp.sqrt` at 0)."""

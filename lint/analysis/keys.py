@@ -10,7 +10,8 @@ each branch is not a reuse. A loop body (and a comprehension) is walked twice: a
 outside the loop that the body consumes without re-binding it is consumed again on the
 next iteration. `jax.random.PRNGKey(0)` with constant arguments inside a loop that repeats
 (`while`, `for ... in range(n)`) gives the same key on every iteration and is noted too;
-in a loop over configurations one fixed key per case is deliberate.
+in a loop over configurations one fixed key per case is deliberate, and a constant key
+that `fold_in` combines with non-constant data is a different key on every iteration.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class KeyUses:
         self.reuses: list[KeyReuse] = []
         self.constant_keys_in_loops: list[cst.Call] = []
         self._seen: set[int] = set()
+        self._derived: set[int] = set()  # constant keys that `fold_in` turns into per-iteration keys
         self._repeats: list[bool] = []  # for each loop around: does it repeat one computation?
         module = facts.index.module
         self._block(module.body, {})
@@ -178,6 +180,8 @@ class KeyUses:
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             self._comprehension(node, state)
             return
+        if isinstance(node, cst.Call):
+            self._note_derived(node)
         for child in _children(node):
             self._expression(child, state)
         if isinstance(node, cst.Call):
@@ -219,6 +223,16 @@ class KeyUses:
             self._seen.add(id(call))
             self.reuses.append(KeyReuse(name, first, call, in_loop=False))
 
+    def _note_derived(self, call: cst.Call) -> None:
+        """`fold_in(PRNGKey(0), i)` with data that is not a constant: the constant key is only
+        the root of a key that differs for every `i`, not a key drawn from in the loop."""
+        site = self._sites.get(id(call))
+        if site is None or not jax_api.derives_key(self.facts.qualname(call.func, site.scope)):
+            return
+        key, data = argument_at(call, "key", 0), argument_at(call, "data", 1)
+        if key is not None and data is not None and not _constant(data.value):
+            self._derived.add(id(key.value))
+
     def _counting(self, iterable: cst.BaseExpression) -> bool:
         """`range(n)` (or `enumerate`/`zip` of one): the loop repeats one computation n times,
         unlike a loop over configurations, where one fixed key per case is deliberate."""
@@ -233,7 +247,8 @@ class KeyUses:
 
     def _constant_key(self, call: cst.Call) -> bool:
         site = self._sites.get(id(call))
-        return (site is not None and jax_api.makes_key(self.facts.qualname(call.func, site.scope))
+        return (site is not None and id(call) not in self._derived
+                and jax_api.makes_key(self.facts.qualname(call.func, site.scope))
                 and all(_constant(arg.value) for arg in call.args))
 
 

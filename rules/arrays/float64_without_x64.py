@@ -14,7 +14,10 @@ from odelint.api.rule import Flag, Pass, Rule
 X64_FLAG = "jax_enable_x64"
 _WIDE_TYPES = frozenset({"jax.numpy.float64", "numpy.float64", "jax.numpy.complex128", "numpy.complex128"})
 _WIDE_NAMES = frozenset({"float64", "complex128"})
-_SWITCHES = frozenset({"jax.config.update", "jax.experimental.enable_x64"})
+# calling these makes a JAX array; `np.float64(x)` makes a NumPy scalar, 64-bit whatever JAX's mode
+_WIDE_CONSTRUCTORS = frozenset({"jax.numpy.float64", "jax.numpy.complex128"})
+# `jax.enable_x64` is the 64-bit context manager of jax 0.10 (it left `jax.experimental`)
+_SWITCHES = frozenset({"jax.config.update", "jax.experimental.enable_x64", "jax.enable_x64"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,9 +33,11 @@ class Float64WithoutX64(Rule):
     Flags `dtype=jnp.float64` (or `np.float64`, `"float64"`, `complex128`) in a `jax.numpy` /
     `jax.random` call, `x.astype(jnp.float64)` on a JAX array and `jnp.float64(...)` in a
     file that never enables 64-bit mode (no `jax_enable_x64`, `JAX_ENABLE_X64` or
-    `jax.experimental.enable_x64` anywhere in it). Also flags
+    `jax.enable_x64` / `jax.experimental.enable_x64` anywhere in it). NumPy's own
+`np.float64(x)` is a 64-bit NumPy scalar and is not flagged. Also flags
     `jax.config.update("jax_enable_x64", True)` placed after code of the same block (the
-    module's top level, or one function body) that already created JAX arrays.
+    module's top level, or one function body) that already created JAX arrays, unless the
+    same block switches it off again later (a deliberate 64-bit section after a 32-bit run).
 
     ## Why is this bad?
     Without `jax_enable_x64`, JAX truncates every 64-bit request to 32 bits, with only a
@@ -75,17 +80,18 @@ class Float64WithoutX64(Rule):
         self._requests: list[tuple[_Seen, cst.CSTNode]] = []  # (the call, the 64-bit dtype it names)
         self._created: list[_Seen] = []                      # calls that create arrays
         self._switches: list[_Seen] = []                     # `jax.config.update(x64, True)`
+        self._switch_offs: list[_Seen] = []                  # `jax.config.update(x64, False)`
         self._mentioned = False                              # the file names `jax_enable_x64` at all
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope)
         if qualname in _SWITCHES:
             self._mentioned = True
-            if qualname == "jax.config.update" and _enables_x64(node):
-                self._switches.append(_Seen(node, site))
+            if qualname == "jax.config.update" and _names_x64(node):
+                (self._switches if _enables_x64(node) else self._switch_offs).append(_Seen(node, site))
             return
         wide = None
-        if qualname in _WIDE_TYPES:
+        if qualname in _WIDE_CONSTRUCTORS:
             wide = node.func
         elif qualname is not None and jax_api.returns_array(qualname):
             dtype = keyword_arg(node, "dtype")
@@ -121,10 +127,16 @@ class Float64WithoutX64(Rule):
         for switch in self._switches:
             earlier = [c for c in self._created
                        if c.site.scope is switch.site.scope and c.site.order < switch.site.order]
-            if earlier:
+            if earlier and not self._switched_off_after(switch):
                 self.report(switch.node, f"64-bit mode is switched on after `{source_of(module, earlier[0].node)}` "
                                          "created an array: arrays created before stay 32-bit; switch it on "
                                          "first, before any array exists")
+
+    def _switched_off_after(self, switch: _Seen) -> bool:
+        """A later switch-off in the same block makes a 64-bit section: the arrays before it
+        are meant to be 32-bit (a test comparing both modes)."""
+        return any(off.site.scope is switch.site.scope and off.site.order > switch.site.order
+                   for off in self._switch_offs)
 
     def _is_wide(self, node: cst.BaseExpression, site: Site) -> bool:
         if isinstance(node, cst.SimpleString):
@@ -189,12 +201,48 @@ class Float64WithoutX64(Rule):
                 jax.config.update("jax_enable_x64", True)
                 return widen(1.0)
         """),
+        # a 64-bit section after a 32-bit run, switched off again (blackjax tests comparing both modes)
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def test_both_modes(run):
+                result32 = run(jnp.zeros(3))
+                try:
+                    jax.config.update("jax_enable_x64", True)
+                    result64 = run(jnp.zeros(3))
+                finally:
+                    jax.config.update("jax_enable_x64", False)
+                return result32, result64
+        """),
+        # NumPy scalars made from JAX arrays (flax tests); x64 switched on by `jax.enable_x64` (blackjax)
+        Pass("""
+            import jax.numpy as jnp
+            import numpy as np
+
+            y = jnp.arange(3.0)
+            expected = np.float64(y), np.complex128("1+1j")
+        """),
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def test_nextafter():
+                with jax.enable_x64():
+                    below = jnp.nextafter(jnp.float64(1.0), jnp.float64(0.0))
+                    return jnp.zeros(3, dtype=jnp.float64), below
+        """),
     )
 
 
+def _names_x64(call: cst.Call) -> bool:
+    """`jax.config.update("jax_enable_x64", ...)`."""
+    name = argument_at(call, None, 0)
+    return name is not None and isinstance(name.value, cst.SimpleString) and name.value.evaluated_value == X64_FLAG
+
+
 def _enables_x64(call: cst.Call) -> bool:
-    """`jax.config.update("jax_enable_x64", True)` (any value but a literal False/0)."""
-    name, value = argument_at(call, None, 0), argument_at(call, None, 1)
-    return (name is not None and isinstance(name.value, cst.SimpleString) and name.value.evaluated_value == X64_FLAG
-            and not (value is not None and isinstance(value.value, (cst.Name, cst.Integer))
-                     and getattr(value.value, "value", None) in ("False", "0")))
+    """`jax.config.update("jax_enable_x64", value)` with any value but a literal False/0."""
+    value = argument_at(call, None, 1)
+    return not (value is not None and isinstance(value.value, (cst.Name, cst.Integer))
+                and getattr(value.value, "value", None) in ("False", "0"))

@@ -20,8 +20,8 @@ class PrngKeyReuse(Rule):
     being re-split there. Also flags `jax.random.PRNGKey(0)` (constant arguments) made
     inside a loop that repeats a computation (`while`, `for ... in range(n)`, a
     comprehension over `range`); in a loop over configurations one fixed key per case is
-    deliberate and not flagged. Uses in different branches of an `if`/`else` are not
-    reuse.
+    deliberate and not flagged, and so is `fold_in(PRNGKey(0), i)`, a different key for
+    every `i`. Uses in different branches of an `if`/`else` are not reuse.
 
     ## Why is this bad?
     A key determines its random numbers: the same key gives the same (or, for different
@@ -136,5 +136,12 @@ class PrngKeyReuse(Rule):
                 if flag:
                     return jax.random.normal(key)
                 return jax.random.uniform(key)
+        """),
+        # one fixed root key folded with the loop index: a different key every iteration (blackjax)
+        Pass("""
+            import jax
+
+            def chains(n):
+                return [jax.random.normal(jax.random.fold_in(jax.random.key(999), m), (3,)) for m in range(n)]
         """),
     )
