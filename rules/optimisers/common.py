@@ -61,3 +61,10 @@ def module_fault(facts: Facts, value: cst.BaseExpression, site: Site, text: str)
     more = f" (and {others} more leaf that is not an array)" if others == 1 else (
         f" (and {others} more leaves that are not arrays)" if others else "")
     return Fault(bad[0].describe(text) + more, True)
+
+
+def filter_fix(rule, fault: Fault, value: cst.BaseExpression, site: Site):
+    """The safe fix `eqx.filter(value, eqx.is_array)`, unless filtering would drop parameters."""
+    if not fault.safe_to_filter:
+        return None
+    return rule.fix("Filter the module to its arrays", lambda: wrap_in_filter(rule.facts, value, site))

@@ -8,7 +8,7 @@ from odelint.analysis.facts import method_call
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Safety
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.optimisers.common import module_fault, wrap_in_filter
+from odelint.rules.optimisers.common import filter_fix, module_fault
 
 
 class OptimizerInitUnfiltered(Rule):
@@ -76,9 +76,7 @@ class OptimizerInitUnfiltered(Rule):
         fault = module_fault(self.facts, value, site, text)
         if fault is None:
             return
-        fix = None
-        if fault.safe_to_filter:
-            fix = self.fix("Filter the module to its arrays", lambda: wrap_in_filter(self.facts, value, site))
+        fix = filter_fix(self, fault, value, site)
         self.report(
             value,
             f"`{source_of(self.context.module, receiver)}.init` gets the unfiltered Equinox module `{text}`: "
