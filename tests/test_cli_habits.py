@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from odelint.api.registry import rules_by_code
+from odelint.api.registry import rules_by_code, uses_versions
 from odelint.faces import colour
 from odelint.faces.progress import MIN_FILES, Progress, for_stream
 from odelint.files import cache as result_cache
@@ -191,6 +191,23 @@ def test_target_versions_come_from_flags_then_pins_then_installed(tmp_path: Path
     assert parse_targets(["JAX == 0.4.1"], "x") == {"jax": Version("0.4.1")}
     with pytest.raises(ValueError, match="must look like"):
         parse_targets(["numpy==2"], "--target-version")
+
+
+def test_rules_read_target_versions_from_their_file_context() -> None:
+    import libcst as cst
+    from odelint.api.rule import Rule
+    from odelint.engine.core import run_rules
+
+    class VersionProbe(Rule):
+        code, name, summary, uses_versions = "ODL999", "version-probe", "reports the jax target", True
+
+        def visit_Name(self, node, site) -> None:
+            self.report(node, f"jax {self.context.versions.get('jax')}")
+
+    result = run_rules(cst.parse_module("x\n"), "x\n", "a.py", [VersionProbe],
+                       versions=target_versions("/nonexistent", (("jax", Version("0.4.33")),)))
+    assert [f.message for f in result.findings] == ["jax 0.4.33"]
+    assert uses_versions(frozenset(CODES)) is False, "no rule reads them today: they are never looked up"
 
 
 def test_target_version_reaches_rules_and_the_cache_key(tmp_path: Path) -> None:

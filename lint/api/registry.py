@@ -115,6 +115,12 @@ def rule_for(code_or_name: str) -> type[BaseRule] | None:
 
 
 @functools.cache
+def uses_versions(codes: frozenset[str]) -> bool:
+    """Does any of these rules read the target versions of the JAX stack?"""
+    return any(rule.uses_versions for rule in all_rules() if rule.code in codes)
+
+
+@functools.cache
 def file_patterns() -> tuple[str, ...]:
     """Every file-name pattern some rule looks at (Python files first)."""
     patterns = list(PYTHON_FILES)

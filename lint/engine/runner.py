@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from odelint.api.finding import Finding, Safety
-from odelint.api.registry import file_patterns, is_python_file
+from odelint.api.registry import file_patterns, is_python_file, uses_versions
 from odelint.engine import core as engine
 from odelint.engine import noqa
 from odelint.engine.deferred import load
@@ -211,7 +211,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         codes = settings.enabled(target.path)
         python = is_python_file(target.path)
         unsafe = settings.unsafe_fixes
-        versions = dict(settings.versions)
+        versions = dict(settings.versions) if uses_versions(codes) else {}
         if stdin is not None and target.path == stdin[0]:
             tasks.append(Task(target.path, stdin[1], codes, python, options.mode, unsafe, versions))
             continue

@@ -7,11 +7,14 @@ import functools
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pathspec
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
 from odelint.files.versions import TargetError, parse_targets, target_versions
-from packaging.version import Version
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d",
