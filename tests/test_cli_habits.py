@@ -140,7 +140,8 @@ def test_output_file_holds_the_report(project: Path) -> None:  # noqa: F811
     ({"NO_COLOR": "1"}, False),
     ({}, False),  # a pipe, not a terminal
 ])
-def test_colour_follows_force_color_and_no_color(project: Path, environment: dict, coloured: bool) -> None:  # noqa: F811
+def test_colour_follows_force_color_and_no_color(project: Path,  # noqa: F811
+                                                 environment: dict, coloured: bool) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")} | environment
     result = subprocess.run([sys.executable, "-m", "odelint", "check", "pkg", "--no-cache"], cwd=project, env=env,
                             capture_output=True, text=True, timeout=120)

@@ -195,7 +195,8 @@ def parse_config_options(values: Sequence[str], codes: Sequence[str]) -> tuple[s
         try:
             table = tomllib.loads(value)
         except tomllib.TOMLDecodeError as error:
-            raise ConfigError(f"--config {value!r}: neither a file nor a `key = value` TOML setting ({error})") from None
+            raise ConfigError(f"--config {value!r}: neither a file nor a `key = value` TOML setting "
+                              f"({error})") from None
         settings.update(parse_table(table, f"--config {value!r}", codes))
     return path, settings
 
