@@ -9,7 +9,6 @@ fire on NumPy arrays, so they ask here.
 from __future__ import annotations
 
 import libcst as cst
-
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.scopes import Binding, Site

@@ -8,7 +8,6 @@ import dataclasses
 import math
 
 import libcst as cst
-
 from odelint.analysis.scopes import dotted_name
 
 INF = math.inf

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
-
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind

@@ -15,7 +15,6 @@ import libcst as cst
 from odelint.analysis.facts import Facts
 
 
-
 class Loops:
     def __init__(self, module: cst.Module) -> None:
         self._loop_of: dict[int, cst.For | cst.While] = {}

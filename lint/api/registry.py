@@ -148,6 +148,12 @@ def _named(rule: type[BaseRule] | RuleInfo, code_or_name: str) -> bool:
     return code_or_name.upper() == rule.code or code_or_name == rule.name
 
 
+def uses_versions(codes: frozenset[str]) -> bool:
+    """Does any of these rules read the target versions of the JAX stack? (From the index, so
+    a warm run imports no rule.)"""
+    return any(info.uses_versions for info in rule_infos() if info.code in codes)
+
+
 @functools.cache
 def file_patterns() -> tuple[str, ...]:
     """Every file-name pattern some rule looks at (Python files first)."""

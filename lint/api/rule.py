@@ -74,7 +74,8 @@ class FileContext:
 
     `versions` maps the JAX stack's packages (jax, jaxlib, equinox, diffrax, optax) to the
     version the code targets (`--target-version`, else the project's pins, else the installed
-    one; None when unknown): a rule about an API that changed between versions reads it."""
+    one; None when unknown): a rule about an API that changed between versions sets
+    `uses_versions = True` and reads it."""
 
     path: str
     source: str
@@ -93,6 +94,9 @@ class BaseRule:
     fix_safety: ClassVar[Safety | None] = None      # the best fix the rule can offer
     file_patterns: ClassVar[tuple[str, ...]] = PYTHON_FILES
     fixtures: ClassVar[str | None] = None           # tests/fixtures/<CODE>, relative to the repo
+    # The rule reads FileContext.versions (the JAX stack's target versions). Only then are
+    # they looked up and made part of the cache key; other rules see an empty mapping.
+    uses_versions: ClassVar[bool] = False
     examples: ClassVar[Sequence[Flag | Pass]] = ()
 
     def __init__(self, context: FileContext) -> None:

@@ -47,23 +47,26 @@ class RuleInfo:
     text: str                           # the rule's docs, as `BaseRule.docs()` returns them
     fix_safety: Safety | None
     file_patterns: tuple[str, ...]
+    uses_versions: bool = False         # reads FileContext.versions (the JAX stack's targets)
 
     def docs(self) -> str:
         return self.text
 
     @classmethod
     def of(cls, rule: type[BaseRule]) -> RuleInfo:
-        return cls(rule.code, rule.name, rule.summary, rule.docs(), rule.fix_safety, tuple(rule.file_patterns))
+        return cls(rule.code, rule.name, rule.summary, rule.docs(), rule.fix_safety, tuple(rule.file_patterns),
+                   rule.uses_versions)
 
     def to_dict(self) -> dict:
         return {"code": self.code, "name": self.name, "summary": self.summary,
                 "fix_safety": self.fix_safety.value if self.fix_safety is not None else None,
-                "file_patterns": list(self.file_patterns), "docs": self.text}
+                "file_patterns": list(self.file_patterns), "uses_versions": self.uses_versions, "docs": self.text}
 
     @classmethod
     def from_dict(cls, entry: dict) -> RuleInfo:
         safety = Safety(entry["fix_safety"]) if entry["fix_safety"] is not None else None
-        return cls(entry["code"], entry["name"], entry["summary"], entry["docs"], safety, tuple(entry["file_patterns"]))
+        return cls(entry["code"], entry["name"], entry["summary"], entry["docs"], safety, tuple(entry["file_patterns"]),
+                   entry.get("uses_versions", False))
 
 
 def _rules_folder() -> str:

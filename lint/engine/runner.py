@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from odelint.api.finding import Finding, Safety
-from odelint.api.registry import file_patterns
+from odelint.api.registry import file_patterns, uses_versions
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
@@ -246,7 +246,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         codes = settings.enabled(target.path)
         kind = kind_of(target.path)
         unsafe = settings.unsafe_fixes
-        versions = dict(settings.versions)
+        versions = dict(settings.versions) if uses_versions(codes) else {}
         if stdin is not None and target.path == stdin[0]:
             tasks.append(Task(target.path, stdin[1], codes, kind or PYTHON, options.mode, unsafe, versions))
             continue

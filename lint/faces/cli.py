@@ -53,6 +53,9 @@ def _check_parser(sub) -> None:
     rules.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
     rules.add_argument("--per-file-ignores", action="append", default=[], metavar="GLOB:CODES",
                        help="e.g. 'tests/*:ODL201,ODL202' (repeatable)")
+    rules.add_argument("--target-version", action="append", default=[], metavar="PACKAGE==VERSION",
+                       help="the jax/equinox/diffrax/optax version to check against, e.g. jax==0.4.33 "
+                            "(repeatable; default: the project's pins, else the installed versions)")
     files = check.add_argument_group("files")
     files.add_argument("--exclude", type=lambda v: [p for p in v.split(",") if p], help="replace exclude patterns")
     files.add_argument("--extend-exclude", type=lambda v: [p for p in v.split(",") if p], default=[])
@@ -78,9 +81,6 @@ def _check_parser(sub) -> None:
     output.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when any fix was applied")
     output.add_argument("-w", "--watch", action="store_true",
                         help="lint again whenever a file changes (needs watchfiles: `pip install 'odelint[watch]'`)")
-    rules.add_argument("--target-version", action="append", default=[], metavar="PACKAGE==VERSION",
-                       help="the jax/equinox/diffrax/optax version to check against, e.g. jax==0.4.33 "
-                            "(repeatable; default: the project's pins, else the installed versions)")
     speed = check.add_argument_group("speed")
     speed.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: number of cores)")
     speed.add_argument("--no-cache", action="store_true", help="neither read nor write .odelint_cache")

@@ -47,7 +47,8 @@ class Flake8Plugin:
         codes = settings.enabled(self.filename) - {SyntaxErrorRule.code}
         source = "".join(self.lines)
         result = lint_source(source, self.filename, codes, python=True, apply_noqa=False)
-        findings = result.findings if self.disable_noqa else noqa.unsuppressed(result.findings, source, line_level=False)
+        findings = (result.findings if self.disable_noqa
+                    else noqa.unsuppressed(result.findings, source, line_level=False))
         for crash in result.crashes:
             print(f"odelint: error: {self.filename}: {crash.message()}", file=sys.stderr)
         for finding in findings:

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
 from odelint.files.versions import TargetError, parse_targets, target_versions
-from packaging.version import Version
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d",
@@ -214,7 +216,8 @@ def parse_config_options(values: Sequence[str], codes: Sequence[str]) -> tuple[s
         try:
             table = tomllib.loads(value)
         except tomllib.TOMLDecodeError as error:
-            raise ConfigError(f"--config {value!r}: neither a file nor a `key = value` TOML setting ({error})") from None
+            raise ConfigError(f"--config {value!r}: neither a file nor a `key = value` TOML setting "
+                              f"({error})") from None
         settings.update(parse_table(table, f"--config {value!r}", codes))
     return path, settings
 

@@ -12,10 +12,8 @@ import functools
 import glob
 import os
 from collections.abc import Iterable, Mapping
-from importlib import metadata
 from types import MappingProxyType
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 PACKAGES = ("jax", "jaxlib", "equinox", "diffrax", "optax")
@@ -28,6 +26,8 @@ class TargetError(ValueError):
 
 
 def parse_targets(values: Iterable[str], where: str) -> dict[str, Version]:
+    from packaging.utils import canonicalize_name  # imports packaging.tags: only for target versions
+
     targets: dict[str, Version] = {}
     for value in values:
         name, sep, version = value.partition("==")
@@ -66,6 +66,8 @@ def pinned(folder: str) -> dict[str, Version]:
 
 
 def installed(name: str) -> Version | None:
+    from importlib import metadata  # only when a rule asks for versions
+
     try:
         return Version(metadata.version(name))
     except (metadata.PackageNotFoundError, InvalidVersion):
