@@ -116,3 +116,28 @@ def test_relevance_is_the_engines_gate_for_every_rule_and_example() -> None:
         python = is_python_file(filename)
         expected = {rule.code for rule in rules_for(filename, None, python) if rule.triggered_by(text)}
         assert relevant_codes(text, filename, python) == expected | ({SyntaxErrorRule.code} if python else set())
+
+
+def test_a_cached_result_is_linted_again_when_a_class_it_read_from_another_file_changes(tmp_path) -> None:
+    """train.py's finding depends on model.py's class: editing model.py alone must not leave a
+    stale cached answer for train.py."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(
+        "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n")
+    (tmp_path / "train.py").write_text(
+        "import optax\nfrom model import Net\n\nnet = Net(None)\nstate = optax.adam(1e-3).init(net)\n")
+
+    def codes() -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "odelint", "check", "train.py", "--format", "json", "--exit-zero"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        import json
+        return [finding["code"] for finding in json.loads(done.stdout)]
+
+    assert codes() == [], "an array-only module initialises fine"
+    assert codes() == [], "the cached answer"
+    (tmp_path / "model.py").write_text(
+        "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n    mlp: eqx.nn.MLP\n")
+    assert codes() == ["ODL201"], "model.py changed, so train.py is linted again"

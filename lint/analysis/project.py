@@ -10,7 +10,9 @@ kept while its size and modification time stay the same; its facts answer for it
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -19,6 +21,27 @@ if TYPE_CHECKING:
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_FILE_BYTES = 2_000_000
 _parsed: dict[str, tuple[tuple[int, int], "Facts | None"]] = {}
+_recording: list[dict[str, list[int]]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[dict[str, list[int]]]:
+    """Collect the project files whose classes answered while linting one file, each with its
+    (modification time, size): a cached result for that file holds only while they do."""
+    files: dict[str, list[int]] = {}
+    _recording.append(files)
+    try:
+        yield files
+    finally:
+        _recording.pop()
+
+
+def stamp(path: str) -> list[int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return [status.st_mtime_ns, status.st_size]
 
 
 def project_root(path: str) -> str | None:
@@ -56,16 +79,16 @@ def module_file(qualname_module: str, importer: str) -> str | None:
 
 def facts_of(path: str, seen: frozenset[str]) -> Facts | None:
     """The facts of another file of the project (None when it cannot be read or parsed)."""
-    try:
-        status = os.stat(path)
-    except OSError:
+    current = stamp(path)
+    if current is None:
         return None
-    stamp = (status.st_mtime_ns, status.st_size)
+    if _recording:
+        _recording[-1][os.path.abspath(path)] = current
     cached = _parsed.get(path)
-    if cached is not None and cached[0] == stamp:
+    if cached is not None and list(cached[0]) == current:
         return cached[1]
-    facts = _build(path, status.st_size, seen)
-    _parsed[path] = (stamp, facts)
+    facts = _build(path, current[1], seen)
+    _parsed[path] = ((current[0], current[1]), facts)
     return facts
 
 

@@ -72,6 +72,7 @@ class Outcome:
     applied_codes: dict[str, int] = dataclasses.field(default_factory=dict)
     cache_key: str | None = None  # of the bytes the findings are for; None for stdin
     relevant: list[str] = dataclasses.field(default_factory=list)  # the rules that could fire on those bytes
+    depends: dict[str, list[int]] = dataclasses.field(default_factory=dict)  # project files read: path -> stamp
     read_digest: str | None = None  # sha256 of the bytes that new_data replaces
     skipped: str | None = None  # why a file that is not Python was left alone
 
@@ -92,12 +93,19 @@ class RunResult:
 
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
+    from odelint.analysis import project
+
+    outcome = Outcome(task.path)
+    with project.recording() as outcome.depends:
+        return _process(task, outcome)
+
+
+def _process(task: Task, outcome: Outcome) -> Outcome:
     from odelint.engine import core as engine
     from odelint.engine import noqa
     from odelint.engine.notebooks import cell_diff, place
     from odelint.engine.relevance import relevant_codes
 
-    outcome = Outcome(task.path)
     data = task.data
     notebook: Notebook | None = None
     python = task.kind != TEXT
@@ -274,7 +282,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         _collect(task, outcome, options, result, stdin)
         if cache is not None and outcome.cache_key is not None and outcome.error is None \
                 and not outcome.crashes and outcome.new_data is None:
-            cache.put(outcome.cache_key, outcome.relevant, task.codes, outcome.findings)
+            cache.put(outcome.cache_key, outcome.relevant, task.codes, outcome.findings, outcome.depends)
     if cache is not None:
         cache.save()
     result.findings.sort(key=Finding.sort_key)

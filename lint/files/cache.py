@@ -46,6 +46,17 @@ def _well_formed(entry: object) -> bool:
             and isinstance(entry.get("results"), dict))
 
 
+def _unchanged(depends: object) -> bool:
+    """Do the project files a cached result depends on still have the stamps it was made with?"""
+    if not isinstance(depends, dict):
+        return False
+    if not depends:
+        return True
+    from odelint.analysis.project import stamp  # only a file that read another file's classes gets here
+
+    return all(stamp(path) == recorded for path, recorded in depends.items())
+
+
 class Cache:
     def __init__(self, folder: str) -> None:
         self.folder = folder
@@ -67,6 +78,8 @@ class Cache:
         entry = self._entries.get(cache_key)
         if not _well_formed(entry):
             return None
+        if not _unchanged(entry.get("depends", {})):
+            return None
         relevant = entry["relevant"]
         findings = entry["results"].get(_subkey(code for code in codes if code in relevant))
         if not isinstance(findings, list):
@@ -77,13 +90,17 @@ class Cache:
             self._dirty = True
         return findings
 
-    def put(self, cache_key: str, relevant: Iterable[str], codes: Iterable[str], findings: list[dict]) -> None:
+    def put(self, cache_key: str, relevant: Iterable[str], codes: Iterable[str], findings: list[dict],
+            depends: dict[str, list[int]] | None = None) -> None:
         """Store the findings of a run with `codes` enabled; `relevant` are the rules that
-        could fire on the file, whether enabled or not."""
+        could fire on the file, whether enabled or not; `depends` the project files whose
+        classes the run read (path -> [mtime_ns, size]): the entry holds while they do."""
         relevant = sorted(relevant)
         entry = self._entries.get(cache_key)
         if not _well_formed(entry) or entry["relevant"] != relevant:
             entry = self._entries[cache_key] = {"relevant": relevant, "results": {}}
+        if depends:
+            entry["depends"] = {**entry.get("depends", {}), **depends}
         stored = [{k: v for k, v in finding.items() if k != "path"} for finding in findings]
         entry["results"][_subkey(code for code in codes if code in relevant)] = stored
         entry["used"] = int(time.time())
