@@ -9,12 +9,13 @@ from odelint.analysis.facts import Kind, loaded_names
 from odelint.analysis.scopes import Binding, Site
 from odelint.analysis.transformed import Application
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Flag, Pass
+from odelint.rules.equinox.common import TransformApplicationRule
 
 _FILTER_GRADS = frozenset({"equinox.filter_grad", "equinox.filter_value_and_grad"})
 
 
-class FilterGradFirstArgument(Rule):
+class FilterGradFirstArgument(TransformApplicationRule):
     """`eqx.filter_grad` differentiates its first positional argument only, and that goes wrong.
 
     ## What it does
@@ -60,16 +61,7 @@ class FilterGradFirstArgument(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL605"
 
-    def visit_Call(self, node: cst.Call, site: Site) -> None:
-        application = transformed.applied(self.facts, node, site)
-        if application is not None:
-            self._check(application)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
-        for application in transformed.decorations(self.facts, node, site):
-            self._check(application)
-
-    def _check(self, application: Application) -> None:
+    def check(self, application: Application) -> None:
         if application.qualname not in _FILTER_GRADS:
             return
         parameters = application.parameters(self.facts)

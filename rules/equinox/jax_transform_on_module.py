@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import libcst as cst
 from odelint.analysis import transformed
 from odelint.analysis.calls import source_of
-from odelint.analysis.scopes import Site
 from odelint.analysis.transformed import Application
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Flag, Pass
+from odelint.rules.equinox.common import TransformApplicationRule
 
 # The transforms this rule checks, and what each raises on a function or string leaf
 # (measured on jax 0.10.2).
@@ -22,7 +21,7 @@ _FAILURES = {
 _SAME_KEYWORDS = {"jax.grad": {"has_aux"}, "jax.value_and_grad": {"has_aux"}}
 
 
-class JaxTransformOnModule(Rule):
+class JaxTransformOnModule(TransformApplicationRule):
     """A plain JAX transform gets an Equinox module whose leaves are not all arrays.
 
     ## What it does
@@ -73,16 +72,7 @@ class JaxTransformOnModule(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL601"
 
-    def visit_Call(self, node: cst.Call, site: Site) -> None:
-        application = transformed.applied(self.facts, node, site)
-        if application is not None:
-            self._check(application)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
-        for application in transformed.decorations(self.facts, node, site):
-            self._check(application)
-
-    def _check(self, application: Application) -> None:
+    def check(self, application: Application) -> None:
         if application.qualname not in _FAILURES:
             return
         for param in application.parameters(self.facts):

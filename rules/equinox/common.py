@@ -1,0 +1,26 @@
+"""What ODL601 and ODL605 share: visiting every place a function transform is applied."""
+
+from __future__ import annotations
+
+import libcst as cst
+from odelint.analysis import transformed
+from odelint.analysis.scopes import Site
+from odelint.analysis.transformed import Application
+from odelint.api.rule import Rule
+
+
+class TransformApplicationRule(Rule):
+    """A rule that checks each application of a transform: `jax.jit(f)` as a call, or
+    `@jax.grad` / `@partial(jax.jit, ...)` as a decorator. Subclasses define `check`."""
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        application = transformed.applied(self.facts, node, site)
+        if application is not None:
+            self.check(application)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
+        for application in transformed.decorations(self.facts, node, site):
+            self.check(application)
+
+    def check(self, application: Application) -> None:
+        raise NotImplementedError
