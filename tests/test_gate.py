@@ -54,7 +54,7 @@ def _inputs() -> list[tuple[str, str]]:
     """(path, text) for every fixture program and data file, the example project, every
     rule's embedded examples and the decoys above."""
     found: list[tuple[str, str]] = []
-    for folder in (ROOT / "tests" / "fixtures", ROOT / "examples"):
+    for folder in (ROOT / "tests" / "fixtures", ROOT / "tests" / "programs", ROOT / "examples"):
         for path in sorted(folder.rglob("*")):
             relative = path.relative_to(ROOT)
             if path.is_file() and not any(part.startswith(".") for part in relative.parts) \

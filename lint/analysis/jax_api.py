@@ -167,6 +167,11 @@ def is_library_module(qualname: str | None) -> bool:
             and qualname not in table["not_modules"])
 
 
+def library_prefixes() -> tuple[str, ...]:
+    """The modules directly under which public CamelCase classes are Equinox modules."""
+    return tuple(_libraries()["libraries"]["prefixes"])
+
+
 @functools.cache
 def library_module(qualname: str) -> LibraryModule | None:
     if not is_library_module(qualname):

@@ -23,6 +23,7 @@ from packaging.version import Version
 
 if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading their metadata
     from odelint.analysis.facts import Facts
+    from odelint.analysis.sketch import Sketch
 
 CODE_PATTERN = re.compile(r"^ODL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -126,6 +127,16 @@ class Rule(BaseRule):
     def facts(self) -> Facts:
         assert self.context.facts is not None
         return self.context.facts
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """The rule's pre-check on CPython's `ast` (odelint.analysis.sketch), run before the
+        LibCST parse: False must mean the rule cannot report anything on the file."""
+        return True
+
+    @classmethod
+    def has_precheck(cls) -> bool:
+        return cls.may_fire.__func__ is not Rule.may_fire.__func__  # type: ignore[attr-defined]
 
     @classmethod
     def node_types(cls) -> dict[type, str]:

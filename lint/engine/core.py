@@ -119,6 +119,8 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
                  apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
                  versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
+    if gate:
+        triggered = candidates(source, path, triggered)
     if not triggered:
         error = _syntax_error(source, path) if check_syntax else None
         return LintResult([error] if error else [])
@@ -126,6 +128,24 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
     return run_rules(parsed, source, path, triggered, apply_noqa, versions)
+
+
+def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
+    """The rules whose pre-check on CPython's `ast` says they may fire (odelint.analysis.sketch).
+
+    Files CPython cannot parse keep every rule: LibCST, which judges newer syntax, decides."""
+    if not any(issubclass(rule, Rule) and rule.has_precheck() for rule in rules):
+        return list(rules)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(source, filename=path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return list(rules)
+    from odelint.analysis.sketch import Sketch
+
+    sketch = Sketch(tree, path)
+    return [rule for rule in rules if not issubclass(rule, Rule) or rule.may_fire(sketch)]
 
 
 def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cst.Module | Finding:
@@ -291,6 +311,7 @@ def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python:
                   versions: Mapping[str, Version | None] = NO_VERSIONS):
     """Like lint_source, but also hands back the parsed module the findings point into."""
     rules = [rule for rule in rules_for(path, codes, python) if issubclass(rule, Rule) and rule.triggered_by(source)]
+    rules = candidates(source, path, rules) if python else rules
     if not python or not rules:
         result = lint_source(source, path, codes, python, versions=versions)
         return None, result.findings, result.crashes

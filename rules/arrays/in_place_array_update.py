@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.arrays import is_jax_array
 from odelint.analysis.calls import source_of
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 # augmented operator (LibCST's class name) -> the `.at[...]` method that does the same, and
 # whether the value is negated
@@ -65,6 +70,10 @@ class InPlaceArrayUpdate(Rule):
     triggers = (("jax", "]"),)
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL701"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return any(sketch.may_be_array(store.value) for store in sketch.subscript_stores)
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         for target in node.targets:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import source_of
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 DEBUG_PRINT = "jax.debug.print"
 
@@ -57,6 +63,11 @@ class PrintOfTracedValue(Rule):
     triggers = traced_triggers("print")
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL703"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return any(isinstance(node.func, ast.Name) and node.func.id == "print"
+                   for node in sketch.nodes_in(sketch.traced_functions(), ast.Call))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         builtin = isinstance(node.func, cst.Name) and node.func.value == "print"

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import source_of
 from odelint.analysis.keys import key_uses
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 
 class PrngKeyReuse(Rule):
@@ -53,6 +60,22 @@ class PrngKeyReuse(Rule):
     summary = "A PRNG key is consumed twice, or a constant key is made inside a loop"
     triggers = (("random",), ("Key",))  # jax.random, or a key annotation (PRNGKeyArray, Key[...])
     fixtures = "tests/fixtures/ODL704"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        consumers: dict[tuple[int, str], int] = {}
+        for call in sketch.calls:
+            key = _key_argument(sketch, call)
+            if key is not None:
+                if sketch.in_loop(call):
+                    return True
+                where = (id(sketch.enclosing_function(call)), key)
+                consumers[where] = consumers.get(where, 0) + 1
+                if consumers[where] > 1:
+                    return True
+            elif any(jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and sketch.in_loop(call):
+                return True
+        return False
 
     def visit_Module(self, node: cst.Module, site) -> None:
         uses = key_uses(self.facts)
@@ -145,3 +168,14 @@ class PrngKeyReuse(Rule):
                 return [jax.random.normal(jax.random.fold_in(jax.random.key(999), m), (3,)) for m in range(n)]
         """),
     )
+
+
+def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:
+    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`)."""
+    for keyword in call.keywords:
+        if keyword.arg == "key" and isinstance(keyword.value, ast.Name):
+            return keyword.value.id
+    if call.args and isinstance(call.args[0], ast.Name) and any(
+            jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
+        return call.args[0].id
+    return None

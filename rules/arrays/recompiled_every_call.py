@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.facts import Kind
@@ -10,6 +13,9 @@ from odelint.analysis.loops import loops
 from odelint.analysis.reach import enclosing_function
 from odelint.analysis.scopes import FUNCTION, Site
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 _FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
 
@@ -62,6 +68,17 @@ class RecompiledEveryCall(Rule):
     summary = "jax.jit / eqx.filter_jit recompiles on every loop iteration or call"
     triggers = (("jit",), ("pmap",))
     fixtures = "tests/fixtures/ODL709"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        if sketch.has_loops and sketch.refers_to(*_FILTERED):
+            return True  # a Python number of a loop passed to a filter_jit function
+        for call in sketch.calls_to(COMPILING):
+            if call.args and isinstance(call.args[0], (ast.Lambda, ast.Call, ast.Name)) and sketch.repeats(call):
+                return True
+        return any(sketch.repeats(function) for function in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
+                   if any(sketch.qualnames(node) & COMPILING for decorator in function.decorator_list
+                          for node in ast.walk(decorator) if isinstance(node, (ast.Name, ast.Attribute))))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.traced_by(site) is not None:

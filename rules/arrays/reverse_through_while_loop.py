@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, source_of
@@ -10,6 +13,9 @@ from odelint.analysis.facts import loaded_names
 from odelint.analysis.reverse import reverse_differentiated_by
 from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 _RECIPE = ("use `lax.scan` with a static length, `lax.fori_loop` with Python-int bounds, or "
            "`eqx.internal.while_loop(..., kind=\"checkpointed\", max_steps=...)`")
@@ -66,6 +72,12 @@ class ReverseThroughWhileLoop(Rule):
     summary = "Reverse-mode differentiation through lax.while_loop or a fori_loop with traced bounds"
     triggers = (("while_loop",), ("fori_loop",))
     fixtures = "tests/fixtures/ODL711"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        loops = {"jax.lax.while_loop", "jax.lax.fori_loop"}
+        return any(sketch.qualnames(node.func) & loops
+                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope)

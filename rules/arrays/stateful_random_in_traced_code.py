@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, source_of
@@ -9,6 +12,9 @@ from odelint.analysis.facts import Kind
 from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 _STATEFUL = ("numpy.random.", "random.")
 
@@ -53,6 +59,12 @@ class StatefulRandomInTracedCode(Rule):
     summary = "NumPy/Python random numbers, or a key made outside, used inside traced code"
     triggers = traced_triggers("random")
     fixtures = "tests/fixtures/ODL705"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return any(name.startswith(_STATEFUL) or jax_api.consumes_key(name)
+                   for node in sketch.nodes_in(sketch.traced_functions(), ast.Call)
+                   for name in sketch.qualnames(node.func))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""

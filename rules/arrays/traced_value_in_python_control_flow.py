@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.arrays import traced_array
 from odelint.analysis.calls import positional_args, source_of
@@ -9,6 +12,9 @@ from odelint.analysis.facts import loaded_names
 from odelint.analysis.scopes import Site
 from odelint.api.rule import FileContext, Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 # builtins that need a concrete value -> the error they raise on a tracer
 _CONVERSIONS = {"bool": "TracerBoolConversionError", "int": "ConcretizationTypeError",
@@ -70,6 +76,10 @@ class TracedValueInPythonControlFlow(Rule):
     summary = "Python control flow or bool()/int() on a traced value"
     triggers = traced_triggers()
     fixtures = "tests/fixtures/ODL702"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return any(_tests_truth(node) for node in sketch.nodes_in(sketch.traced_functions(), *_TRUTH_TESTS))
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
@@ -207,6 +217,18 @@ class TracedValueInPythonControlFlow(Rule):
                     return bool(x)
         """),
     )
+
+
+_TRUTH_TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.UnaryOp, ast.Call)
+
+
+def _tests_truth(node: ast.AST) -> bool:
+    """Could this `ast` node take a truth value or convert a value (the pre-check's question)?"""
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not)
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS
+    return True
 
 
 def _membership(value: cst.BaseExpression) -> bool:

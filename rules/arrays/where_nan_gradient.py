@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis import jax_api
@@ -11,6 +13,9 @@ from odelint.analysis.intervals import INF, guard, number
 from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 WHERE = frozenset({"jax.numpy.where", "jax.lax.select"})
 _DIVISION = jax_api.Singular("/", ((0.0, 0.0),), 1.0, (1,))
@@ -63,6 +68,11 @@ class WhereNanGradient(Rule):
     triggers = (("where",), ("select",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL706"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return any(len(call.args) == 3 and not call.keywords and isinstance(call.args[0], ast.Compare)
+                   for call in sketch.calls_to(WHERE))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) not in WHERE:

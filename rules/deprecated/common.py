@@ -4,6 +4,7 @@ the file (names resolved through imports and aliases) and builds their fixes."""
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis.calls import source_of
@@ -11,6 +12,9 @@ from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Rule
 from odelint.rules.deprecated.table import DeprecatedApi, rows_for
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 # The handlers that catch what an old import or attribute raises: code inside such a `try`
 # is a compatibility shim that already copes with the removal.
@@ -20,6 +24,11 @@ _CATCHES_ATTRIBUTE = frozenset({"AttributeError", "Exception", "BaseException"})
 
 class DeprecatedApiRule(Rule):
     """Serves the rows of deprecated_apis.toml whose code is this rule's code."""
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return any(sketch.imports(row.name) or (row.match != "import" and row.name in sketch.referenced)
+                   for row in rows_for(cls.code))
 
     def __init__(self, context) -> None:
         super().__init__(context)

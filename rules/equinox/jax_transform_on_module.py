@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from odelint.analysis import transformed
 from odelint.analysis.calls import source_of
 from odelint.analysis.transformed import Application
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 # The transforms this rule checks, and what each raises on a function or string leaf
 # (measured on jax 0.10.2).
@@ -71,6 +76,10 @@ class JaxTransformOnModule(TransformApplicationRule):
     triggers = (("jax",),)  # the module may come from diffrax, lineax, ... without "equinox" in the file
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL601"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return sketch.refers_to(*_FAILURES) and sketch.may_hold_modules()
 
     def check(self, application: Application) -> None:
         if application.qualname not in _FAILURES:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.classes import enclosing_class, is_module_class
 from odelint.analysis.scopes import CLASS, Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 # Bases that declare no dataclass fields.
 _FIELDLESS_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC"})
@@ -58,6 +63,10 @@ class ModuleMutation(Rule):
     triggers = (("equinox",), ("diffrax",), ("lineax",), ("optimistix",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL604"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return sketch.may_hold_modules()
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         if len(node.targets) == 1:

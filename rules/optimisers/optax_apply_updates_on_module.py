@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.optimisers.common import module_fault
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 
 class OptaxApplyUpdatesOnModule(Rule):
@@ -48,6 +53,10 @@ class OptaxApplyUpdatesOnModule(Rule):
     triggers = (("optax",),)  # the module class may come from another file of the project
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL204"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return bool(sketch.calls_to(("optax.apply_updates", "optax.transforms.apply_updates"))) and sketch.may_hold_modules()
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) not in ("optax.apply_updates", "optax.transforms.apply_updates"):

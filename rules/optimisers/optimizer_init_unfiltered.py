@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.facts import method_call
@@ -9,6 +11,9 @@ from odelint.analysis.scopes import Site
 from odelint.api.finding import Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.optimisers.common import filter_fix, module_fault
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 
 class OptimizerInitUnfiltered(Rule):
@@ -61,6 +66,10 @@ class OptimizerInitUnfiltered(Rule):
     triggers = (("optax",),)  # the module class may come from another file of the project
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL201"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return sketch.may_hold_modules()
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "init")

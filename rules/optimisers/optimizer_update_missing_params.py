@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import keyword_arg, positional_args, source_of
@@ -10,6 +12,9 @@ from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.optimisers.common import filtered, needs_params
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 
 class OptimizerUpdateMissingParams(Rule):
@@ -53,6 +58,10 @@ class OptimizerUpdateMissingParams(Rule):
     triggers = tuple(("optax", "update", name) for name in sorted(jax_api.optax_need_params()))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL203"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return sketch.refers_to(*(f"optax.{name}" for name in jax_api.optax_need_params()))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "update")

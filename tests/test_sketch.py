@@ -1,0 +1,215 @@
+"""The `ast` sketch that rules' pre-checks read before any LibCST parse (odelint.analysis.sketch).
+
+Every answer may say "maybe" too often but never too rarely: tests/test_gate.py lints every
+fixture, program and example with and without the gate (pre-checks included) and expects the
+same findings; here each fact is pinned on small programs, in both directions.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+from odelint.analysis.sketch import Sketch
+from odelint.api.registry import rule_for as rule_by_code
+from odelint.engine.core import candidates, lint_source
+
+
+def sketch(code: str, path: str | None = None) -> Sketch:
+    return Sketch(ast.parse(textwrap.dedent(code)), path)
+
+
+def names(functions) -> set[str]:
+    return {getattr(f, "name", "lambda") for f in functions}
+
+
+# -- names ----------------------------------------------------------------------------------
+
+def test_names_resolve_through_imports_and_aliases() -> None:
+    s = sketch("""
+        import jax.numpy as jnp
+        from jax import random as jr
+        import equinox
+        where = jnp.where
+        Module = equinox.Module
+        where(x > 0, x, 0)
+        jr.normal(key)
+    """)
+    assert {"jax.numpy.where", "jax.random.normal", "equinox.Module"} <= s.referenced
+    assert s.refers_to("jax.numpy") and s.refers_to("equinox") and not s.refers_to("optax")
+    assert [ast.unparse(c) for c in s.calls_to({"jax.numpy.where"})] == ["where(x > 0, x, 0)"]
+
+
+def test_imports_name_modules_and_what_is_inside_them() -> None:
+    s = sketch("from jax.experimental import host_callback\nimport jax.config\n")
+    assert s.imports("jax.experimental.host_callback") and s.imports("jax.config")
+    assert not s.imports("jax.tree_map")
+
+
+# -- traced and differentiated code ---------------------------------------------------------
+
+def test_traced_functions_follow_roots_calls_and_wrappers() -> None:
+    s = sketch("""
+        import jax
+        from jax import lax
+
+        def helper(x):
+            return x
+
+        def body(c, x):
+            return helper(c), x
+
+        def step(x):
+            return lax.scan(body, x, None, length=3)
+
+        fast = jax.jit(step)
+
+        @jax.vmap
+        def mapped(x):
+            return x
+
+        def host(x):
+            return x
+    """)
+    assert names(s.traced_functions()) == {"step", "body", "helper", "mapped"}
+    assert names(s.differentiated_functions()) == set()
+
+
+def test_instances_called_in_traced_code_run_their_call_method() -> None:
+    s = sketch("""
+        import jax
+
+        class Net:
+            def __call__(self, x):
+                return x
+
+        class Unused:
+            def __call__(self, x):
+                return x
+
+        def loss(model: Net, x):
+            return model(x)
+
+        jax.grad(loss)(Net(), 1.0)
+    """)
+    assert names(s.differentiated_functions()) == {"loss", "__call__"}
+    assert len(s.differentiated_functions()) == 2  # Net.__call__ only: Unused is never named
+
+
+def test_nodes_in_reached_functions_include_nested_code_once() -> None:
+    s = sketch("""
+        import jax
+
+        @jax.jit
+        def f(x):
+            def inner(y):
+                print(y)
+            print(x)
+            return inner(x)
+    """)
+    prints = [n for n in s.nodes_in(s.traced_functions(), ast.Call) if ast.unparse(n.func) == "print"]
+    assert len(prints) == 2
+
+
+# -- loops, arrays, modules -----------------------------------------------------------------
+
+def test_repeats_sees_loops_and_functions_called_in_loops() -> None:
+    s = sketch("""
+        import jax
+
+        def make(x):
+            return jax.jit(lambda y: y)(x)
+
+        def once(x):
+            return jax.jit(lambda y: y)(x)
+
+        for i in range(3):
+            make(i)
+        [jax.jit(abs) for _ in range(2)]
+    """)
+    jits = sorted(s.calls_to({"jax.jit"}), key=lambda call: call.lineno)
+    assert [s.repeats(call) for call in jits] == [True, False, True]
+
+
+def test_may_be_array_rules_out_plain_containers_and_other_libraries() -> None:
+    s = sketch("""
+        import numpy as np
+        import jax.numpy as jnp
+
+        table = {}
+        buffer = np.zeros(3)
+        counts = dict()
+        weights = jnp.zeros(3)
+
+        def update(values: jnp.ndarray, n):
+            return values
+
+        def never_called(labels):
+            return labels
+
+        update(weights, 1)
+    """)
+    name = lambda text: ast.parse(text, mode="eval").body
+    assert not s.may_be_array(name("table")) and not s.may_be_array(name("buffer"))
+    assert not s.may_be_array(name("counts")) and not s.may_be_array(name("labels"))  # no call site passes one
+    assert s.may_be_array(name("weights")) and s.may_be_array(name("values")) and s.may_be_array(name("n"))
+    assert s.may_be_array(name("weights[0]")) and not s.may_be_array(name("table['a']"))
+
+
+def test_may_hold_modules_looks_at_the_project_files_imported(tmp_path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text("import equinox as eqx\n\nclass Net(eqx.Module):\n    w: int\n")
+    (tmp_path / "data.py").write_text("import numpy as np\n\ndef load():\n    return np.zeros(3)\n")
+    train = tmp_path / "train.py"
+    assert sketch("from model import Net\n", str(train)).may_hold_modules()
+    assert not sketch("from data import load\nimport jax\n", str(train)).may_hold_modules()
+    assert sketch("import diffrax\nsolver = diffrax.Tsit5()\n").may_hold_modules()
+
+
+# -- the engine's use of it -----------------------------------------------------------------
+
+PLAIN_JAX = """
+import jax
+import jax.numpy as jnp
+
+
+def loss(w, x):
+    return jnp.sum((w * x) ** 2)
+
+
+grad = jax.grad(loss)
+print(jax.jit(grad)(jnp.ones(3), jnp.ones(3)))
+"""
+
+
+def test_a_jax_file_with_no_candidate_is_not_parsed_by_libcst() -> None:
+    assert not lint_source(PLAIN_JAX, "plain.py").parsed
+    assert lint_source(PLAIN_JAX, "plain.py", gate=False).parsed
+
+
+@pytest.mark.parametrize(("code", "rule"), [
+    ("import jax\n\n@jax.jit\ndef f(x):\n    if x > 0:\n        return x\n    return -x\n", "ODL702"),
+    ("import jax\n\n@jax.jit\ndef f(x):\n    print(x)\n    return x\n", "ODL703"),
+    ("import jax\nk = jax.random.PRNGKey(0)\na = jax.random.normal(k)\nb = jax.random.normal(k)\n", "ODL704"),
+    ("import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.0\n", "ODL701"),
+])
+def test_candidates_keep_the_rule_that_can_fire(code: str, rule: str) -> None:
+    chosen = {r.code for r in candidates(code, "f.py", [rule_by_code(rule)])}
+    assert chosen == {rule}
+    assert rule in {f.code for f in lint_source(code, "f.py").findings}
+
+
+@pytest.mark.parametrize(("code", "rule"), [
+    ("import jax\n\ndef f(x):\n    if x > 0:\n        return x\n    return -x\n", "ODL702"),
+    ("import jax\n\ndef f(x):\n    print(x)\n    return x\n", "ODL703"),
+    ("import jax\nk = jax.random.PRNGKey(0)\na = jax.random.normal(k)\n", "ODL704"),
+    ("import numpy as np\nimport jax\nx = np.zeros(3)\nx[0] = 1.0\n", "ODL701"),
+])
+def test_candidates_drop_the_rule_that_cannot(code: str, rule: str) -> None:
+    assert candidates(code, "f.py", [rule_by_code(rule)]) == []
+
+
+def test_text_cpython_cannot_parse_keeps_every_rule() -> None:
+    rule = rule_by_code("ODL702")
+    assert candidates("import jax\ndef broken(:\n", "f.py", [rule]) == [rule]
