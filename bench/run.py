@@ -149,9 +149,11 @@ CASES = {case.name: case for case in (
          ("{python}", "-m", "flake8", "--isolated", "--exit-zero", "{dir}")),
     Case("ruff", "`ruff check --no-cache` (reference)", "{cores} threads",
          ("{tools}/bin/ruff", "check", "--isolated", "--no-cache", "--exit-zero", "{dir}")),
+    Case("ruff-all", "`ruff check --no-cache --select ALL`", "{cores} threads",
+         ("{tools}/bin/ruff", "check", "--isolated", "--no-cache", "--select", "ALL", "--exit-zero", "{dir}")),
 )}
 SLOW = ("fixit", "metadata")
-BASE = ("odelint-cold", "odelint-cold-j1", "odelint-warm", "parse", "flake8", "flake8-odl", "ruff")
+BASE = ("odelint-cold", "odelint-cold-j1", "odelint-warm", "parse", "flake8", "flake8-odl", "ruff", "ruff-all")
 ON_SLOW_SLICE = ("fixit", "metadata", "odelint-cold", "parse")
 SCALING = ("odelint-cold", "odelint-warm")
 
