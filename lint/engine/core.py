@@ -119,12 +119,13 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
                  apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
                  versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
+    parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
     if gate:
-        triggered = candidates(source, path, triggered)
+        triggered, parses = _candidates(source, path, triggered)
     if not triggered:
-        error = _syntax_error(source, path) if check_syntax else None
+        error = _syntax_error(source, path) if check_syntax and not parses else None
         return LintResult([error] if error else [])
-    parsed = parse(source, path, parser)
+    parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
     return run_rules(parsed, source, path, triggered, apply_noqa, versions)
@@ -134,18 +135,23 @@ def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[
     """The rules whose pre-check on CPython's `ast` says they may fire (odelint.analysis.sketch).
 
     Files CPython cannot parse keep every rule: LibCST, which judges newer syntax, decides."""
+    return _candidates(source, path, rules)[0]
+
+
+def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> tuple[list[type[BaseRule]], bool]:
+    """The candidates, and whether CPython parsed the text (then it holds no syntax error)."""
     if not any(issubclass(rule, Rule) and rule.has_precheck() for rule in rules):
-        return list(rules)
+        return list(rules), False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             tree = ast.parse(source, filename=path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return list(rules)
+            return list(rules), False
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(tree, path)
-    return [rule for rule in rules if not issubclass(rule, Rule) or rule.may_fire(sketch)]
+    return [rule for rule in rules if not issubclass(rule, Rule) or rule.may_fire(sketch)], True
 
 
 def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cst.Module | Finding:

@@ -1,0 +1,103 @@
+"""The editor path through the real language server: wall time from a `didChange` to its
+`publishDiagnostics`, in a ~1,000-line buffer, every rule on.
+
+    python bench/editor_server.py [--edits 40]
+
+Starts `odelint server --debounce 0` over stdio, opens the buffer of bench/editor.py (odelint's
+own analysis modules: real code of ordinary shape), then appends a comment to a line inside a
+top-level function in the middle, one edit at a time, each as an incremental change, and waits
+for the diagnostics of that version. Prints min, median, p95 and max wall milliseconds. The
+first lint after opening is not counted (it parses the whole buffer once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from editor import buffer  # noqa: E402 - the same buffer as the in-process bench
+
+URI = "file:///bench/buffer.py"
+
+
+class Client:
+    """Just enough JSON-RPC over the server's pipes."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL)
+
+    def send(self, message: dict) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def receive(self) -> dict:
+        assert self.process.stdout is not None
+        length = 0
+        while (header := self.process.stdout.readline()) not in (b"\r\n", b""):
+            if header.lower().startswith(b"content-length:"):
+                length = int(header.split(b":")[1])
+        return json.loads(self.process.stdout.read(length))
+
+    def diagnostics(self, version: int) -> dict:
+        while True:
+            message = self.receive()
+            params = message.get("params") or {}
+            if message.get("method") == "textDocument/publishDiagnostics" and params.get("version") == version:
+                return params
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edits", type=int, default=40)
+    args = parser.parse_args()
+    command = [sys.executable, "-m", "odelint", "server", "--debounce", "0"]
+    lines = buffer()
+    client = Client(command)
+    try:
+        client.send({"id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": None, "capabilities": {}}})
+        while client.receive().get("id") != 1:
+            pass
+        client.send({"method": "initialized", "params": {}})
+        client.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": URI, "languageId": "python", "version": 0, "text": "".join(lines)}}})
+        first = client.diagnostics(0)
+        middle = next(i for i in range(len(lines) // 2, len(lines)) if lines[i].startswith("    return ")
+                      and lines[i - 1].startswith("    "))
+        samples = []
+        for edit in range(1, args.edits + 1):
+            end = len(lines[middle].rstrip("\n"))
+            comment = f"  # edit {edit}"
+            lines[middle] = lines[middle].rstrip("\n") + comment + "\n"
+            change = {"range": {"start": {"line": middle, "character": end},
+                                "end": {"line": middle, "character": end}}, "text": comment}
+            start = time.monotonic()
+            client.send({"method": "textDocument/didChange", "params": {
+                "textDocument": {"uri": URI, "version": edit}, "contentChanges": [change]}})
+            result = client.diagnostics(edit)
+            samples.append((time.monotonic() - start) * 1000)
+    finally:
+        client.close()
+    samples.sort()
+    p95 = samples[min(len(samples) - 1, round(0.95 * (len(samples) - 1)))]
+    print(f"{len(lines)} lines, {len(first['diagnostics'])} diagnostics first, {len(result['diagnostics'])} after; "
+          f"{args.edits} edits through the server: min {samples[0]:.0f} ms, median {statistics.median(samples):.0f} ms, "
+          f"p95 {p95:.0f} ms, max {samples[-1]:.0f} ms wall")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
