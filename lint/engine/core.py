@@ -80,19 +80,21 @@ def rules_for(path: str, codes: Collection[str] | None, python: bool) -> list[ty
 def lint_source(source: str, path: str, codes: Collection[str] | None = None,
                 python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True,
                 parser: IncrementalParser | None = None, versions: Mapping[str, Version | None] = NO_VERSIONS,
-                ) -> LintResult:
+                tree: ast.Module | None = None) -> LintResult:
     """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
 
     `python` says whether the text is Python; by default it is guessed from the name.
     `apply_noqa=False` leaves `# noqa` to a host that reads it itself (flake8).
     `gate=False` runs every rule whatever its triggers (to test that the gate misses nothing).
     `parser` keeps one document's previous tree (the editor) to re-parse only what changed.
-    `versions` are the JAX stack's target versions rules may read (FileContext.versions)."""
+    `versions` are the JAX stack's target versions rules may read (FileContext.versions).
+    `tree` is CPython's `ast` of the text when a host already has it (flake8): the pre-checks
+    read it instead of parsing again."""
     python = is_python_file(path) if python is None else python
     rules = rules_for(path, codes, python)
     if python:
         return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate,
-                            parser, versions)
+                            parser, versions, tree)
     return _lint_text(source, path, rules, apply_noqa, gate, versions)
 
 
@@ -117,11 +119,11 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
 
 def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool,
                  apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
-                 versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
+                 versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
     if gate:
-        triggered, parses = _candidates(source, path, triggered)
+        triggered, parses = _candidates(source, path, triggered, tree)
     if not triggered:
         error = _syntax_error(source, path) if check_syntax and not parses else None
         return LintResult([error] if error else [])
@@ -138,16 +140,18 @@ def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[
     return _candidates(source, path, rules)[0]
 
 
-def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> tuple[list[type[BaseRule]], bool]:
+def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
+                tree: ast.Module | None = None) -> tuple[list[type[BaseRule]], bool]:
     """The candidates, and whether CPython parsed the text (then it holds no syntax error)."""
     if not any(issubclass(rule, Rule) and rule.has_precheck() for rule in rules):
         return list(rules), False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            tree = ast.parse(source, filename=path)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return list(rules), False
+    if tree is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                tree = ast.parse(source, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return list(rules), False
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(tree, path)

@@ -9,6 +9,7 @@ flake8 runs with `--disable-noqa`.
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import sys
@@ -27,8 +28,8 @@ def _resolver(cwd: str) -> ConfigResolver:
 
 
 class Flake8Plugin:
-    """A flake8 tree plugin (flake8 classifies plugins by their parameter names; `tree` is
-    unused: the engine parses with LibCST)."""
+    """A flake8 tree plugin (flake8 classifies plugins by their parameter names): flake8's
+    `ast` tree feeds the rules' pre-checks; the rules themselves run on LibCST."""
 
     name = "odelint"
     version = __version__
@@ -38,7 +39,8 @@ class Flake8Plugin:
     def parse_options(cls, options: object) -> None:
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
 
-    def __init__(self, tree: object, lines: list[str], filename: str) -> None:
+    def __init__(self, tree: ast.Module, lines: list[str], filename: str) -> None:
+        self.tree = tree
         self.lines = lines
         self.filename = filename
 
@@ -46,7 +48,8 @@ class Flake8Plugin:
         settings = _resolver(os.getcwd()).for_path(self.filename)
         codes = settings.enabled(self.filename) - {SyntaxErrorRule.code}
         source = "".join(self.lines)
-        result = lint_source(source, self.filename, codes, python=True, apply_noqa=False)
+        tree = self.tree if isinstance(self.tree, ast.Module) else None
+        result = lint_source(source, self.filename, codes, python=True, apply_noqa=False, tree=tree)
         findings = (result.findings if self.disable_noqa
                     else noqa.unsuppressed(result.findings, source, line_level=False))
         for crash in result.crashes:
