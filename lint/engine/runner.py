@@ -212,6 +212,9 @@ def _run_tasks(tasks: Sequence[Task], jobs: int, progress: Progress | None = Non
             progress.close()
 
 
+_YOUNG_COLLECTION = 100_000  # allocations between collections of the youngest generation
+
+
 def _fewer_collections() -> None:
     """Parsing creates millions of objects; with the default thresholds the cyclic collector
     runs thousands of times per file and re-scans everything still alive (measured: 15% of a
@@ -219,8 +222,9 @@ def _fewer_collections() -> None:
     the scans (forked workers inherit that), and young objects are collected less often."""
     import gc
 
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
+    if gc.get_threshold()[0] < _YOUNG_COLLECTION:  # once per process (`--watch` runs again)
+        gc.freeze()
+        gc.set_threshold(_YOUNG_COLLECTION, 50, 100)
 
 
 def _reported(outcome: Outcome, index: int, total: int, progress: Progress | None) -> Outcome:
