@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import source_of
 from odelint.analysis.differentiation import STOP_GRADIENT, callbacks, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Scope, Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import FileContext, Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 # keywords of the callback functions themselves, not forwarded to the callback
 _OWN_KEYWORDS = frozenset({"sharding", "vmap_method", "vectorized", "ordered", "result_shape_dtypes"})
@@ -69,6 +75,12 @@ class CallbackWithoutStopGradient(Rule):
                      for transform in ("grad", "jvp", "vjp", "jac", "hessian", "linearize", "ProgressMeter"))
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL301"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """A host callback called in code that may run under differentiation."""
+        return any(sketch.qualnames(node.func) & callbacks().keys()  # type: ignore[attr-defined]
+                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

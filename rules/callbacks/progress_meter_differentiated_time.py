@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import argument_at, calls_within, keyword_arg, source_of
 from odelint.analysis.classes import method_of, named_class
 from odelint.analysis.differentiation import Differentiation, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Binding, Scope, Site
+from odelint.analysis.sketch_calls import keyword
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 _NO_METER = "diffrax.NoProgressMeter"
 
@@ -66,6 +72,11 @@ class ProgressMeterDifferentiatedTime(Rule):
     summary = "A progress meter on a solve differentiated with respect to t0 or t1"
     triggers = (("diffrax", "progress_meter"),)
     fixtures = "tests/fixtures/ODL302"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """Only a `diffeqsolve` call given a `progress_meter=` is checked."""
+        return any(keyword(call, "progress_meter") is not None for call in sketch.calls_to(("diffrax.diffeqsolve",)))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) != "diffrax.diffeqsolve":

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import argument_at, positional_args, source_of
 from odelint.analysis.classes import instance_class, is_module_class, method_of
 from odelint.analysis.facts import loaded_names
 from odelint.analysis.scopes import Site
+from odelint.analysis.sketch_calls import keyword, only_defined, positional
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 # lax function -> its function arguments: (position, keyword, lambda parameters); None
 # parameters mean `lambda *a: f(*a)`; `branches` of switch is a list of such functions.
@@ -70,6 +77,17 @@ class CallablePytreeInControlFlow(Rule):
     triggers = tuple(("equinox", "lax", function) for function in ("while_loop", "fori_loop", "scan", "cond", "switch"))
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL401"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """A module may be in play, and some function slot of lax control flow gets neither a
+        lambda nor a name that only a `def` binds."""
+        if not sketch.may_hold_modules():
+            return False
+        given = [function for call in sketch.calls_to(SLOTS) for function in _slot_values(sketch, call)]
+        plain = only_defined(sketch, {node.id for node in given if isinstance(node, ast.Name)})
+        return any(not isinstance(node, ast.Lambda) and not (isinstance(node, ast.Name) and node.id in plain)
+                   for node in given)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
@@ -273,6 +291,19 @@ class CallablePytreeInControlFlow(Rule):
         """
         ),
     )
+
+
+def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
+    """What a call of lax control flow passes in its function slots (each branch of a list)."""
+    found = []
+    for qualname in sketch.qualnames(call.func) & SLOTS.keys():
+        for position, name, _ in SLOTS[qualname]:
+            value = keyword(call, name) or positional(call, position)
+            if isinstance(value, (ast.List, ast.Tuple)) and name == "branches":
+                found.extend(value.elts)
+            elif value is not None:
+                found.append(value)
+    return found
 
 
 def _wrap(function: cst.BaseExpression, params: tuple[str, ...] | None) -> cst.Lambda:

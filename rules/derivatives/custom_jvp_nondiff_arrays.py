@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of
 from odelint.analysis.classes import instance_class, method_of
 from odelint.analysis.facts import loaded_names
 from odelint.analysis.scopes import FUNCTION, LAMBDA, Binding, Site
+from odelint.analysis.sketch_calls import configures, keyword
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, assigned_from, positional_params, single_def
 
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
+
 CUSTOM = {"jax.custom_jvp": "jvp", "jax.custom_vjp": "vjp",
           "jax.custom_derivatives.custom_jvp": "jvp", "jax.custom_derivatives.custom_vjp": "vjp"}
+_CUSTOM_NAMES = frozenset(CUSTOM)
 PARTIALS = frozenset({"equinox.Partial", "jax.tree_util.Partial"})
 ARRAY_TYPES = frozenset({"jax.Array", "jax.numpy.ndarray", "jaxtyping.Array", "jaxtyping.PyTree"})
 ARRAY_MAKERS = ("jax.numpy.", "jax.random.")
@@ -132,6 +138,13 @@ class CustomJvpNondiffArrays(Rule):
     triggers = (("nondiff_arg", "custom_jvp"), ("nondiff_arg", "custom_vjp"))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL101"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """A definition needs `nondiff_argnums`/`nondiff_argnames` given to `jax.custom_jvp`/`vjp`,
+        directly or through `functools.partial`."""
+        return any(keyword(call, "nondiff_argnums", "nondiff_argnames") is not None
+                   and configures(sketch, call, _CUSTOM_NAMES) for call in sketch.calls)
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -3,19 +3,28 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import tomllib
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from odelint.analysis.calls import argument_at, calls_within, keyword_arg
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Scope, Site
 
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
+
 DIFFEQSOLVE = "diffrax.diffeqsolve"
 SAVEAT_CLASSES = frozenset({"diffrax.SaveAt", "diffrax.SubSaveAt"})
+
+
+def solves(sketch: Sketch) -> list[ast.Call]:
+    """The calls that may be `diffrax.diffeqsolve`: every rule of the family reads one."""
+    return sketch.calls_to((DIFFEQSOLVE,))
 
 
 @functools.cache

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, api
+from odelint.rules.diffrax.common import Solve, api, solves
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 
 class Dt0NoneConstantStep(Rule):
@@ -49,6 +54,11 @@ class Dt0NoneConstantStep(Rule):
     summary = "dt0=None with the default or a constant step-size controller"
     triggers = (("diffeqsolve", "None"),)
     fixtures = "tests/fixtures/ODL802"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """Only a `diffeqsolve` call is checked."""
+        return bool(solves(sketch))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import keyword_arg, source_of
 from odelint.analysis.differentiation import FORWARD, REVERSE, differentiation
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Fix, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api
+from odelint.rules.diffrax.common import Setting, Solve, api, solves
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 _CUSTOM_VJP = "`TypeError: can't apply forward-mode autodiff (jvp) to a custom_vjp function.`"
 _WHILE_LOOP = ("`ValueError: Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
@@ -80,6 +86,13 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                      for transform in ("jacfwd", "jvp", "linearize", "hessian", "grad", "jacrev", "vjp"))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL804"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """A `diffeqsolve` call in code that may run under differentiation."""
+        calls = {id(call) for call in solves(sketch)}
+        return bool(calls) and any(id(node) in calls
+                                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

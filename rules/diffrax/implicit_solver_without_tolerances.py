@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, api
+from odelint.rules.diffrax.common import Solve, api, solves
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 
 class ImplicitSolverWithoutTolerances(Rule):
@@ -53,6 +58,11 @@ class ImplicitSolverWithoutTolerances(Rule):
     triggers = (("diffeqsolve", "ImplicitEuler"), ("diffeqsolve", "Kvaerno"), ("diffeqsolve", "KenCarp"),
                 ("diffeqsolve", "Sil3"))
     fixtures = "tests/fixtures/ODL803"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """Only a `diffeqsolve` call is checked."""
+        return bool(solves(sketch))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.differentiation import REVERSE, differentiation
 from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api, is_none
+from odelint.rules.diffrax.common import Setting, Solve, api, is_none, solves
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 
 class UnboundedMaxSteps(Rule):
@@ -62,6 +67,11 @@ class UnboundedMaxSteps(Rule):
     summary = "max_steps=None under reverse-mode differentiation, or with SaveAt(steps=...)/dense=True"
     triggers = (("diffeqsolve", "max_steps", "None"),)
     fixtures = "tests/fixtures/ODL801"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """Only a `diffeqsolve` call is checked."""
+        return bool(solves(sketch))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.scopes import Scope, Site
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, constructed
+from odelint.rules.diffrax.common import Solve, constructed, solves
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 # reductions that an `inf` entry turns into inf or nan (`min` is not among them: the padding
 # is +inf); as functions of jax.numpy / numpy, and as array methods
@@ -57,6 +62,11 @@ class UnmaskedStepOutputs(Rule):
     summary = "SaveAt(steps=True) outputs reduced without masking the inf padding"
     triggers = (("SaveAt", "steps", "diffeqsolve"),)
     fixtures = "tests/fixtures/ODL805"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """Padded outputs come only from a `diffeqsolve` call of the file."""
+        return bool(solves(sketch))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         reduced = self._reduced(node, site.scope)

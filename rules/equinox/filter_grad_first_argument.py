@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis import transformed
 from odelint.analysis.calls import keyword_arg, positional_args, source_of
@@ -11,6 +13,9 @@ from odelint.analysis.transformed import Application
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 _FILTER_GRADS = frozenset({"equinox.filter_grad", "equinox.filter_value_and_grad"})
 
@@ -60,6 +65,11 @@ class FilterGradFirstArgument(TransformApplicationRule):
     triggers = (("equinox", "filter_"),)
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL605"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """Only an application of `eqx.filter_grad`/`filter_value_and_grad` is checked."""
+        return sketch.refers_to(*_FILTER_GRADS)
 
     def check(self, application: Application) -> None:
         if application.qualname not in _FILTER_GRADS:

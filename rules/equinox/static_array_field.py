@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from odelint.analysis.calls import keyword_arg, source_of
 from odelint.analysis.classes import is_module_class
 from odelint.analysis.facts import Kind
 from odelint.analysis.scopes import CLASS, Site
+from odelint.analysis.sketch_calls import enclosing_class, keyword, may_be_module_class, may_declare_array
 from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
 
 _ARRAYS = (Kind.ARRAY, Kind.KEY)
 
@@ -61,6 +68,13 @@ class StaticArrayField(Rule):
     triggers = (("equinox", "static"),)
     fix_safety = None
     fixtures = "tests/fixtures/ODL603"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        """A static field of a class that may be a module, annotated with what may be an array
+        or in a class with an `__init__` (which may assign it one)."""
+        return any(_may_be_static(sketch, node) and _may_hold_array(sketch, node)
+                   for node in sketch.of_type(ast.AnnAssign))
 
     def visit_AnnAssign(self, node: cst.AnnAssign, site: Site) -> None:
         if site.scope.kind != CLASS or not isinstance(node.target, cst.Name) or not self._is_static(node.value, site):
@@ -142,6 +156,26 @@ class StaticArrayField(Rule):
                 mask: jax.Array = dataclasses.field(default=None)
         """),
     )
+
+
+def _may_be_static(sketch: Sketch, node: ast.AnnAssign) -> bool:
+    """`name: T = eqx.static_field()` or `= eqx.field(..., static=True)`."""
+    value = node.value
+    if not (isinstance(node.target, ast.Name) and isinstance(value, ast.Call)):
+        return False
+    names = sketch.qualnames(value.func)
+    static = keyword(value, "static")
+    return "equinox.static_field" in names or (
+        "equinox.field" in names and isinstance(static, ast.Constant) and static.value is True)
+
+
+def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:
+    """In the body of a class that may be a module, with an annotation that may declare an
+    array or key, or an `__init__` that may assign one."""
+    cls = enclosing_class(sketch, node)
+    return cls is not None and may_be_module_class(sketch, cls) and (
+        may_declare_array(sketch, node.annotation)
+        or any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in cls.body))
 
 
 def _init_value(facts, cls: cst.ClassDef, field: str) -> cst.BaseExpression | None:

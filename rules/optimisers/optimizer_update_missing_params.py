@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -61,7 +62,12 @@ class OptimizerUpdateMissingParams(Rule):
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        return sketch.refers_to(*(f"optax.{name}" for name in jax_api.optax_need_params()))
+        """An optimiser built from optax functions that need the params, and a call
+        `x.update(a, b)` of exactly two positional arguments."""
+        return sketch.refers_to(*(f"optax.{name}" for name in jax_api.optax_need_params())) and any(
+            isinstance(call.func, ast.Attribute) and call.func.attr == "update" and len(call.args) == 2
+            and not call.keywords and not any(isinstance(arg, ast.Starred) for arg in call.args)
+            for call in sketch.calls)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "update")

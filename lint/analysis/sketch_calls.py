@@ -1,0 +1,164 @@
+"""Call shapes, literals and Equinox classes of a sketched file, for the rules' pre-checks.
+
+Each function over-approximates what a rule's model code would find on the LibCST tree:
+`configures` a transform's options call (`jax.jit(f, static_argnums=1)`, `partial(jax.jit,
+...)`), `exact_string` a string the LibCST tree holds as one literal, `may_be_module_class` a
+class whose bases may make it an Equinox module (`Facts.is_module_class`), `may_name_module`
+a name some binding of which may hold a module (`Facts.kind`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from odelint.analysis import jax_api
+from odelint.analysis.sketch_modules import _NEVER_PROJECT
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
+
+UNHASHABLE_LITERALS = (ast.List, ast.ListComp, ast.Dict, ast.DictComp, ast.Set, ast.SetComp)
+_PARTIAL = "functools.partial"
+
+
+def keyword(call: ast.Call, *names: str) -> ast.expr | None:
+    """The value of the first of these keywords the call passes."""
+    for given in call.keywords:
+        if given.arg in names:
+            return given.value
+    return None
+
+
+def positional(call: ast.Call, position: int) -> ast.expr | None:
+    """The argument at `position`, if no `*args` comes before it (then it is unknown)."""
+    if len(call.args) <= position or any(isinstance(arg, ast.Starred) for arg in call.args[:position + 1]):
+        return None
+    return call.args[position]
+
+
+def configures(sketch: Sketch, call: ast.Call, transforms: frozenset[str]) -> bool:
+    """Is `call` one of these transforms called with options, directly (`jax.jit(f, ...)`,
+    `jax.jit(static_argnums=1)`) or through `functools.partial(jax.jit, ...)`?"""
+    if sketch.qualnames(call.func) & transforms:
+        return True
+    first = call.args[0] if call.args else None
+    return (_PARTIAL in sketch.qualnames(call.func) and first is not None
+            and bool(sketch.qualnames(first) & transforms))
+
+
+def exact_string(sketch: Sketch, node: ast.AST) -> str | None:
+    """The value of a string constant that LibCST reads as one `SimpleString`: not a part
+    of an f-string, nor implicitly concatenated (`"a" "b"` takes at least four quotes, so a
+    literal one line long and at most three characters longer than its value is one piece)."""
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return None
+    if isinstance(sketch.parent(node), ast.JoinedStr) or node.end_lineno != node.lineno:
+        return None
+    width = (node.end_col_offset or 0) - node.col_offset
+    return node.value if width <= len(node.value) + 3 else None
+
+
+def may_be_module_class(sketch: Sketch, cls: ast.ClassDef, seen: frozenset[int] = frozenset()) -> bool:
+    """May `Facts.is_module_class` hold: a base from Equinox or a library of modules, a class
+    of another project file, or a class of this file that may itself be a module?"""
+    if id(cls) in seen:
+        return False
+    for base in cls.bases:
+        if any(_may_name_module_type(name) for name in sketch.qualnames(base)):
+            return True
+        if isinstance(base, ast.Name) and any(may_be_module_class(sketch, parent, seen | {id(cls)})
+                                              for parent in sketch.classes.get(base.id, ())):
+            return True
+    return False
+
+
+def _may_name_module_type(qualname: str) -> bool:
+    """`Facts.module_type` of a dotted name: Equinox, a library's module, or a project file's class."""
+    top = qualname.lstrip(".").split(".")[0]
+    return (top == "equinox" or jax_api.is_library_module(qualname)
+            or ("." in qualname.lstrip(".") and top not in _NEVER_PROJECT))
+
+
+def may_declare_array(sketch: Sketch, annotation: ast.expr) -> bool:
+    """May `Facts.annotation_kind` find an array or key here: a string, or a name from the
+    annotation tables (`numpy.ndarray` among them) anywhere in it."""
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return True
+        if isinstance(node, (ast.Name, ast.Attribute)) and any(
+                jax_api.annotation_kind(name) in ("array", "key") for name in sketch.qualnames(node)):
+            return True
+    return False
+
+
+def enclosing_class(sketch: Sketch, node: ast.AST) -> ast.ClassDef | None:
+    """The class whose body `node` is in (not inside a function of it)."""
+    current = sketch.parent(node)
+    while current is not None and not isinstance(current, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef,
+                                                           ast.Lambda)):
+        current = sketch.parent(current)
+    return current if isinstance(current, ast.ClassDef) else None
+
+
+def may_name_module(sketch: Sketch, name: str, called: frozenset[str]) -> bool:
+    """May `Facts.kind` find the name `name` to be an Equinox module? Some binding of it must:
+    a parameter (annotated, the `self` of a class that may be a module, or of a function the
+    file calls by name: `called`, for `Facts._param_kind`), an annotated assignment, or an
+    assignment of a value that may be a module (not a literal, lambda or arithmetic)."""
+    if any(_may_hold_module(value) for value in sketch.assigned(name)):
+        return True
+    if any(isinstance(node.target, ast.Name) and node.target.id == name
+           for node in sketch.of_type(ast.AnnAssign)):  # type: ignore[attr-defined]
+        return True
+    return any(_param_may_be_module(sketch, function, name, called) for function in _functions(sketch))
+
+
+def called_names(sketch: Sketch) -> frozenset[str]:
+    """Every plain name the file reads (a function `Facts.callee` can resolve is called by one)."""
+    return frozenset(node.id for node in sketch.of_type(ast.Name))  # type: ignore[attr-defined]
+
+
+def _functions(sketch: Sketch) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
+    for functions in sketch.defs.values():
+        yield from functions
+    yield from sketch.of_type(ast.Lambda)  # type: ignore[misc]
+
+
+def _param_may_be_module(sketch: Sketch, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                         name: str, called: frozenset[str]) -> bool:
+    arguments = function.args
+    ordered = [*arguments.posonlyargs, *arguments.args]
+    for param in (*ordered, *arguments.kwonlyargs):
+        if param.arg != name:
+            continue
+        if param.annotation is not None or getattr(function, "name", None) in called:
+            return True
+        owner = enclosing_class(sketch, function)
+        if ordered and param is ordered[0] and owner is not None and may_be_module_class(sketch, owner):
+            return True
+    return False
+
+
+def _may_hold_module(value: ast.expr) -> bool:
+    """Can `Facts.kind` make this assigned value a module (a name, call, attribute or item,
+    also as an element of a tuple that is unpacked)?"""
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return any(_may_hold_module(element) for element in value.elts)
+    return isinstance(value, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))
+
+
+def only_defined(sketch: Sketch, names: Iterable[str]) -> frozenset[str]:
+    """Those of `names` that the file binds by `def` and in no other way (no assignment,
+    parameter, import, class, loop or `with` target), so that they always name a function."""
+    rebound = {node.id for node in sketch.of_type(ast.Name)  # type: ignore[attr-defined]
+               if not isinstance(node.ctx, ast.Load)}  # type: ignore[attr-defined]
+    rebound.update(arg.arg for arg in sketch.of_type(ast.arg))  # type: ignore[attr-defined]
+    rebound.update(sketch.classes)
+    for node in sketch.of_type(ast.Import, ast.ImportFrom):
+        rebound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)  # type: ignore[attr-defined]
+    rebound.update(node.name for node in sketch.of_type(ast.ExceptHandler, ast.MatchAs, ast.MatchStar)  # type: ignore[attr-defined]
+                   if node.name)  # type: ignore[attr-defined]
+    rebound.update(node.rest for node in sketch.of_type(ast.MatchMapping) if node.rest)  # type: ignore[attr-defined]
+    return frozenset(name for name in names if name in sketch.defs and name not in rebound)

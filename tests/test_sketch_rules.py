@@ -1,0 +1,196 @@
+"""The pre-checks of ODL101, 203, 301, 302, 401, 603-605, 707, 708 and 801-805, pinned both
+ways: code the rule reports keeps the rule, similar code it cannot report on drops it."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from odelint.api.registry import rule_for
+from odelint.engine.core import candidates, lint_source
+
+
+def _code(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+FIRES = [
+    ("ODL707", """
+        import jax.numpy as jnp
+        x = jnp.zeros(3, dtype=jnp.float64)
+    """),
+    ("ODL707", """
+        import jax
+        import jax.numpy as jnp
+        ts = jnp.linspace(0.0, 1.0, 11)
+        jax.config.update("jax_enable_x64", True)
+    """),
+    ("ODL708", """
+        from functools import partial
+        import jax
+        @partial(jax.jit, static_argnums=1)
+        def tile(x, reps):
+            return x
+        tile(1.0, [2, 3])
+    """),
+    ("ODL708", """
+        import equinox as eqx
+        f = eqx.filter_jit(lambda x: x, static_argnums=0)
+    """),
+    ("ODL604", """
+        import equinox as eqx
+        class Net(eqx.Module):
+            w: float
+            def __init__(self):
+                self.w = 1.0
+                self.b = 2.0
+    """),
+    ("ODL604", """
+        import equinox as eqx
+        import jax
+        model = eqx.nn.Linear(2, 1, key=jax.random.PRNGKey(0))
+        model.weight = 0.0
+    """),
+    ("ODL603", """
+        import equinox as eqx
+        import numpy as np
+        class Net(eqx.Module):
+            table: np.ndarray = eqx.field(static=True)
+    """),
+    ("ODL605", """
+        import equinox as eqx
+        def loss(model, x):
+            return model(x)
+        eqx.filter_grad(loss)(model=1, x=2)
+    """),
+    ("ODL101", """
+        import functools
+        import jax
+        import equinox as eqx
+        @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+        def apply(f, y):
+            return f(y)
+        def run(key, y):
+            return apply(eqx.nn.MLP(2, 2, 4, 1, key=key), y)
+    """),
+    ("ODL401", """
+        import equinox as eqx
+        import jax
+        class Step(eqx.Module):
+            w: jax.Array
+            def __call__(self, c, x):
+                return c, x
+        def run(step: Step, xs):
+            return jax.lax.scan(step, 0.0, xs)
+    """),
+    ("ODL203", """
+        import optax
+        opt = optax.adamw(1e-3)
+        updates, state = opt.update(grads, state)
+    """),
+    ("ODL802", """
+        import diffrax
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: y), diffrax.Tsit5(), 0.0, 1.0, None, 1.0)
+    """),
+]
+
+DROPS = [
+    # the flag is named in the file; NumPy's float64 makes no JAX array
+    ("ODL707", """
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        x = jnp.zeros(3, dtype=jnp.float64)
+    """),
+    ("ODL707", """
+        import numpy as np
+        x = np.zeros(3, dtype=np.float64).astype(np.float64)
+    """),
+    # static keywords, but only tuples and numbers reach the compiled function
+    ("ODL708", """
+        from functools import partial
+        import jax
+        @partial(jax.jit, static_argnums=1)
+        def tile(x, reps):
+            return x
+        tile(1.0, (2, 3))
+        print([1, 2])
+    """),
+    # `self.x = ...` in a class that cannot be a module; a module never assigned to
+    ("ODL604", """
+        import equinox as eqx
+        class Trainer:
+            def __init__(self):
+                self.step = 0
+            def advance(self):
+                self.step += 1
+        net = eqx.nn.Linear(2, 1, key=None)
+        config = {"a": 1}
+    """),
+    ("ODL603", """
+        import equinox as eqx
+        class Net(eqx.Module):
+            depth: int = eqx.field(static=True)
+    """),
+    ("ODL605", """
+        import equinox as eqx
+        f = eqx.filter_jit(lambda x: x)
+    """),
+    ("ODL101", """
+        import jax
+        @jax.custom_jvp
+        def f(x):
+            return x  # nondiff_argnums nowhere given
+    """),
+    ("ODL401", """
+        import equinox as eqx
+        import jax
+        def step(c, x):
+            return c, x
+        def run(xs):
+            jax.lax.cond(True, lambda: 0, lambda: 1)
+            return jax.lax.scan(step, 0.0, xs)
+    """),
+    ("ODL203", """
+        import optax
+        opt = optax.adamw(1e-3)
+        updates, state = opt.update(grads, state, params)
+    """),
+    ("ODL801", """
+        import diffrax
+        solver = diffrax.Tsit5()  # max_steps=None, but no diffeqsolve
+    """),
+    ("ODL804", """
+        import diffrax
+        import jax
+        def solve(y0):
+            return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: y), diffrax.Tsit5(), 0.0, 1.0, 0.1, y0)
+        jax.jit(solve)(1.0)  # compiled, never differentiated
+    """),
+    ("ODL301", """
+        import jax
+        def host(x):
+            return jax.pure_callback(print, x, x)
+        jax.grad(lambda y: y ** 2)(1.0)
+    """),
+    ("ODL302", """
+        import diffrax
+        import jax
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: y), diffrax.Tsit5(), 0.0, 1.0, 0.1, 1.0)
+        jax.grad(lambda t1: t1)(1.0)
+    """),
+]
+
+
+@pytest.mark.parametrize(("rule", "code"), FIRES)
+def test_precheck_keeps_code_the_rule_reports(rule: str, code: str) -> None:
+    source = _code(code)
+    assert candidates(source, "f.py", [rule_for(rule)]) == [rule_for(rule)]
+    assert rule in {f.code for f in lint_source(source, "f.py", codes={rule}).findings}
+
+
+@pytest.mark.parametrize(("rule", "code"), DROPS)
+def test_precheck_drops_code_the_rule_cannot_report(rule: str, code: str) -> None:
+    source = _code(code)
+    assert candidates(source, "f.py", [rule_for(rule)]) == []
+    assert rule not in {f.code for f in lint_source(source, "f.py", codes={rule}, gate=False).findings}
