@@ -1,121 +1,520 @@
-"""Which values of a sketched file the model could find to be JAX arrays (`Kind.ARRAY`).
+"""Which values of a sketched file the model could find to be JAX arrays, or traced.
 
-An over-approximation of `Facts.kind` for the pre-checks: a name is only an array if some
-assignment gives it a value that may be one, if an annotation from the JAX stack declares it,
-or if it is a parameter of a function the file calls by name (the model reads those call
-sites); an attribute only if some `x.attr = ...` may assign one or a field annotation declares
-it. Literals and the results of other libraries' calls (`np.zeros(3)`, `dict()`) are not.
+`may_be_array` over-approximates `Facts.kind(...) is Kind.ARRAY` (odelint.analysis.facts),
+following the model's own rules:
+- a name only if one of the bindings the model's lookup finds for it (in its scope, LEGB) may
+  be an array: an annotation that declares one (the
+  outer name, `jax.Array`, `Float[Array, "n"]`; a string declares nothing), an assignment of
+  a value that may be one (through tuple unpacking, and into the returns of a function of
+  this file: `a, b = f()`), or a parameter for which some call of its function by name (or
+  through a wrapper: `jax.jit(f)(x)`) may pass an array (`_param_kind`);
+- a call's result only if the function may be a JAX function returning arrays
+  (jax_api.returns_array), an array method of a value that may be an array (`x.sum()`,
+  `x.at[i].set(v)`), or a function of this file one of whose returns may be an array;
+- `x.T` (`.mT`, `.real`, `.imag`) only of an array; `obj.w` only if a class body declares
+  `w` an array or some `__init__` assigns `<name>.w` one at its top level (`_attribute_kind`);
+- `x[i]` only of an array (or `f()[0]` of a function returning one there); arithmetic only
+  with an operand that may be one; nothing else (literals, containers, comparisons, `a if c
+  else b`, lambdas, `for` targets).
+These facts feed each other (a parameter from an assigned name, a return from a parameter),
+so they are solved together: the least fixpoint, grown from the declarations.
+
+`may_be_traced` over-approximates `Facts.traced_value`: code that may run traced, holding a
+name its value depends on (`tracing.dynamic_names`) that is a parameter of a function that
+may be traced, or is assigned from a value depending on such a name.
+
+Both are answered by name first (every binding of a name anywhere in the file counts:
+cheap), and only where that says maybe by scope (`_Scopes`, one more walk of the file).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import functools
+from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+from odelint.analysis import jax_api
+from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
+from odelint.analysis.facts import _KIND_PRESERVING, function_wrappers
 
-_BUILTIN_PLAIN = frozenset({"dict", "list", "set", "frozenset", "tuple", "bytearray", "str", "int", "float", "bool",
-                            "len", "id", "type", "repr", "hash", "sorted", "range", "object", "getattr"})
-# Packages whose calls may return JAX arrays (or things the model cannot see through).
-_ARRAY_PACKAGES = frozenset({"jax", "jaxlib", "equinox", "diffrax", "lineax", "optimistix", "optax", "jaxtyping",
-                             "functools"})
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import FunctionNode, Sketch
+
+Path = tuple[int, ...]
+_VIEWS = frozenset({"T", "mT", "real", "imag"})  # attributes of an array that are arrays
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # fields of compound statements holding code
+_COMPREHENSIONS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 class SketchArrays:
+    """Each answer is the conjunction of two sound ones: names keyed by name (`_Names`), then,
+    only where that says maybe, by scope (`_Scopes`)."""
+
     def __init__(self, sketch: Sketch) -> None:
         self.sketch = sketch
-        self._bindings: _ArrayBindings | None = None
+        self._solutions: list[_Solution] = []
+        self._callees: dict[int, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
 
     def may_be_array(self, node: ast.expr) -> bool:
-        if isinstance(node, ast.Subscript):
-            return self.may_be_array(node.value)
-        if isinstance(node, ast.Attribute):
-            return (node.attr in ("T", "mT", "real", "imag") or node.attr in self._arrays().annotated
-                    or any(not self.plainly_not_array(value) for value in self._arrays().fields.get(node.attr, ())))
-        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
-            return any(self.may_be_array(side) for side in ast.iter_child_nodes(node) if isinstance(side, ast.expr))
-        if isinstance(node, (ast.Call, ast.Constant, ast.JoinedStr, ast.Tuple, ast.Dict, ast.Set, ast.DictComp,
-                             ast.ListComp, ast.SetComp, ast.Lambda)):
-            return not self.plainly_not_array(node)
-        if not isinstance(node, ast.Name):
-            return True
-        arrays = self._arrays()
-        return (node.id in arrays.annotated or node.id in arrays.parameters
-                or any(not self.plainly_not_array(value) for value in self.sketch.assigned(node.id)))
+        """Could the model find `node` to be an array (`Facts.kind` ARRAY, NumPy's included)?"""
+        return all(solution.may_be_array(node) for solution in self._stages())
+
+    def may_be_traced(self, node: ast.expr) -> bool:
+        """Could `Facts.traced_value` find `node` traced: in code that may run traced, depending
+        on a name that a traced function's parameter may reach?"""
+        return self.sketch.in_traced(node) and all(solution.may_be_traced(node) for solution in self._stages())
 
     def may_declare_array(self, annotation: ast.expr) -> bool:
-        for node in ast.walk(annotation):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                return True
-            if isinstance(node, (ast.Name, ast.Attribute)) and any(
-                    name.split(".")[0] in _ARRAY_PACKAGES for name in self.sketch.qualnames(node)):
-                return True
+        """Does the annotation's outer name (`Float` of `Float[Array, "n"]`) possibly name an
+        array type (`Facts.annotation_kind`)? A string annotation has no qualified name."""
+        outer = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+        return any(jax_api.annotation_kind(name) == "array" for name in self.sketch.qualnames(outer))
+
+    def callees_of(self, func: ast.expr) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The functions of this file a call of `func` may run (`Facts.callee`)."""
+        key = id(func)
+        if key not in self._callees:
+            self._callees[key] = [f for name in _callee_names(self.sketch, func, set())
+                                  for f in self.sketch.defs.get(name, ())]  # type: ignore[misc]
+        return self._callees[key]
+
+    def _stages(self) -> Iterator[_Solution]:
+        """The solution by name, then (built only when asked) the one by scope."""
+        if not self._solutions:
+            self._solutions.append(_Solution(self, _Names()))
+        yield self._solutions[0]
+        if len(self._solutions) == 1:
+            self._solutions.append(_Solution(self, _Scopes(self.sketch.tree)))
+        yield self._solutions[1]
+
+
+class _Names:
+    """Names keyed by themselves: every binding of `x` anywhere in the file is `x`'s."""
+
+    def use(self, node: ast.Name) -> Hashable:
+        return node.id
+
+    def target(self, node: ast.Name) -> Hashable:
+        return node.id
+
+    def parameter(self, function: FunctionNode, arg: ast.arg) -> Hashable:
+        return arg.arg
+
+
+_ANY = object()  # the key of a name the file does not hold (a node built by a caller): may be anything
+
+
+class _Scopes:
+    """Names keyed by the scope that holds their bindings, as odelint.analysis.scopes draws
+    scopes (functions, lambdas, classes, comprehensions, the module; `global` names bound in
+    the module) and `ScopeIndex.lookup` searches them (LEGB, class bodies invisible to
+    nested functions). A name bound nowhere has no key (a builtin: never an array)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.module = _Scope(None, False)
+        self._of: dict[int, _Scope] = {}  # Name -> its scope; function or lambda -> its body's
+        self._walk(tree)
+        for scope in set(self._of.values()):  # `global x` binds x in the module
+            self.module.bound |= scope.bound & scope.global_names
+
+    def use(self, node: ast.Name) -> Hashable:
+        """The key of the bindings a read of `node` finds (`ScopeIndex.lookup`), None if none."""
+        scope = self._of.get(id(node))
+        if scope is None:
+            return _ANY
+        if node.id in scope.global_names:
+            scope = self.module
+        first = True
+        while scope is not None:
+            if not (scope.is_class and not first) and scope.binds(node.id):
+                return id(scope), node.id
+            scope, first = scope.parent, False
+        return None
+
+    def target(self, node: ast.Name) -> Hashable:
+        """The key of the binding an assignment to `node` makes (`global` ones: the module's)."""
+        scope = self._of[id(node)]
+        return id(self.module if node.id in scope.global_names else scope), node.id
+
+    def parameter(self, function: FunctionNode, arg: ast.arg) -> Hashable:
+        return id(self._of[id(function)]), arg.arg
+
+    def _walk(self, tree: ast.Module) -> None:
+        stack: list[tuple[ast.AST, _Scope]] = [(tree, self.module)]
+        while stack:
+            node, scope = stack.pop()
+            if isinstance(node, ast.Name):
+                self._of[id(node)] = scope
+                if isinstance(node.ctx, ast.Store):
+                    scope.bound.add(node.id)
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.extend(self._open(node, scope))
+                continue
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                scope = _Scope(scope, False)
+            elif isinstance(node, ast.Global):
+                scope.global_names.update(node.names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    if alias.name != "*":
+                        scope.bound.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, (ast.ExceptHandler, ast.MatchAs)) and node.name:  # not `*rest`: as the model
+                scope.bound.add(node.name)
+            stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+
+    def _open(self, node: ast.AST, scope: _Scope) -> Iterator[tuple[ast.AST, _Scope]]:
+        """A function, lambda or class: its name is bound around it, and decorators, bases,
+        defaults and annotations evaluated there; its parameters and body are inside."""
+        inner = _Scope(scope, isinstance(node, ast.ClassDef))
+        self._of[id(node)] = inner
+        if isinstance(node, ast.ClassDef):
+            scope.bound.add(node.name)
+            yield from ((child, scope) for child in (*node.decorator_list, *node.bases, *node.keywords))
+            yield from ((child, inner) for child in node.body)
+            return
+        arguments = node.args  # type: ignore[attr-defined]
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                 *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)]
+        inner.bound.update(a.arg for a in every)
+        outer = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None),
+                 *(a.annotation for a in every if a.annotation is not None)]
+        if isinstance(node, ast.Lambda):
+            yield from ((child, scope) for child in outer)
+            yield node.body, inner
+            return
+        scope.bound.add(node.name)  # type: ignore[attr-defined]
+        yield from ((child, scope) for child in (*node.decorator_list, *outer))  # type: ignore[attr-defined]
+        if node.returns is not None:  # type: ignore[attr-defined]
+            yield node.returns, scope  # type: ignore[attr-defined]
+        yield from ((child, inner) for child in node.body)  # type: ignore[attr-defined]
+
+
+class _Scope:
+    """One scope: the names bound in it, its `global` names, the scope around it."""
+
+    __slots__ = ("bound", "global_names", "is_class", "parent")
+
+    def __init__(self, parent: _Scope | None, is_class: bool) -> None:
+        self.parent, self.is_class = parent, is_class
+        self.bound: set[str] = set()         # names bound here (`global` ones are the module's)
+        self.global_names: set[str] = set()
+
+    def binds(self, name: str) -> bool:
+        return name in self.bound and name not in self.global_names
+
+
+class _Solution:
+    """What may be an array (and what may be traced) with names keyed one way (`_Names` or
+    `_Scopes`): the keys, attributes and function returns that may hold arrays, grown from
+    the declarations until nothing changes (see the module docstring)."""
+
+    def __init__(self, arrays: SketchArrays, keys: _Names | _Scopes) -> None:
+        self.arrays, self.sketch, self.keys = arrays, arrays.sketch, keys
+        self._names: set[Hashable] = set()            # keys one of whose bindings may be an array
+        self._fields: set[str] = set()                # attributes `obj.<attr>` that may be arrays
+        self._returns: dict[int, set[Path]] = {}      # function -> where in what it returns an array may be
+        self._solved = False
+        self._traced: set[Hashable] | None = None
+
+    def may_be_array(self, node: ast.expr) -> bool:
+        if not self._solved:
+            self._solve()
+        return self._may(node)
+
+    def may_be_traced(self, node: ast.expr) -> bool:
+        return any(self._is(name, self._traced_keys()) for name in dynamic_names(self.sketch, node))
+
+    def _is(self, name: ast.Name, keys: set[Hashable]) -> bool:
+        """Are the bindings `name` reads among `keys`? (A name not in the file may be anything.)"""
+        key = self.keys.use(name)
+        return key is _ANY or key in keys
+
+    def _may(self, node: ast.expr) -> bool:
+        """`node` may be an array given what is known so far."""
+        if isinstance(node, ast.Name):
+            return self._is(node, self._names)
+        if isinstance(node, ast.Call):
+            return self._call_may(node)
+        if isinstance(node, ast.Subscript):
+            index = node.slice
+            return self._may(node.value) or (
+                isinstance(node.value, ast.Call) and isinstance(index, ast.Constant)
+                and type(index.value) is int and self._returns_at(node.value.func, (index.value,)))
+        if isinstance(node, ast.Attribute):
+            return ((node.attr in _VIEWS and self._may(node.value))
+                    or (isinstance(node.value, ast.Name) and node.attr in self._fields))
+        if isinstance(node, ast.BinOp):
+            return self._may(node.left) or self._may(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self._may(node.operand)
+        if isinstance(node, ast.Starred):  # `{*xs}`: the rules read the starred value
+            return self._may(node.value)
         return False
 
-    def plainly_not_array(self, value: ast.expr) -> bool:
-        """A value that is no JAX array whatever the names in it hold."""
-        if isinstance(value, (ast.Tuple, ast.List)):  # `a, b = jnp.zeros(3), 0` unpacks
-            return all(self.plainly_not_array(element) for element in value.elts)
-        if isinstance(value, (ast.Dict, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp, ast.Constant,
-                              ast.JoinedStr, ast.Lambda)):
-            return True
-        if not isinstance(value, ast.Call):
-            return False
-        func = value.func
-        if isinstance(func, ast.Name) and func.id in _BUILTIN_PLAIN and not self.sketch.binds(func.id):
-            return True
+    def _call_may(self, call: ast.Call) -> bool:
+        """`_call_kind`: a JAX function returning arrays, a kind-preserving Equinox function of
+        an array, an array method of an array, or a function of this file returning one."""
+        func = call.func
         names = self.sketch.qualnames(func)
-        return bool(names) and not any(name.split(".")[0] in _ARRAY_PACKAGES for name in names)
+        if any(_returns_array(name) for name in names):
+            return True
+        if any(name in names and position < len(call.args) and self._may(call.args[position])
+               for name, position in _KIND_PRESERVING.items()):
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in ARRAY_METHODS and self._may(_at_receiver(func.value)):
+            return True
+        return self._returns_at(func, ())
 
-    def _arrays(self) -> _ArrayBindings:
-        if self._bindings is None:
-            self._bindings = _ArrayBindings(self)
-        return self._bindings
+    def _at_path(self, value: ast.expr, path: Path) -> bool:
+        """May the binding at `path` inside `a, (b, c) = value` be an array? A display is
+        unpacked; a call unpacks what its function of this file returns (`_unpacked_call_kind`)."""
+        for depth, position in enumerate(path):
+            if not isinstance(value, (ast.Tuple, ast.List)) or position >= len(value.elts):
+                return isinstance(value, ast.Call) and self._returns_at(value.func, path[depth:])
+            value = value.elts[position]
+        return self._may(value)
+
+    def _returns_at(self, func: ast.expr, path: Path) -> bool:
+        return any(path in self._returns.get(id(function), ()) for function in self.arrays.callees_of(func))
+
+    def _solve(self) -> None:
+        """Grow the keys, fields and returns that may be arrays until nothing changes."""
+        sources = _Sources(self.arrays, self.keys)
+        self._names, self._fields = set(sources.declared), set(sources.declared_fields)
+        self._solved = changed = True
+        while changed:
+            changed = False
+            for key, value, path in sources.values:
+                if key not in self._names and self._at_path(value, path):
+                    self._names.add(key)
+                    changed = True
+            for key, arguments in sources.passed:
+                if key not in self._names and any(self._may(argument) for argument in arguments):
+                    self._names.add(key)
+                    changed = True
+            for attr, value in sources.init_fields:
+                if attr not in self._fields and self._may(value):
+                    self._fields.add(attr)
+                    changed = True
+            for function, value in sources.returned:
+                known = self._returns.setdefault(id(function), set())
+                found = set(self._paths(value)) - known
+                if found:
+                    known |= found
+                    changed = True
+
+    def _paths(self, value: ast.expr, path: Path = ()) -> Iterator[Path]:
+        """Where inside a returned value an array may be: the whole, or elements of a display."""
+        if self._may(value):
+            yield path
+        if isinstance(value, (ast.Tuple, ast.List)):
+            for position, element in enumerate(value.elts):
+                yield from self._paths(element, path + (position,))
+
+    def _traced_keys(self) -> set[Hashable]:
+        """Parameters of functions that may be traced (`_parameter_origin`), and names assigned
+        values depending on them (`_compute_origin`), grown until nothing changes."""
+        if self._traced is None:
+            found = {self.keys.parameter(function, a) for function in self.sketch.traced_functions()
+                     for a in _parameters(function)}
+            depends = [(self.keys.target(name), dynamic_names(self.sketch, node.value))  # type: ignore[attr-defined]
+                       for node in self.sketch.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr)
+                       if node.value is not None  # type: ignore[attr-defined]
+                       for target in (node.targets if isinstance(node, ast.Assign) else [node.target])  # type: ignore[attr-defined]
+                       for name, _ in _bound(target)]
+            changed = True
+            while changed:
+                changed = False
+                for key, names in depends:
+                    if key not in found and any(self._is(name, found) for name in names):
+                        found.add(key)
+                        changed = True
+            self._traced = found
+        return self._traced
 
 
-class _ArrayBindings:
-    """Where the model may find an array kind: annotated names (parameters and fields too),
-    parameters of functions the file calls by name (`Facts` reads their call sites), and the
-    values assigned to each attribute name (`self.x = ...`)."""
+class _Sources:
+    """Where arrays come from in a file, for `_Solution._solve`, keyed by `keys`: names and
+    fields declared arrays, each name's assigned values (with their tuple paths), what the
+    calls of each function pass for each parameter, `__init__`'s `self.x = ...`, returns."""
 
-    def __init__(self, arrays: SketchArrays) -> None:
+    def __init__(self, arrays: SketchArrays, keys: _Names | _Scopes) -> None:
         sketch = arrays.sketch
-        self.annotated = {node.target.id for node in sketch.of_type(ast.AnnAssign)  # type: ignore[attr-defined]
-                          if isinstance(node.target, ast.Name) and arrays.may_declare_array(node.annotation)}  # type: ignore[attr-defined]
-        methods = {id(f) for classes in sketch.classes.values() for cls in classes for f in cls.body}
-        self.parameters: set[str] = set()
-        for functions in sketch.defs.values():
-            for function in functions:
-                arguments = function.args
-                every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                         *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)]
-                self.annotated.update(a.arg for a in every
-                                      if a.annotation is not None and arrays.may_declare_array(a.annotation))
-                if id(function) not in methods and function.name in sketch.identifiers:  # type: ignore[union-attr]
-                    self.parameters.update(a.arg for a in every)
-        self.fields: dict[str, list[ast.expr]] = {}
-        for node in sketch.of_type(ast.Assign, ast.AnnAssign, ast.AugAssign):
+        self.declared: set[Hashable] = set()
+        self.declared_fields: set[str] = set()
+        self.values: list[tuple[Hashable, ast.expr, Path]] = []
+        self.passed: list[tuple[Hashable, list[ast.expr]]] = []
+        self.init_fields: list[tuple[str, ast.expr]] = []
+        self.returned: list[tuple[ast.AST, ast.expr]] = []
+        for node in sketch.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
-            for target in targets:
-                for inner in _bound(target):
-                    if isinstance(inner, ast.Attribute):
-                        value = node.value if node.value is not None else ast.Name("?")  # type: ignore[attr-defined]
-                        if isinstance(node, ast.AugAssign) or not isinstance(target, ast.Attribute):
-                            value = ast.Name("?")  # not a plain assignment: may be anything
-                        self.fields.setdefault(inner.attr, []).append(value)
-                        if isinstance(node, ast.AnnAssign) and arrays.may_declare_array(node.annotation):  # type: ignore[attr-defined]
-                            self.annotated.add(inner.attr)
+            annotation = getattr(node, "annotation", None)
+            if annotation is not None and isinstance(node.target, ast.Name) and arrays.may_declare_array(annotation):  # type: ignore[attr-defined]
+                self.declared.add(keys.target(node.target))  # type: ignore[attr-defined]
+            if node.value is not None:  # type: ignore[attr-defined]
+                for target in targets:
+                    self.values.extend((keys.target(name), node.value, path) for name, path in _bound(target))  # type: ignore[attr-defined]
+        methods: set[int] = set()
+        for classes in sketch.classes.values():
+            for cls in classes:
+                methods.update(self._fields(arrays, cls))
+        calls = _calls_by_callee(sketch)
+        for name, functions in sketch.defs.items():
+            for function in functions:
+                self._parameters(arrays, keys, function, calls.get(name, []), 1 if id(function) in methods else 0)
+                if name in calls:  # a function no call runs returns nothing to anyone
+                    self.returned.extend((function, value) for value in _returns(function.body))  # type: ignore[union-attr]
+
+    def _parameters(self, arrays: SketchArrays, keys: _Names | _Scopes, function: FunctionNode,
+                    calls: list[ast.Call], bound: int) -> None:
+        """A parameter is declared by its annotation, else given by the calls (`argument_for`:
+        by keyword, or by position when no `*args`/`**kwargs` hides it; `bound`: a method's `self`)."""
+        positional = [*function.args.posonlyargs, *function.args.args]
+        for position, parameter in [*enumerate(positional), *((None, a) for a in function.args.kwonlyargs)]:
+            if parameter.annotation is not None and arrays.may_declare_array(parameter.annotation):
+                self.declared.add(keys.parameter(function, parameter))
+                continue
+            arguments = []
+            for call in calls:
+                keyword = next((k.value for k in call.keywords if k.arg == parameter.arg), None)
+                hidden = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+                if keyword is not None:
+                    arguments.append(keyword)
+                elif position is not None and not hidden and 0 <= position - bound < len(call.args):
+                    arguments.append(call.args[position - bound])
+            if arguments:
+                self.passed.append((keys.parameter(function, parameter), arguments))
+
+    def _fields(self, arrays: SketchArrays, cls: ast.ClassDef) -> Iterator[int]:
+        """A class body's array annotations, and `__init__`'s top-level `<name>.attr = value`;
+        yields the ids of the functions defined in the class's scope (methods: `self` is bound)."""
+        for statement in _class_body(cls):
+            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                    and arrays.may_declare_array(statement.annotation)):
+                self.declared_fields.add(statement.target.id)
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield id(statement)
+        for init in cls.body:
+            if isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)) and init.name == "__init__":
+                self.init_fields.extend((target.attr, statement.value) for statement in init.body
+                                        if isinstance(statement, ast.Assign) for target in statement.targets
+                                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name))
 
 
-def _bound(target: ast.expr) -> Iterator[ast.expr]:
-    """What an assignment target binds: names and attributes, through tuples and `*rest`
-    (an item assignment `x[i] = ...` binds nothing)."""
-    if isinstance(target, (ast.Tuple, ast.List)):
-        for element in target.elts:
-            yield from _bound(element)
-    elif isinstance(target, ast.Starred):
-        yield from _bound(target.value)
-    elif isinstance(target, (ast.Name, ast.Attribute)):
-        yield target
+def _bound(target: ast.expr, path: Path = ()) -> Iterator[tuple[ast.Name, Path]]:
+    """The names an assignment target binds, with their paths (`a, (b, c)`: c at (1, 1));
+    a `*rest` binds no known value, an item or attribute target no name."""
+    if isinstance(target, ast.Name):
+        yield target, path
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for position, element in enumerate(target.elts):
+            if not isinstance(element, ast.Starred):
+                yield from _bound(element, path + (position,))
+
+
+@functools.lru_cache(maxsize=4096)
+def _returns_array(qualname: str) -> bool:
+    """jax_api.returns_array, remembered: the solution asks again on every round."""
+    return jax_api.returns_array(qualname)
+
+
+def _calls_by_callee(sketch: Sketch) -> dict[str, list[ast.Call]]:
+    """Calls indexed by the names of the functions they may run."""
+    found: dict[str, list[ast.Call]] = {}
+    for call in sketch.calls:
+        for name in _callee_names(sketch, call.func, set()):
+            found.setdefault(name, []).append(call)
+    return found
+
+
+def _callee_names(sketch: Sketch, func: ast.expr, seen: set[str]) -> set[str]:
+    """Names of the functions calling `func` may run (`Facts.callee`): its own name, and the
+    first argument of a function wrapper (`jax.jit(f)(x)`), also through a name assigned one
+    (`g = jax.jit(f)`); an attribute (`self.f`) or another call (`partial(f, 1)`) reaches none."""
+    if isinstance(func, ast.Starred):
+        return _callee_names(sketch, func.value, seen)
+    if isinstance(func, ast.Call):
+        wraps = func.args and not sketch.qualnames(func.func).isdisjoint(function_wrappers())
+        return _callee_names(sketch, func.args[0], seen) if wraps else set()
+    if not isinstance(func, ast.Name) or func.id in seen:
+        return set()
+    seen.add(func.id)
+    names = {func.id}
+    for value in sketch.assigned(func.id):
+        if isinstance(value, ast.Call):
+            names |= _callee_names(sketch, value, seen)
+    return names
+
+
+def _returns(body: list[ast.stmt]) -> Iterator[ast.expr]:
+    """The values of a function's own `return` statements (statements only are walked: a
+    `return` is one; nested functions and classes have their own)."""
+    for statement in body:
+        if isinstance(statement, ast.Return):
+            if statement.value is not None:
+                yield statement.value
+        elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in _BLOCKS:
+                for inner in getattr(statement, field, ()):
+                    yield from _returns(inner.body if isinstance(inner, (ast.excepthandler, ast.match_case)) else [inner])
+
+
+def _class_body(cls: ast.ClassDef) -> Iterator[ast.stmt]:
+    """Statements of a class's own scope (inside `if`/`try` too, not in its functions)."""
+    stack: list[ast.AST] = list(cls.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+
+
+def _parameters(function: FunctionNode) -> list[ast.arg]:
+    """Parameters a traced value may arrive in (`*args` and `**kwargs` bind none the model follows)."""
+    arguments = function.args
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+
+
+def _at_receiver(node: ast.expr) -> ast.expr:
+    """`x` in `x.at[i]` (the receiver an `.at[...]` update reads)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at":
+        return node.value.value
+    return node
+
+
+def dynamic_names(sketch: Sketch, node: ast.expr) -> list[ast.Name]:
+    """Names whose traced-ness may reach the value of `node` (`tracing.dynamic_names`): not
+    through `x.shape`, a call every meaning of which is static (`len(x)`), `x is None`,
+    lambdas or comprehensions."""
+    found: list[ast.Name] = []
+    stack: list[ast.AST] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Name):
+            found.append(current)
+        elif isinstance(current, ast.Attribute):
+            if not jax_api.static_attribute(current.attr):
+                stack.append(current.value)
+        elif isinstance(current, ast.Call):
+            if not _static_call(sketch, current.func):
+                stack.extend(current.args)
+                stack.extend(keyword.value for keyword in current.keywords)
+                if not isinstance(current.func, ast.Name):
+                    stack.append(current.func)
+        elif isinstance(current, ast.Compare):
+            if not all(isinstance(op, (ast.Is, ast.IsNot)) for op in current.ops):
+                stack.append(current.left)
+                stack.extend(current.comparators)
+        elif not isinstance(current, _COMPREHENSIONS):
+            stack.extend(ast.iter_child_nodes(current))
+    return found
+
+
+def _static_call(sketch: Sketch, func: ast.expr) -> bool:
+    """Is the call's result static whatever `func` means: its qualified name, else (a builtin)
+    its bare name, always among jax_api's static functions?"""
+    meanings = set(sketch.qualnames(func)) | ({func.id} if isinstance(func, ast.Name) else set())
+    return bool(meanings) and all(jax_api.static_function(name) for name in meanings)

@@ -67,7 +67,7 @@ class TracedValueHashed(Rule):
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        return any(sketch.may_be_array(value) or _in_traced(sketch, value) for value in _hashed_values(sketch))
+        return any(sketch.may_be_array(value) or sketch.arrays.may_be_traced(value) for value in _hashed_values(sketch))
 
     def visit_Dict(self, node: cst.Dict, site: Site) -> None:
         for element in node.elements:
@@ -203,7 +203,8 @@ class TracedValueHashed(Rule):
 
 def _hashed_values(sketch: Sketch) -> Iterator[ast.expr]:
     """What the file may hash (the pre-check's view): dict keys, set members, `hash()`
-    arguments, keys looked up in dicts or sets, arguments of calls by name to cached functions."""
+    arguments, keys looked up in dicts or sets, arguments of calls that may run a cached
+    function (`Facts.callee`: by name, or through a wrapper such as `jax.jit(cached)`)."""
     for node in sketch.of_type(ast.Dict):
         yield from (key for key in node.keys if key is not None)  # type: ignore[attr-defined]
     for node in sketch.of_type(ast.Set):
@@ -220,18 +221,16 @@ def _hashed_values(sketch: Sketch) -> Iterator[ast.expr]:
                     _container(right) or (isinstance(right, ast.Name) and right.id in containers)):
                 yield left
             left = right
-    cached = {f.name for f in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)  # type: ignore[attr-defined]
+    cached = {id(f) for f in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
               if any("cache" in sketch.names_in(d) or "lru_cache" in sketch.names_in(d) for d in f.decorator_list)}  # type: ignore[attr-defined]
     for call in sketch.calls:
-        if isinstance(call.func, ast.Name) and (call.func.id == "hash" or call.func.id in cached) or cached and cached & sketch.names_in(call.func):
+        if (isinstance(call.func, ast.Name) and call.func.id == "hash") or (
+                cached and any(id(f) in cached for f in sketch.arrays.callees_of(call.func))):
             yield from call.args
+            yield from (keyword.value for keyword in call.keywords)  # the rule checks every argument
 
 
 def _container(value: ast.expr) -> bool:
     return isinstance(value, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or (
         isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("dict", "set", "frozenset"))
 
-
-def _in_traced(sketch: Sketch, value: ast.expr) -> bool:
-    """Could `value` be traced: a value naming something, in code that may run traced?"""
-    return any(isinstance(node, ast.Name) for node in ast.walk(value)) and sketch.in_traced(value)
