@@ -47,6 +47,8 @@ class Sketch:
         self._nodes: dict[type, list[ast.AST]] = {}
         self._collect()
         self._referenced: frozenset[str] | None = None
+        self._by_name: dict[str, frozenset[str]] = {}
+        self._by_attr: dict[str, list[ast.Attribute]] | None = None
         self._parents: dict[int, ast.AST] | None = None
         self._modules: bool | None = None
         self._reach: SketchReach | None = None
@@ -110,6 +112,8 @@ class Sketch:
 
     def qualnames(self, node: ast.expr) -> frozenset[str]:
         """The dotted names `node` may refer to (`jnp.where` -> jax.numpy.where)."""
+        if isinstance(node, ast.Name):
+            return self._name_qualnames(node.id)
         key = id(node)
         if key not in self._qualnames:
             self._qualnames[key] = frozenset()  # guards `a = b; b = a`
@@ -120,11 +124,18 @@ class Sketch:
         if isinstance(node, ast.Attribute):
             for base in self.qualnames(node.value):
                 yield f"{base}.{node.attr}"
-        elif isinstance(node, ast.Name):
-            yield from self._aliases.get(node.id, ())
-            for value in self._assigned.get(node.id, ()):
+
+    def _name_qualnames(self, name: str) -> frozenset[str]:
+        """A name means the same wherever it is used (over the whole file: may say too much)."""
+        found = self._by_name.get(name)
+        if found is None:
+            self._by_name[name] = frozenset()  # guards `a = b; b = a`
+            meanings = set(self._aliases.get(name, ()))
+            for value in self._assigned.get(name, ()):
                 if isinstance(value, (ast.Name, ast.Attribute)):
-                    yield from self.qualnames(value)
+                    meanings.update(self.qualnames(value))
+            found = self._by_name[name] = frozenset(meanings)
+        return found
 
     @property
     def referenced(self) -> frozenset[str]:
@@ -143,12 +154,38 @@ class Sketch:
 
     def refers_to(self, *names: str) -> bool:
         """Does the file refer to one of these dotted names, or to something inside one?"""
-        return any(found == name or found.startswith(name + ".") for found in self.referenced for name in names)
+        return any(self._refers(name, inside=True) for name in names)
+
+    def mentions(self, name: str) -> bool:
+        """Does the file refer to exactly this dotted name?"""
+        return self._refers(name, inside=False)
+
+    def _refers(self, name: str, inside: bool) -> bool:
+        """A chain that refers to `name` (or inside it) has a sub-chain ending in `name`'s last
+        part, or is a name bound to it: only those are resolved, not every name of the file."""
+        def matches(found: str) -> bool:
+            return found == name or (inside and found.startswith(name + "."))
+
+        bound = self._aliases.keys() | self._assigned.keys()
+        if any(matches(found) for ident in bound & self.identifiers for found in self._name_qualnames(ident)):
+            return True
+        last = name.rpartition(".")[2]
+        return any(matches(found) for node in self._attributes().get(last, ()) for found in self.qualnames(node))
+
+    def _attributes(self) -> dict[str, list[ast.Attribute]]:
+        if self._by_attr is None:
+            self._by_attr = {}
+            for node in self.of_type(ast.Attribute):
+                self._by_attr.setdefault(node.attr, []).append(node)  # type: ignore[attr-defined]
+        return self._by_attr
 
     def calls_to(self, names: Iterable[str]) -> list[ast.Call]:
         """Calls whose function may be one of these dotted names."""
         wanted = frozenset(names)
-        return [call for call in self.calls if self.qualnames(call.func) & wanted]
+        lasts = {name.rpartition(".")[2] for name in wanted}
+        return [call for call in self.calls
+                if (isinstance(call.func, ast.Name) or (isinstance(call.func, ast.Attribute) and call.func.attr in lasts))
+                and self.qualnames(call.func) & wanted]
 
     def names_in(self, node: ast.AST) -> frozenset[str]:
         """Every Name and attribute name inside `node` (itself included)."""

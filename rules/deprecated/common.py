@@ -27,7 +27,7 @@ class DeprecatedApiRule(Rule):
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        return any(sketch.imports(row.name) or (row.match != "import" and row.name in sketch.referenced)
+        return any(sketch.imports(row.name) or (row.match != "import" and sketch.mentions(row.name))
                    for row in rows_for(cls.code))
 
     def __init__(self, context) -> None:
