@@ -1,15 +1,24 @@
-"""Which functions of a sketched file may run traced or differentiated: `Reach` on `ast`.
+"""Which functions of a sketched file may run traced or differentiated, and which names there
+may hold traced values: `Reach` and `Tracing` on `ast`.
 
-An over-approximation of odelint.analysis.reach: roots are the functions named in the
-arguments of a transform or traced-body call (rules/data/jax_api.toml), or decorated by one;
-from a reached function, every function of a name it calls or passes to a call is reached
-(whatever scope that name is in), so are the functions nested in it, the functions a name was
-assigned from (`step = jax.jit(update)`), and the `__call__` of classes named in the file.
+An over-approximation of odelint.analysis.reach: roots are the functions a transform or a
+traced-body call may be given where the model looks (a transform's first argument or `fun=`,
+`lax.scan`'s `f`, `lax.switch`'s branches, per rules/data/jax_api.toml), or that a transform
+decorates. From a reached function, every function of a name it calls (`f(...)`, `obj.f(...)`,
+`jax.jit(f)(...)`) or passes to a call is reached (whatever scope that name is in), so are the
+functions nested in it, the functions a name was assigned from (`step = jax.jit(update)`),
+and the `__call__` of classes named in the file.
+
+Traced values (odelint.analysis.tracing) derive from parameters: those a root's transform
+traces, and those of functions that traced code calls by name, and flow through assignments.
+`traced_bindings` holds each (scope, name) that may hold one; a name used in a scope may be
+traced when one of the scopes its lookup passes through holds a traced binding of it.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -19,7 +28,19 @@ if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_SCOPES = (*FUNCTIONS, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _PROGRESS_METER = "diffrax.AbstractProgressMeter"
+_PARTIAL = "functools.partial"
+
+
+@dataclasses.dataclass
+class Root:
+    """A function a transform or traced-body call may trace: the ways it is given, each as the
+    number of leading parameters already bound and the positions traced after them (None: all)."""
+
+    function: FunctionNode
+    ways: set[tuple[int, tuple[int, ...] | None]]
 
 
 class SketchReach:
@@ -28,25 +49,60 @@ class SketchReach:
         self._owns: dict[int, Own] = {}
         self._named: dict[str, list[FunctionNode]] = {}
         self._callables: list[tuple[ast.ClassDef, ast.FunctionDef, set[int]]] | None = None
+        self._roots: dict[int, Root] | None = None
         self._traced: list[FunctionNode] | None = None
         self._differentiated: list[FunctionNode] | None = None
         self._traced_nodes: set[int] | None = None
+        self._traced_bindings: set[tuple[int, str]] | None = None
+        self._chains: dict[int, list[int]] = {}
+        self._globals: dict[int, set[str]] = {}  # scope -> the names it declares `global`
+        self._dynamic: dict[int, frozenset[str]] = {}
+
+    # -- which functions ----------------------------------------------------------------------
 
     def traced(self) -> list[FunctionNode]:
         if self._traced is None:
-            names = {name for name, row in jax_api.transforms().items() if row.traces}
-            names |= set(jax_api.traced_bodies())
-            self._traced = self._reach(names, [])
+            self._traced = self._reach([root.function for root in self.traced_roots().values()])
         return self._traced
+
+    def traced_roots(self) -> dict[int, Root]:
+        """Functions that tracing transforms or traced-body calls may be given, or decorated by
+        one (`Tracing._find_call_roots`, `_find_decorator_roots`)."""
+        if self._roots is None:
+            self._roots = {}
+            tracing = {name for name, row in jax_api.transforms().items() if row.traces}
+            bodies = jax_api.traced_bodies()
+            for call in self.sketch.calls:
+                names = self.sketch.qualnames(call.func)
+                if names & tracing:
+                    for target in _given(call, ("fun", "f"), 0):
+                        self._add_roots(target, None)
+                for name in names & bodies.keys():
+                    for target in _body_targets(call, bodies[name]):
+                        self._add_roots(target, bodies[name].params)
+            methods = {id(f) for classes in self.sketch.classes.values() for cls in classes for f in cls.body}
+            for function in self._decorated(tracing):
+                bound = int(id(function) in methods)  # a method's `self`
+                self._roots.setdefault(id(function), Root(function, set())).ways.add((bound, None))
+        return self._roots
+
+    def _add_roots(self, target: ast.expr, params: tuple[int, ...] | None) -> None:
+        assert self._roots is not None
+        for function, offset in self.function_targets(target):
+            self._roots.setdefault(id(function), Root(function, set())).ways.add((offset, params))
 
     def differentiated(self) -> list[FunctionNode]:
         if self._differentiated is None:
             names = {name for name, row in jax_api.transforms().items() if row.differentiates}
-            extra: list[FunctionNode] = []
+            roots: list[FunctionNode] = []
             if _PROGRESS_METER in self.sketch.referenced:
-                extra = [f for classes in self.sketch.classes.values() for c in classes if c.bases
+                roots = [f for classes in self.sketch.classes.values() for c in classes if c.bases
                          for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            self._differentiated = self._reach(names, extra)
+            for call in self.sketch.calls:  # `Differentiation._find_transform_roots`: the first positional
+                if call.args and not isinstance(call.args[0], ast.Starred) and self.sketch.qualnames(call.func) & names:
+                    roots.extend(function for function, _ in self.function_targets(call.args[0]))
+            roots.extend(self._decorated(names))
+            self._differentiated = self._reach(roots)
         return self._differentiated
 
     def in_traced(self, node: ast.AST) -> bool:
@@ -78,19 +134,25 @@ class SketchReach:
             found = self._named[name] = list(unique.values())
         return found
 
-    def _reach(self, transforms: set[str], extra: list[FunctionNode]) -> list[FunctionNode]:
-        sketch = self.sketch
-        pending: list[FunctionNode] = list(extra)
-        for call in sketch.calls:
-            if sketch.qualnames(call.func) & transforms:
-                for arg in call.args:
-                    pending.extend(self._named_functions(arg))
-                for keyword in call.keywords:
-                    pending.extend(self._named_functions(keyword.value))
-        for functions in sketch.defs.values():
-            for function in functions:
-                if any(self._decorates(decorator, transforms) for decorator in function.decorator_list):  # type: ignore[union-attr]
-                    pending.append(function)
+    def function_targets(self, node: ast.expr, offset: int = 0) -> Iterator[tuple[FunctionNode, int]]:
+        """The functions a value handed to a transform may be, with how many leading parameters
+        are bound (`Reach.function`): a lambda, a name's functions, a method `obj.f` (self
+        bound), and what `jax.jit(f)` or `partial(f, a)` wraps (`a` bound too)."""
+        if isinstance(node, ast.Lambda):
+            yield node, offset
+        elif isinstance(node, ast.Name):
+            for function in self.functions_named(node.id):
+                yield function, offset
+        elif isinstance(node, ast.Attribute):
+            for function in self.functions_named(node.attr):
+                yield function, offset + 1
+        elif isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
+            yield from self.function_targets(node.args[0], offset)
+            if _PARTIAL in self.sketch.qualnames(node.func):
+                yield from self.function_targets(node.args[0], offset + _positional_before_star(node) - 1)
+
+    def _reach(self, roots: list[FunctionNode]) -> list[FunctionNode]:
+        pending = list(roots)
         reached: dict[int, FunctionNode] = {}
         expanded: set[str] = set()  # names whose functions are already pending
         while pending:
@@ -106,6 +168,12 @@ class SketchReach:
             if own.calls:
                 pending.extend(self._called_instances(function))
         return list(reached.values())
+
+    def _decorated(self, transforms: set[str]) -> Iterator[FunctionNode]:
+        for functions in self.sketch.defs.values():
+            for function in functions:
+                if any(self._decorates(decorator, transforms) for decorator in function.decorator_list):  # type: ignore[union-attr]
+                    yield function
 
     def _decorates(self, decorator: ast.expr, transforms: set[str]) -> bool:
         return any(self.sketch.qualnames(node) & transforms for node in ast.walk(decorator)
@@ -130,6 +198,161 @@ class SketchReach:
             if cls.name in self.sketch.identifiers or id(function) in inside:
                 yield method
 
+    # -- which names hold traced values ----------------------------------------------------------
+
+    def may_be_traced(self, node: ast.AST) -> bool:
+        """May the value of `node` derive from a traced parameter (`Tracing.traced_value`): does a
+        dynamic name of it have a traced binding in a scope its lookup may reach?"""
+        names = self.dynamic_names(node)
+        return bool(names) and self._sees_traced(_scope_of(self.sketch, node), names)
+
+    def _sees_traced(self, scope: ast.AST | None, names: Iterable[str]) -> bool:
+        traced = self.traced_bindings()
+        return any((where, name) in traced for where in self._chain(scope) for name in names)
+
+    def traced_bindings(self) -> set[tuple[int, str]]:
+        """(scope, name) pairs that may hold a traced value (`Tracing._origin`), the module as 0: a
+        parameter a root traces, a parameter of a function traced code calls by name, and a
+        name assigned (`=`, `:=`) from a value with such a name in sight. `for` targets, `+=`
+        and `*args` start none."""
+        if self._traced_bindings is None:
+            traced = self._traced_bindings = {(id(f), name) for f, name in self._traced_parameters()}
+            readers = self._assignment_readers()
+            pending = [name for _, name in traced]
+            while pending:
+                for scope, value, targets in readers.get(pending.pop(), ()):
+                    if self._sees_traced(scope, self.dynamic_names(value)):
+                        for target in targets - traced:
+                            traced.add(target)
+                            pending.append(target[1])
+        return self._traced_bindings
+
+    def _chain(self, scope: ast.AST | None) -> list[int]:
+        """The scopes a name used in `scope` may be looked up in (`ScopeIndex.lookup`): itself,
+        the scopes around it but class bodies, and the module (0)."""
+        key = id(scope)
+        if key not in self._chains:
+            found = []
+            current, first = scope, True
+            while current is not None:
+                if first or not isinstance(current, ast.ClassDef):
+                    found.append(id(current))
+                current, first = _scope_of(self.sketch, current), False
+            self._chains[key] = [*found, 0]
+        return self._chains[key]
+
+    def dynamic_names(self, node: ast.AST) -> frozenset[str]:
+        """Names whose tracedness reaches the value of `node` (`tracing.dynamic_names`): not those
+        under a static attribute (`x.shape`), in a static call (`len(x)`, `isinstance`), in an
+        `is`/`is not` comparison, or in a lambda or comprehension."""
+        key = id(node)
+        if key not in self._dynamic:
+            found: set[str] = set()
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                if isinstance(current, ast.Name):
+                    found.add(current.id)
+                elif isinstance(current, ast.Attribute):
+                    if not jax_api.static_attribute(current.attr):
+                        stack.append(current.value)
+                elif isinstance(current, ast.Call):
+                    if not self._static_call(current.func):
+                        stack.extend(current.args)
+                        stack.extend(keyword.value for keyword in current.keywords)
+                        if not isinstance(current.func, ast.Name):
+                            stack.append(current.func)
+                elif isinstance(current, ast.Compare):
+                    if not all(isinstance(op, (ast.Is, ast.IsNot)) for op in current.ops):
+                        stack.append(current.left)
+                        stack.extend(current.comparators)
+                elif not isinstance(current, (ast.Lambda, *_COMPREHENSIONS)):
+                    stack.extend(ast.iter_child_nodes(current))
+            self._dynamic[key] = frozenset(found)
+        return self._dynamic[key]
+
+    def _static_call(self, func: ast.expr) -> bool:
+        """Is every function `func` may name static (`len`): the model's qualname, or the builtin
+        name when it has none, is among these."""
+        names = set(self.sketch.qualnames(func))
+        if isinstance(func, ast.Name):
+            names.add(func.id)
+        return bool(names) and all(jax_api.static_function(name) for name in names)
+
+    def _traced_parameters(self) -> Iterator[tuple[FunctionNode, str]]:
+        for root in self.traced_roots().values():
+            yield from ((root.function, name) for name in _root_parameters(root))
+        for function in self._called_by_name():
+            arguments = function.args
+            yield from ((function, arg.arg) for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
+
+    def _called_by_name(self) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """Functions that traced code may call by a name (`f(x)`, `jax.jit(f)(x)`), the calls
+        whose arguments `Tracing._parameter_origin` follows. A method is called by a bare name
+        only from its class body."""
+        for call in self.nodes_in(self.traced(), (ast.Call,)):
+            for name in _bare_callee_names(call.func):  # type: ignore[attr-defined]
+                for function in self.functions_named(name):
+                    if isinstance(function, ast.Lambda):
+                        continue
+                    owner = self.sketch.parent(function)
+                    if not isinstance(owner, ast.ClassDef) or _scope_of(self.sketch, call) is owner:
+                        yield function
+
+    def _assignment_readers(self) -> dict[str, list[tuple[ast.AST | None, ast.expr, set[tuple[int, str]]]]]:
+        """Name -> the assignments (`=`, annotated `=`, `:=`) whose value it is dynamic in: the
+        value's scope, the value, and the (scope, name) bindings made. Only those in traced code
+        can read a traced binding, unless traced code declares a `global`."""
+        readers: dict[str, list[tuple[ast.AST | None, ast.expr, set[tuple[int, str]]]]] = {}
+        kinds = (ast.Assign, ast.AnnAssign, ast.NamedExpr)
+        if any(True for _ in self.nodes_in(self.traced(), (ast.Global,))):
+            nodes: Iterable[ast.AST] = self.sketch.of_type(*kinds)
+        else:
+            nodes = self.nodes_in(self.traced(), kinds)
+        for node in nodes:
+            value = node.value  # type: ignore[attr-defined]
+            if value is None:
+                continue
+            scope = _scope_of(self.sketch, node)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+            made = {(self._binding_scope(scope, name.id), name.id) for target in targets
+                    for name in ast.walk(target) if isinstance(name, ast.Name)}
+            for name in self.dynamic_names(value):
+                readers.setdefault(name, []).append((scope, value, made))
+        return readers
+
+    def _binding_scope(self, scope: ast.AST | None, name: str) -> int:
+        """Where an assignment in `scope` binds `name`: there, or the module under `global`."""
+        if scope is None:
+            return 0
+        if not self.sketch.of_type(ast.Global):
+            return id(scope)
+        if id(scope) not in self._globals:
+            self._globals[id(scope)] = {name for node in _scope_nodes(scope) if isinstance(node, ast.Global)
+                                        for name in node.names}
+        return 0 if name in self._globals[id(scope)] else id(scope)
+
+    # -- where names are bound ------------------------------------------------------------------
+
+    def binds_locally(self, node: ast.AST, name: str) -> bool:
+        """Does the innermost scope around `node` (as odelint.analysis.scopes draws scopes) bind
+        `name` itself, as a parameter or a target, without declaring it `global`?"""
+        scope = _scope_of(self.sketch, node)
+        if scope is None:
+            return False
+        found = False
+        for inner in _scope_nodes(scope):
+            if isinstance(inner, ast.Global) and name in inner.names:
+                return False
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) and inner.id == name:
+                found = True
+        if isinstance(scope, FUNCTIONS):
+            arguments = scope.args
+            found = found or any(arg.arg == name for arg in (*arguments.posonlyargs, *arguments.args,
+                                                             *arguments.kwonlyargs, arguments.vararg,
+                                                             arguments.kwarg) if arg is not None)
+        return found
+
 
 class Own:
     """A function's own code: its nodes (not those of functions nested in it), the names it
@@ -149,13 +372,9 @@ class Own:
                 self.inner.append(node)
                 continue
             self.nodes.append(node)
-            if isinstance(node, ast.Call):  # what `Reach` follows: the callee, and functions passed on
+            if isinstance(node, ast.Call):  # what `Reach._targets` follows: the callee, and functions passed on
                 calls = True
-                for inner in ast.walk(node.func):
-                    if isinstance(inner, ast.Name):
-                        names.add(inner.id)
-                    elif isinstance(inner, ast.Attribute):
-                        names.add(inner.attr)
+                names.update(_callee_names(node.func))
                 for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
                     value = arg.value if isinstance(arg, ast.Starred) else arg
                     if isinstance(value, ast.Name):
@@ -167,4 +386,129 @@ class Own:
         self.calls = calls
 
 
+def _callee_names(func: ast.expr) -> Iterator[str]:
+    """Names whose functions calling `func` may run (`Reach.function`): `f`, a method `f` of
+    `obj.f`, and what `jax.jit(f)` or `partial(f, ...)` wraps."""
+    if isinstance(func, ast.Name):
+        yield func.id
+    elif isinstance(func, ast.Attribute):
+        yield func.attr
+    elif isinstance(func, ast.Call) and func.args and not isinstance(func.args[0], ast.Starred):
+        yield from _callee_names(func.args[0])
 
+
+def _bare_callee_names(func: ast.expr) -> Iterator[str]:
+    """Names `Facts.callee` may resolve a call's function through: `f`, or what `jax.jit(f)` wraps."""
+    if isinstance(func, ast.Name):
+        yield func.id
+    elif isinstance(func, ast.Call) and func.args and not isinstance(func.args[0], ast.Starred):
+        yield from _bare_callee_names(func.args[0])
+
+
+def _given(call: ast.Call, keywords: tuple[str, ...], position: int) -> Iterator[ast.expr]:
+    """What `argument_at` may find for a parameter: by one of its keywords, or at its position."""
+    yield from (keyword.value for keyword in call.keywords if keyword.arg in keywords)
+    if position < len(call.args) and not any(isinstance(arg, ast.Starred) for arg in call.args[:position + 1]):
+        yield call.args[position]
+
+
+def _body_targets(call: ast.Call, body: jax_api.TracedBody) -> Iterator[ast.expr]:
+    """The functions a traced-body call is given (`tracing._body_functions`)."""
+    for index, position in enumerate(body.functions):
+        keyword = body.keywords[index] if index < len(body.keywords) else None
+        yield from _given(call, (keyword,) if keyword else (), position)
+    for index, position in enumerate(body.lists, start=len(body.functions)):
+        keyword = body.keywords[index] if index < len(body.keywords) else None
+        for given in _given(call, (keyword,) if keyword else (), position):
+            if isinstance(given, (ast.List, ast.Tuple)):
+                yield from given.elts
+
+
+def _positional_before_star(call: ast.Call) -> int:
+    count = 0
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            break
+        count += 1
+    return count
+
+
+def _root_parameters(root: Root) -> Iterator[str]:
+    """The parameters a root may trace (`Tracing._root_traces`): positional, without a default,
+    not bound before the transform sees them, at a traced position."""
+    arguments = root.function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    first_default = len(positional) - len(arguments.defaults)
+    for index, arg in enumerate(positional[:first_default]):
+        if any(index >= offset and (params is None or index - offset in params) for offset, params in root.ways):
+            yield arg.arg
+
+
+def _scope_of(sketch: Sketch, node: ast.AST) -> ast.AST | None:
+    """The innermost scope node around `node`: a function's decorators, defaults and annotations
+    are in the scope around it, a class's bases too; a comprehension holds all of itself."""
+    child, current = node, sketch.parent(node)
+    while current is not None:
+        if isinstance(current, _COMPREHENSIONS):
+            return current
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child in current.body:
+            return current
+        if isinstance(current, ast.Lambda) and child is current.body:
+            return current
+        child, current = current, sketch.parent(current)
+    return None
+
+
+def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a scope's own code, not those of the scopes nested in it."""
+    stack = list(scope.body) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else (
+        [scope.body] if isinstance(scope, ast.Lambda) else list(ast.iter_child_nodes(scope)))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+# -- loops, as odelint.analysis.keys walks them ---------------------------------------------------
+
+def repeating_loop(sketch: Sketch, node: ast.AST) -> ast.AST | None:
+    """The innermost loop of `node`'s function whose repeated part holds `node` (`KeyUses._loop`):
+    a `for` body, a `while` test or body, a comprehension but its first iterable; a loop's
+    head and `else` run once, so the search goes on outwards from them."""
+    child, current = node, sketch.parent(node)
+    while current is not None and not isinstance(current, (*FUNCTIONS, ast.ClassDef)):
+        if isinstance(current, (ast.For, ast.AsyncFor)) and child in current.body:
+            return current
+        if isinstance(current, ast.While) and (child is current.test or child in current.body):
+            return current
+        if isinstance(current, _COMPREHENSIONS) and child is not current.generators[0]:
+            return current
+        if isinstance(current, ast.comprehension) and child is not current.iter:
+            return sketch.parent(current)
+        child, current = current, sketch.parent(current)
+    return None
+
+
+def rebinds_each_iteration(loop: ast.AST, name: str) -> bool:
+    """Does every iteration of `loop` bind `name` afresh: as a loop target, or by an assignment
+    among the body's own statements (not one inside an `if`)?"""
+    if isinstance(loop, _COMPREHENSIONS):
+        targets: list[ast.AST] = [generator.target for generator in loop.generators]  # type: ignore[attr-defined]
+    else:
+        targets = [loop.target] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
+        for statement in loop.body:  # type: ignore[attr-defined]
+            if isinstance(statement, ast.Assign):
+                targets.extend(statement.targets)
+            elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+                targets.append(statement.target)
+    return any(_binds_name(target, name) for target in targets)
+
+
+def _binds_name(target: ast.AST, name: str) -> bool:
+    """`name`, or `name` inside a tuple or starred target (`_rebind`); not `x[i]` or `x.a`."""
+    if isinstance(target, ast.Name):
+        return target.id == name
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_binds_name(element, name) for element in target.elts)
+    return isinstance(target, ast.Starred) and _binds_name(target.value, name)

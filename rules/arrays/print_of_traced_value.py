@@ -67,6 +67,7 @@ class PrintOfTracedValue(Rule):
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         return any(isinstance(node.func, ast.Name) and node.func.id == "print"
+                   and any(sketch.reach.may_be_traced(arg) for arg in (*node.args, *node.keywords))
                    for node in sketch.nodes_in(sketch.traced_functions(), ast.Call))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:

@@ -9,6 +9,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import source_of
 from odelint.analysis.keys import key_uses
+from odelint.analysis.sketch_reach import rebinds_each_iteration, repeating_loop
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
@@ -67,14 +68,17 @@ class PrngKeyReuse(Rule):
         for call in sketch.calls:
             key = _key_argument(sketch, call)
             if key is not None:
-                if sketch.in_loop(call):
-                    return True
+                loop = repeating_loop(sketch, call)
+                if loop is not None and not rebinds_each_iteration(loop, key):
+                    return True  # consumed again on the next iteration
                 where = (id(sketch.enclosing_function(call)), key)
                 consumers[where] = consumers.get(where, 0) + 1
                 if consumers[where] > 1:
                     return True
-            elif any(jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and sketch.in_loop(call):
-                return True
+            elif any(jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and _constant_args(call):
+                loop = repeating_loop(sketch, call)
+                if loop is not None and _counting(loop):
+                    return True
         return False
 
     def visit_Module(self, node: cst.Module, site) -> None:
@@ -179,3 +183,24 @@ def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:
             jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
         return call.args[0].id
     return None
+
+
+def _constant_args(call: ast.Call) -> bool:
+    """Might `keys._constant` find every argument constant (numbers and strings, signed)?"""
+    return all(_constant(value) for value in (*call.args, *(keyword.value for keyword in call.keywords)))
+
+
+def _constant(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        return _constant(node.operand)
+    return isinstance(node, (ast.Constant, ast.JoinedStr))
+
+
+def _counting(loop: ast.AST) -> bool:
+    """Might `KeyUses._counting` find the loop repeating one computation: a `while`, or a loop
+    over `range`/`enumerate`/`zip` (whose arguments it goes on to check)?"""
+    if isinstance(loop, ast.While):
+        return True
+    iterable = loop.generators[0].iter if not isinstance(loop, (ast.For, ast.AsyncFor)) else loop.iter  # type: ignore[attr-defined]
+    return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and \
+        iterable.func.id in ("range", "enumerate", "zip")

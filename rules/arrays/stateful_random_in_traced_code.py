@@ -62,9 +62,13 @@ class StatefulRandomInTracedCode(Rule):
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        return any(name.startswith(_STATEFUL) or jax_api.consumes_key(name)
-                   for node in sketch.nodes_in(sketch.traced_functions(), ast.Call)
-                   for name in sketch.qualnames(node.func))
+        for call in sketch.nodes_in(sketch.traced_functions(), ast.Call):
+            names = sketch.qualnames(call.func)  # type: ignore[attr-defined]
+            if any(name.startswith(_STATEFUL) for name in names):
+                return True
+            if any(jax_api.consumes_key(name) for name in names) and _key_from_outside(sketch, call):  # type: ignore[arg-type]
+                return True
+        return False
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
@@ -137,3 +141,11 @@ class StatefulRandomInTracedCode(Rule):
                 return step(np.random.normal(), jax.random.fold_in(KEY, 1))
         """),
     )
+
+
+def _key_from_outside(sketch: Sketch, call: ast.Call) -> bool:
+    """May the call's key (`key=` or first) be a name its own scope does not bind (`_outside_key`)?"""
+    given = [keyword.value for keyword in call.keywords if keyword.arg == "key"]
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        given.append(call.args[0])
+    return any(isinstance(key, ast.Name) and not sketch.reach.binds_locally(call, key.id) for key in given)

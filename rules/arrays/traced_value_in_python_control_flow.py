@@ -79,7 +79,9 @@ class TracedValueInPythonControlFlow(Rule):
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        return any(_tests_truth(node) for node in sketch.nodes_in(sketch.traced_functions(), *_TRUTH_TESTS))
+        return any(sketch.reach.may_be_traced(value)
+                   for node in sketch.nodes_in(sketch.traced_functions(), *_TRUTH_TESTS)
+                   for value in _tested_values(node))
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
@@ -222,13 +224,31 @@ class TracedValueInPythonControlFlow(Rule):
 _TRUTH_TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.UnaryOp, ast.Call)
 
 
-def _tests_truth(node: ast.AST) -> bool:
-    """Could this `ast` node take a truth value or convert a value (the pre-check's question)?"""
+def _tested_values(node: ast.AST) -> list[ast.expr]:
+    """The values whose truth an `ast` node takes or that it converts, as `_test` and `visit_Call`
+    split them (the pre-check's question): operands of `and`/`or`/`not`, not membership tests."""
+    if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        return _truth_operands(node.test)
+    if isinstance(node, ast.BoolOp):
+        return [operand for value in node.values[:-1] for operand in _truth_operands(value)]
     if isinstance(node, ast.UnaryOp):
-        return isinstance(node.op, ast.Not)
-    if isinstance(node, ast.Call):
-        return isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS
-    return True
+        return _truth_operands(node.operand) if isinstance(node.op, ast.Not) else []
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS:
+        single = len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+        return [node.args[0]] if single and not _is_membership(node.args[0]) else []
+    return []
+
+
+def _truth_operands(test: ast.expr) -> list[ast.expr]:
+    if isinstance(test, ast.BoolOp):
+        return [operand for value in test.values for operand in _truth_operands(value)]
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _truth_operands(test.operand)
+    return [] if _is_membership(test) else [test]
+
+
+def _is_membership(value: ast.expr) -> bool:
+    return isinstance(value, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in value.ops)
 
 
 def _membership(value: cst.BaseExpression) -> bool:

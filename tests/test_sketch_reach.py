@@ -1,0 +1,166 @@
+"""Pre-checks that read which names may hold traced values and how keys flow through loops
+(odelint.analysis.sketch_reach): each condition pinned both ways, on code where the rule fires
+and on similar code that the pre-check rules out before any LibCST parse."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from odelint.api.registry import rule_for
+from odelint.engine.core import candidates, lint_source
+
+FIRES = [
+    # ODL702: a traced parameter, and a name assigned from one
+    ("ODL702", """
+        import jax
+
+        @jax.jit
+        def f(x):
+            y = x * 2
+            if y > 0:
+                return x
+            return -x
+    """),
+    # ODL702: a helper's parameter that traced code passes a traced value for
+    ("ODL702", """
+        import jax
+
+        def clip(v):
+            return v if v > 0 else 0.0
+
+        @jax.jit
+        def f(x):
+            return clip(x)
+    """),
+    # ODL703: print of a traced value
+    ("ODL703", """
+        import jax
+
+        @jax.jit
+        def f(x):
+            print(x + 1)
+            return x
+    """),
+    # ODL705: a key from outside the traced function
+    ("ODL705", """
+        import jax
+
+        KEY = jax.random.PRNGKey(0)
+
+        @jax.jit
+        def f(x):
+            return x + jax.random.normal(KEY)
+    """),
+    # ODL704: a loop consumes a key it does not split again
+    ("ODL704", """
+        import jax
+
+        def f(key):
+            for i in range(3):
+                x = jax.random.normal(key)
+            return x
+    """),
+    # ODL704: a constant key made in a counting loop
+    ("ODL704", """
+        import jax
+
+        def f():
+            return [jax.random.normal(jax.random.PRNGKey(0)) for _ in range(3)]
+    """),
+]
+
+DROPPED = [
+    # ODL702: tests of shapes, `is None`, membership, a parameter with a default, a loop variable
+    ("ODL702", """
+        import jax
+
+        @jax.jit
+        def body(carry, x, n=3):
+            for i in range(3):
+                if i > 1:
+                    pass
+            if x.shape[0] > 1 and len(x) and carry is None or "k" in carry:
+                pass
+            if n > 2:
+                pass
+            return carry, x
+    """),
+    # ODL702: the same name as a traced parameter, but in an untraced function
+    ("ODL702", """
+        import jax
+
+        @jax.jit
+        def f(x):
+            return x
+
+        def host(x):
+            if x > 0:
+                return x
+    """),
+    # ODL702: `self` of a jitted method is bound, not traced
+    ("ODL702", """
+        import jax
+
+        class A:
+            @jax.jit
+            def f(self, x):
+                if self.flag:
+                    return x
+                return x
+    """),
+    # ODL703: print of constants inside traced code
+    ("ODL703", """
+        import jax
+
+        @jax.jit
+        def f(x):
+            print("compiling", len(x))
+            return x
+    """),
+    # ODL705: a key passed in, or made in the traced function
+    ("ODL705", """
+        import jax
+
+        @jax.jit
+        def f(x, key):
+            local = jax.random.PRNGKey(1)
+            return x + jax.random.normal(key) + jax.random.normal(local)
+    """),
+    # ODL704: keys split again in the loop, or the loop's own target
+    ("ODL704", """
+        import jax
+
+        def f(key, keys):
+            for i in range(3):
+                key, sub = jax.random.split(key)
+                x = jax.random.normal(sub)
+            for k in keys:
+                x = jax.random.normal(k)
+            return [jax.random.normal(j) for j in keys]
+    """),
+    # ODL704: a constant key in a loop over configurations, or made before the loop
+    ("ODL704", """
+        import jax
+
+        def f(configs):
+            for config in configs:
+                x = jax.random.normal(jax.random.PRNGKey(0))
+            for i in range(jax.random.randint(jax.random.PRNGKey(1), (), 0, 3)):
+                pass
+    """),
+]
+
+
+@pytest.mark.parametrize(("rule", "code"), FIRES)
+def test_kept_where_the_rule_fires(rule: str, code: str) -> None:
+    source = textwrap.dedent(code)
+    assert [r.code for r in candidates(source, "f.py", [rule_for(rule)])] == [rule]
+    assert rule in {f.code for f in lint_source(source, "f.py").findings}
+
+
+@pytest.mark.parametrize(("rule", "code"), DROPPED)
+def test_dropped_where_it_cannot(rule: str, code: str) -> None:
+    source = textwrap.dedent(code)
+    assert candidates(source, "f.py", [rule_for(rule)]) == []
+    assert rule not in {f.code for f in lint_source(source, "f.py").findings}
