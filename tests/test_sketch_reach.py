@@ -164,3 +164,23 @@ def test_dropped_where_it_cannot(rule: str, code: str) -> None:
     source = textwrap.dedent(code)
     assert candidates(source, "f.py", [rule_for(rule)]) == []
     assert rule not in {f.code for f in lint_source(source, "f.py").findings}
+
+
+@pytest.mark.parametrize("order", ["a first", "b first"])
+def test_names_assigned_in_a_cycle_reach_every_function_whatever_the_order(order: str) -> None:
+    """`a = wrap(b); b = wrap(a, helper)`: both names may stand for `helper`, whichever name
+    is asked about first (a cached partial answer once made this depend on the order)."""
+    import ast
+
+    from odelint.analysis.sketch import Sketch
+
+    sketch = Sketch(ast.parse(textwrap.dedent("""
+        def helper(x):
+            return x
+
+        a = wrap(b)
+        b = wrap(a, helper)
+    """)))
+    first, second = ("a", "b") if order == "a first" else ("b", "a")
+    for name in (first, second):
+        assert [f.name for f in sketch.reach.functions_named(name)] == ["helper"]

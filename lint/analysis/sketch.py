@@ -45,11 +45,11 @@ class Sketch:
         self._qualnames: dict[int, frozenset[str]] = {}
         self._identifiers_in: dict[int, frozenset[str]] = {}
         self._nodes: dict[type, list[ast.AST]] = {}
+        self._parents: dict[int, ast.AST] = {}
         self._collect()
         self._referenced: frozenset[str] | None = None
         self._by_name: dict[str, frozenset[str]] = {}
         self._by_attr: dict[str, list[ast.Attribute]] | None = None
-        self._parents: dict[int, ast.AST] | None = None
         self._modules: bool | None = None
         self._reach: SketchReach | None = None
         self._arrays: SketchArrays | None = None
@@ -58,12 +58,19 @@ class Sketch:
 
     def _collect(self) -> None:
         nodes = self._nodes
-        for node in ast.walk(self.tree):  # one pass, each node filed under its type
+        parents = self._parents
+        children = ast.iter_child_nodes
+        stack: list[ast.AST] = [self.tree]
+        while stack:  # one pass: each node filed under its type, with its parent
+            node = stack.pop()
             kind = type(node)
             if kind in nodes:
                 nodes[kind].append(node)
             else:
                 nodes[kind] = [node]
+            for child in children(node):
+                parents[id(child)] = node
+                stack.append(child)
         for name in self.of_type(ast.Name):
             self.identifiers.add(name.id)  # type: ignore[attr-defined]
         for attribute in self.of_type(ast.Attribute):
@@ -211,11 +218,6 @@ class Sketch:
     # -- where a node is -------------------------------------------------------------------
 
     def parent(self, node: ast.AST) -> ast.AST | None:
-        if self._parents is None:
-            self._parents = {}
-            for outer in ast.walk(self.tree):
-                for inner in ast.iter_child_nodes(outer):
-                    self._parents[id(inner)] = outer
         return self._parents.get(id(node))
 
     def in_loop(self, node: ast.AST) -> bool:

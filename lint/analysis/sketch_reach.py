@@ -123,16 +123,38 @@ class SketchReach:
         return self._owns[key]
 
     def functions_named(self, name: str) -> list[FunctionNode]:
-        """Functions a name may stand for: `def`s of that name, and what it was assigned from."""
+        """Functions a name may stand for: `def`s of that name, lambdas inside what it was
+        assigned, and the functions of the names in what it was assigned from (`step = jax.jit(update)`),
+        closed over chains and cycles of assignments (`a = f(b); b = g(a)`)."""
         found = self._named.get(name)
-        if found is None:
-            self._named[name] = []  # guards `f = g(f)`
-            unique = {id(f): f for f in self.sketch.defs.get(name, ())}
-            for value in self.sketch.assigned(name):
-                if isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.Lambda)):
-                    unique.update((id(f), f) for f in self._named_functions(value))
-            found = self._named[name] = list(unique.values())
+        if found is not None:
+            return found
+        unique: dict[int, FunctionNode] = {}
+        seen = {name}
+        pending = [name]
+        while pending:
+            current = pending.pop()
+            done = self._named.get(current)
+            if done is not None:  # a finished closure: complete, no need to follow it again
+                unique.update((id(f), f) for f in done)
+                continue
+            functions, names = self._assignment_edges(current)
+            unique.update((id(f), f) for f in functions)
+            for other in names - seen:
+                seen.add(other)
+                pending.append(other)
+        found = self._named[name] = list(unique.values())
         return found
+
+    def _assignment_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
+        """The functions a name stands for directly, and the names its assigned values use."""
+        functions: list[FunctionNode] = list(self.sketch.defs.get(name, ()))
+        names: set[str] = set()
+        for value in self.sketch.assigned(name):
+            if isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.Lambda)):
+                functions.extend(inner for inner in ast.walk(value) if isinstance(inner, FUNCTIONS) and inner is not value)
+                names |= self.sketch.names_in(value)
+        return functions, names
 
     def function_targets(self, node: ast.expr, offset: int = 0) -> Iterator[tuple[FunctionNode, int]]:
         """The functions a value handed to a transform may be, with how many leading parameters
