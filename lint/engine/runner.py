@@ -20,6 +20,7 @@ from typing import Protocol
 
 from odelint.api.finding import Finding, Safety
 from odelint.api.registry import file_patterns, uses_versions
+from odelint.engine.collector import fewer_collections
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
@@ -190,7 +191,7 @@ def _run_tasks(tasks: Sequence[Task], jobs: int, progress: Progress | None = Non
     """Outcomes in task order. Workers get the largest files first, in small chunks, so no
     worker is left with a long file while the others idle at the end."""
     try:
-        _fewer_collections()
+        fewer_collections()
         if jobs <= 1 or len(tasks) < 4 * jobs:
             return [_reported(process(task), index, len(tasks), progress) for index, task in enumerate(tasks)]
         import concurrent.futures
@@ -210,21 +211,6 @@ def _run_tasks(tasks: Sequence[Task], jobs: int, progress: Progress | None = Non
     finally:
         if progress is not None:
             progress.close()
-
-
-_YOUNG_COLLECTION = 100_000  # allocations between collections of the youngest generation
-
-
-def _fewer_collections() -> None:
-    """Parsing creates millions of objects; with the default thresholds the cyclic collector
-    runs thousands of times per file and re-scans everything still alive (measured: 15% of a
-    cold run). What is imported by now lives as long as the process, so it is frozen out of
-    the scans (forked workers inherit that), and young objects are collected less often."""
-    import gc
-
-    if gc.get_threshold()[0] < _YOUNG_COLLECTION:  # once per process (`--watch` runs again)
-        gc.freeze()
-        gc.set_threshold(_YOUNG_COLLECTION, 50, 100)
 
 
 def _reported(outcome: Outcome, index: int, total: int, progress: Progress | None) -> Outcome:

@@ -19,5 +19,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"odelint: error: the server needs pygls and lsprotocol ({error}); "
               "install them with `pip install 'odelint[server]'`", file=sys.stderr)
         return 2
-    build(max(args.debounce, 0.0)).start_io()
+    from odelint.engine.collector import fewer_collections
+
+    server = build(max(args.debounce, 0.0))
+    fewer_collections()
+    server.start_io()
     return 0

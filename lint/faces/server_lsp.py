@@ -23,6 +23,7 @@ from odelint.api import docs
 from odelint.api.finding import Finding, Safety
 from odelint.api.registry import SyntaxErrorRule, all_rules, file_patterns, rules_by_code
 from odelint.engine import noqa
+from odelint.engine.collector import IdleCollector
 from odelint.engine.core import fix_source, lint_source
 from odelint.engine.incremental import IncrementalParser
 from odelint.faces import server_notebook
@@ -83,6 +84,7 @@ class OdelintServer(LanguageServer):
         self.parsers: dict[str, IncrementalParser] = {}  # each open document's last tree
         self.notebooks: dict[str, server_notebook.LintedNotebook] = {}  # each open notebook's last lint
         self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="odelint-lint")
+        self.collector: IdleCollector | None = None  # garbage is collected when idle (odelint.engine.collector)
 
     # documents -----------------------------------------------------------------------------
 
@@ -143,6 +145,9 @@ class OdelintServer(LanguageServer):
             if delay:
                 await asyncio.sleep(delay)
             await self.current(uri)
+            if self.collector is None:
+                self.collector = IdleCollector(asyncio.get_running_loop())
+            self.collector.linted()
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - one bad buffer must not stop the server
