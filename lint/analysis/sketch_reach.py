@@ -48,6 +48,7 @@ class SketchReach:
         self.sketch = sketch
         self._owns: dict[int, Own] = {}
         self._named: dict[str, list[FunctionNode]] = {}
+        self._edges: dict[str, tuple[list[FunctionNode], set[str]]] = {}
         self._callables: list[tuple[ast.ClassDef, ast.FunctionDef, set[int]]] | None = None
         self._roots: dict[int, Root] | None = None
         self._traced: list[FunctionNode] | None = None
@@ -148,6 +149,12 @@ class SketchReach:
 
     def _assignment_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
         """The functions a name stands for directly, and the names its assigned values use."""
+        edges = self._edges.get(name)
+        if edges is None:
+            edges = self._edges[name] = self._compute_edges(name)
+        return edges
+
+    def _compute_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
         functions: list[FunctionNode] = list(self.sketch.defs.get(name, ()))
         names: set[str] = set()
         for value in self.sketch.assigned(name):
