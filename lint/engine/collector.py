@@ -9,8 +9,11 @@ objects are collected less often.
 
 from __future__ import annotations
 
-import asyncio
 import gc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a warm `check` must not import asyncio (it pulls in concurrent.futures)
+    import asyncio
 
 YOUNG_COLLECTION = 100_000  # allocations between collections of the youngest generation
 
