@@ -48,10 +48,6 @@ _NN_NON_MODULES = frozenset({"equinox.nn.State", "equinox.nn.StateIndex"})
 _OPTAX_NOT_TRANSFORMATIONS = frozenset({"apply_updates", "incremental_update", "periodic_update", "global_norm",
                                         "safe_norm", "safe_root_mean_squares"})
 _LITERAL_NAMES = frozenset({"True", "False", "None"})
-# Top-level packages never looked up among the project's files.
-_NEVER_PROJECT = frozenset({"jax", "jaxlib", "equinox", "optax", "diffrax", "lineax", "optimistix", "numpy",
-                            "scipy", "typing", "collections", "functools", "dataclasses", "abc", "math", "os",
-                            "sys", "jaxtyping", "flax", "torch", "haiku"})
 
 
 def model_node_types() -> set[type]:
@@ -223,11 +219,11 @@ class Facts:
         """A module class that another file of the project defines (`from model import Net`)."""
         if not qualname or self.path is None or "." not in qualname.lstrip("."):
             return None
-        module, _, name = qualname.rpartition(".")
-        if module.split(".")[0] in _NEVER_PROJECT:
-            return None
         from odelint.analysis import project
 
+        module, _, name = qualname.rpartition(".")
+        if module.split(".")[0] in project.NEVER_PROJECT:
+            return None
         where = project.module_file(module, self.path)
         if where is None or os.path.abspath(where) in self._seen or os.path.abspath(where) == os.path.abspath(self.path):
             return None

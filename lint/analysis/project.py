@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_FILE_BYTES = 2_000_000
+# Top-level packages never looked up among the project's files.
+NEVER_PROJECT = frozenset({"jax", "jaxlib", "equinox", "optax", "diffrax", "lineax", "optimistix", "numpy",
+                           "scipy", "typing", "collections", "functools", "dataclasses", "abc", "math", "os",
+                           "sys", "jaxtyping", "flax", "torch", "haiku"})
 _parsed: dict[str, tuple[tuple[int, int], "Facts | None"]] = {}
 _recording: list[dict[str, list[int]]] = []
 

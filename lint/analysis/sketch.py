@@ -47,7 +47,6 @@ class Sketch:
         self._nodes: dict[type, list[ast.AST]] = {}
         self._parents: dict[int, ast.AST] = {}
         self._collect()
-        self._referenced: frozenset[str] | None = None
         self._by_name: dict[str, frozenset[str]] = {}
         self._by_attr: dict[str, list[ast.Attribute]] | None = None
         self._modules: bool | None = None
@@ -151,21 +150,6 @@ class Sketch:
                     meanings.update(self.qualnames(value))
             found = self._by_name[name] = frozenset(meanings)
         return found
-
-    @property
-    def referenced(self) -> frozenset[str]:
-        """Every dotted name the file may refer to, through imports and aliases."""
-        if self._referenced is None:
-            known = self._aliases.keys() | self._assigned.keys()
-            found: set[str] = set()
-            for node in self.of_type(ast.Name, ast.Attribute):
-                root = node
-                while isinstance(root, ast.Attribute):
-                    root = root.value
-                if isinstance(root, ast.Name) and root.id in known:
-                    found.update(self.qualnames(node))
-            self._referenced = frozenset(found)
-        return self._referenced
 
     def refers_to(self, *names: str) -> bool:
         """Does the file refer to one of these dotted names, or to something inside one?"""

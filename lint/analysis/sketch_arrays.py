@@ -66,10 +66,14 @@ class SketchArrays:
         return self.sketch.in_traced(node) and all(solution.may_be_traced(node) for solution in self._stages())
 
     def may_declare_array(self, annotation: ast.expr) -> bool:
-        """Does the annotation's outer name (`Float` of `Float[Array, "n"]`) possibly name an
-        array type (`Facts.annotation_kind`)? A string annotation has no qualified name."""
+        return self.may_declare(annotation, "array")
+
+    def may_declare(self, annotation: ast.expr, *kinds: str) -> bool:
+        """Does the annotation's outer name (`Float` of `Float[Array, "n"]`) possibly name a
+        type of these kinds ("array", "key": `Facts.annotation_kind`)? A string annotation has
+        no qualified name."""
         outer = annotation.value if isinstance(annotation, ast.Subscript) else annotation
-        return any(jax_api.annotation_kind(name) == "array" for name in self.sketch.qualnames(outer))
+        return any(jax_api.annotation_kind(name) in kinds for name in self.sketch.qualnames(outer))
 
     def callees_of(self, func: ast.expr) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         """The functions of this file a call of `func` may run (`Facts.callee`)."""

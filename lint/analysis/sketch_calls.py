@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from odelint.analysis import jax_api
-from odelint.analysis.sketch_modules import _NEVER_PROJECT
+from odelint.analysis.project import NEVER_PROJECT
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -78,19 +78,7 @@ def _may_name_module_type(qualname: str) -> bool:
     """`Facts.module_type` of a dotted name: Equinox, a library's module, or a project file's class."""
     top = qualname.lstrip(".").split(".")[0]
     return (top == "equinox" or jax_api.is_library_module(qualname)
-            or ("." in qualname.lstrip(".") and top not in _NEVER_PROJECT))
-
-
-def may_declare_array(sketch: Sketch, annotation: ast.expr) -> bool:
-    """May `Facts.annotation_kind` find an array or key here: a string, or a name from the
-    annotation tables (`numpy.ndarray` among them) anywhere in it."""
-    for node in ast.walk(annotation):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return True
-        if isinstance(node, (ast.Name, ast.Attribute)) and any(
-                jax_api.annotation_kind(name) in ("array", "key") for name in sketch.qualnames(node)):
-            return True
-    return False
+            or ("." in qualname.lstrip(".") and top not in NEVER_PROJECT))
 
 
 def enclosing_class(sketch: Sketch, node: ast.AST) -> ast.ClassDef | None:

@@ -19,11 +19,6 @@ from odelint.analysis import jax_api
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-# Top-level packages never looked up among the project's files (as in odelint.analysis.facts).
-_NEVER_PROJECT = frozenset({"jax", "jaxlib", "equinox", "optax", "diffrax", "lineax", "optimistix", "numpy",
-                            "scipy", "typing", "collections", "functools", "dataclasses", "abc", "math", "os",
-                            "sys", "jaxtyping", "flax", "torch", "haiku"})
-
 
 def may_hold_modules(sketch: Sketch) -> bool:
     if sketch.refers_to("equinox", *_module_libraries()):
@@ -38,7 +33,7 @@ def _project_files(sketch: Sketch) -> Iterator[str]:
     from odelint.analysis import project
 
     for module in sketch.imported_modules:
-        if module.lstrip(".").split(".")[0] in _NEVER_PROJECT:
+        if module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
             continue
         found = project.module_file(module, sketch.path)  # type: ignore[arg-type]
         if found is not None:

@@ -96,7 +96,7 @@ class SketchReach:
         if self._differentiated is None:
             names = {name for name, row in jax_api.transforms().items() if row.differentiates}
             roots: list[FunctionNode] = []
-            if _PROGRESS_METER in self.sketch.referenced:
+            if self.sketch.mentions(_PROGRESS_METER):
                 roots = [f for classes in self.sketch.classes.values() for c in classes if c.bases
                          for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
             for call in self.sketch.calls:  # `Differentiation._find_transform_roots`: the first positional

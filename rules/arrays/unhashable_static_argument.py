@@ -10,8 +10,7 @@ from odelint.analysis.calls import source_of
 from odelint.analysis.facts import Kind
 from odelint.analysis.jitted import STATIC_KEYWORDS, jitted_callee
 from odelint.analysis.scopes import Site
-from odelint.analysis.sketch_calls import (UNHASHABLE_LITERALS, configures, keyword, may_be_module_class,
-                                           may_declare_array)
+from odelint.analysis.sketch_calls import UNHASHABLE_LITERALS, configures, keyword, may_be_module_class
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
@@ -263,7 +262,7 @@ def _may_call_static(sketch: Sketch, func: ast.expr, static: set[int]) -> bool:
 def _may_be_array_module(sketch: Sketch, cls: ast.ClassDef) -> bool:
     """May `_has_array_field` hold: a class that may be a module, with a field that may be declared an array?"""
     return may_be_module_class(sketch, cls) and any(
-        isinstance(node, ast.AnnAssign) and may_declare_array(sketch, node.annotation) for node in ast.walk(cls))
+        isinstance(node, ast.AnnAssign) and sketch.arrays.may_declare_array(node.annotation) for node in ast.walk(cls))
 
 
 def _may_be_unhashable(sketch: Sketch, value: ast.expr, modules: bool) -> bool:

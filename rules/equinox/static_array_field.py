@@ -10,7 +10,7 @@ from odelint.analysis.calls import keyword_arg, source_of
 from odelint.analysis.classes import is_module_class
 from odelint.analysis.facts import Kind
 from odelint.analysis.scopes import CLASS, Site
-from odelint.analysis.sketch_calls import enclosing_class, keyword, may_be_module_class, may_declare_array
+from odelint.analysis.sketch_calls import enclosing_class, keyword, may_be_module_class
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:
     array or key, or an `__init__` that may assign one."""
     cls = enclosing_class(sketch, node)
     return cls is not None and may_be_module_class(sketch, cls) and (
-        may_declare_array(sketch, node.annotation)
+        sketch.arrays.may_declare(node.annotation, "array", "key")
         or any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in cls.body))
 
 
