@@ -207,7 +207,7 @@ class Facts:
             return ModuleClass(None, qualname)
         if qualname and qualname.startswith("equinox.nn.") and qualname not in _NN_NON_MODULES:
             return ModuleClass(None, qualname) if qualname.rsplit(".", 1)[1][:1].isupper() else None
-        if jax_api.is_library_module(qualname):
+        if qualname is not None and jax_api.is_library_module(qualname):
             return ModuleClass(None, qualname)
         if isinstance(node, cst.Name):
             for binding in self.lookup(node.value, scope):
@@ -301,11 +301,11 @@ class Facts:
             function = self.callee(value.func, site.scope) if isinstance(value, cst.Call) else None
             return self._returned_module_class(function, rest) if function is not None else None
         if binding.kind == "param":
-            function = binding.scope.node
-            if isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
+            parameter_of = binding.scope.node
+            if isinstance(parameter_of, cst.FunctionDef) and binding.scope.parent is not None:
                 bound = 1 if binding.scope.parent.kind == CLASS else 0
                 classes = set()
-                for call, site in self.calls_of(function):
+                for call, site in self.calls_of(parameter_of):
                     argument = argument_for(call, binding, bound)
                     if argument is not None:
                         classes.add(self.module_class(argument, site))
@@ -332,8 +332,8 @@ class Facts:
 
     def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
         class_scope = self.index.body_scope(owner)
-        for binding in class_scope.bindings.get(attr, []) if class_scope else []:
-            if binding.annotation is not None:
+        for binding in class_scope.bindings.get(attr, []) if class_scope is not None else []:
+            if binding.annotation is not None and class_scope is not None:
                 found = self.module_type(_outer_annotation(binding.annotation), class_scope)
                 if found is not None:
                     return found
@@ -512,8 +512,8 @@ class Facts:
             return Kind.UNKNOWN
         attr = node.attr.value
         class_scope = self.index.body_scope(cls)
-        for binding in class_scope.bindings.get(attr, []) if class_scope else []:
-            if binding.annotation is not None:
+        for binding in class_scope.bindings.get(attr, []) if class_scope is not None else []:
+            if binding.annotation is not None and class_scope is not None:
                 declared = self.annotation_kind(binding.annotation, class_scope)
                 if declared is not Kind.UNKNOWN:
                     return declared
@@ -646,6 +646,7 @@ class Facts:
         if id(node) in seen:
             return set()
         seen.add(id(node))
+        parts: set[str] = set()
         if isinstance(node, cst.Call):
             parts = self._optax_parts(node.func, site, seen)
             if parts:
@@ -660,20 +661,17 @@ class Facts:
             if qualname and qualname.split(".")[0] == "optax":
                 return {qualname}
             if isinstance(node, cst.Name):
-                parts: set[str] = set()
                 for binding in self.lookup(node.value, site.scope):
                     parts |= self._binding_optax_parts(binding, seen)
                 return parts
         if isinstance(node, (cst.List, cst.Tuple)):
-            parts = set()
             for element in node.elements:
                 parts |= self._optax_parts(element.value, site, seen)
             return parts
         if isinstance(node, cst.Dict):
-            parts = set()
-            for element in node.elements:
-                if isinstance(element, cst.DictElement):
-                    parts |= self._optax_parts(element.value, site, seen)
+            for item in node.elements:
+                if isinstance(item, cst.DictElement):
+                    parts |= self._optax_parts(item.value, site, seen)
             return parts
         return set()
 
@@ -690,14 +688,14 @@ class Facts:
             parts: set[str] = set()
             for ret in _returns(function) if function is not None and scope is not None else ():
                 element, left = _element_at(ret.value, rest) if ret.value is not None else (None, rest)
-                if element is not None and not left:
+                if element is not None and not left and scope is not None:
                     parts |= self._optax_parts(element, Site(scope, 10**9), seen)
             return parts
-        function = binding.scope.node
-        if binding.kind == "param" and isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
+        parameter_of = binding.scope.node
+        if binding.kind == "param" and isinstance(parameter_of, cst.FunctionDef) and binding.scope.parent is not None:
             bound = 1 if binding.scope.parent.kind == CLASS else 0
             parts = set()
-            for call, call_site in self.calls_of(function):
+            for call, call_site in self.calls_of(parameter_of):
                 argument = argument_for(call, binding, bound)
                 if argument is not None:
                     parts |= self._optax_parts(argument, call_site, seen)

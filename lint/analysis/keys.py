@@ -201,7 +201,8 @@ class KeyUses:
                 for condition in clause.ifs:
                     self._expression(condition.test, inner)
                 clause = clause.inner_for_in
-            parts = (node.key, node.value) if isinstance(node, cst.DictComp) else (node.elt,)
+            parts = (node.key, node.value) if isinstance(node, cst.DictComp) else (
+                (node.elt,) if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) else ())
             for part in parts:
                 self._expression(part, inner)
             if again:
@@ -288,7 +289,7 @@ def _merge(states: Iterable[State | None]) -> State | None:
     return merged
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, KeyUses]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Facts, KeyUses] = weakref.WeakKeyDictionary()
 
 
 def key_uses(facts: Facts) -> KeyUses:

@@ -39,7 +39,7 @@ class Loops:
         return self._loop_of.get(id(node))
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, Loops]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Facts, Loops] = weakref.WeakKeyDictionary()
 
 
 def loops(facts: Facts) -> Loops:

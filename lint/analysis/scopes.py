@@ -23,6 +23,8 @@ import libcst as cst
 
 MODULE, FUNCTION, CLASS, LAMBDA, COMPREHENSION = "module", "function", "class", "lambda", "comprehension"
 
+_Node = typing.TypeVar("_Node", bound=cst.CSTNode)
+
 
 @dataclasses.dataclass(eq=False)
 class Binding:
@@ -33,7 +35,7 @@ class Binding:
     """
 
     name: str
-    scope: "Scope"
+    scope: Scope
     order: int
     kind: str
     node: cst.CSTNode
@@ -50,7 +52,7 @@ class Binding:
 class Scope:
     kind: str
     node: cst.CSTNode
-    parent: "Scope | None"
+    parent: Scope | None
     bindings: dict[str, list[Binding]] = dataclasses.field(default_factory=dict)
     global_names: set[str] = dataclasses.field(default_factory=set)
     nonlocal_names: set[str] = dataclasses.field(default_factory=set)
@@ -59,7 +61,7 @@ class Scope:
         return f"Scope({self.kind}, {type(self.node).__name__})"
 
     @property
-    def module(self) -> "Scope":
+    def module(self) -> Scope:
         scope = self
         while scope.parent is not None:
             scope = scope.parent
@@ -91,8 +93,8 @@ class ScopeIndex:
         position = bisect.bisect_right(self.top_orders, order) - 1
         return position if position >= 0 else None
 
-    def of_type(self, node_type: type) -> list[tuple[cst.CSTNode, Site]]:
-        return self.nodes.get(node_type, [])
+    def of_type(self, node_type: type[_Node]) -> list[tuple[_Node, Site]]:
+        return typing.cast("list[tuple[_Node, Site]]", self.nodes.get(node_type, []))
 
     def body_scope(self, node: cst.CSTNode) -> Scope | None:
         """The scope that a function, lambda or class body opens."""

@@ -76,8 +76,8 @@ class Tracing(Reach):
                 continue
             body = jax_api.traced_body(qualname)
             if body is not None:
-                for target in _body_functions(call, body):
-                    self._add(target, site.scope, call.func, None, None, body.params)
+                for function in _body_functions(call, body):
+                    self._add(function, site.scope, call.func, None, None, body.params)
 
     def _find_decorator_roots(self) -> None:
         for scope in list(self.facts.index.body_scopes.values()):

@@ -139,13 +139,13 @@ class Rule(BaseRule):
         return cls.may_fire.__func__ is not Rule.may_fire.__func__  # type: ignore[attr-defined]
 
     @classmethod
-    def node_types(cls) -> dict[type, str]:
+    def node_types(cls) -> dict[type[cst.CSTNode], str]:
         """The node types this rule visits, from its `visit_<NodeType>` methods."""
         found = {}
         for attribute in dir(cls):
             if attribute.startswith("visit_"):
                 node_type = getattr(cst, attribute[len("visit_"):], None)
-                if isinstance(node_type, type):
+                if isinstance(node_type, type) and issubclass(node_type, cst.CSTNode):
                     found[node_type] = attribute
         return found
 

@@ -26,8 +26,9 @@ def taken(root: Path) -> dict[str, str]:
                 values = {target.id: statement.value.value for statement in node.body
                           if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant)
                           for target in statement.targets if isinstance(target, ast.Name)}
-                if isinstance(values.get("code"), str):
-                    found[values["code"]] = str(values.get("name", ""))
+                code = values.get("code")
+                if isinstance(code, str):
+                    found[code] = str(values.get("name", ""))
     return found
 
 

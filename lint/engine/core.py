@@ -240,7 +240,8 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     for rule_class in rules:
         rule = rule_class(context)
         try:
-            for node_type, method in rule_class.node_types().items():
+            node_types: dict[type[cst.CSTNode], str] = rule_class.node_types() if issubclass(rule_class, Rule) else {}
+            for node_type, method in node_types.items():
                 visit = getattr(rule, method)
                 for node, site in index.of_type(node_type):
                     before = len(rule.findings)
@@ -261,10 +262,11 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
 
 def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None]) -> None:
     """Positions are computed only for files that have findings, and only around them."""
-    located = [(finding, top) for finding, top in zip(findings, tops) if finding.node is not None]
-    positions = locate(module, source, [(finding.node, top) for finding, top in located])
-    for finding, _ in located:
-        where = positions.get(finding.node)
+    located = [(finding, node, top) for finding, top in zip(findings, tops, strict=True)
+               if (node := finding.node) is not None]
+    positions = locate(module, source, [(node, top) for _, node, top in located])
+    for finding, node, _ in located:
+        where = positions.get(node)
         if where is not None:
             finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
 
@@ -320,7 +322,8 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
 def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool,
                   versions: Mapping[str, Version | None] = NO_VERSIONS):
     """Like lint_source, but also hands back the parsed module the findings point into."""
-    rules = [rule for rule in rules_for(path, codes, python) if issubclass(rule, Rule) and rule.triggered_by(source)]
+    rules: list[type[BaseRule]] = [rule for rule in rules_for(path, codes, python)
+                                   if issubclass(rule, Rule) and rule.triggered_by(source)]
     rules = candidates(source, path, rules) if python else rules
     if not python or not rules:
         result = lint_source(source, path, codes, python, versions=versions)

@@ -55,7 +55,7 @@ def locate(module: cst.Module, source: str, nodes: Iterable[tuple[cst.CSTNode, i
     if lines is None:
         return _whole(module)
     found: dict[cst.CSTNode, CodeRange] = {}
-    for top in sorted(tops):  # type: ignore[type-var]
+    for top in sorted(top for top in tops if top is not None):
         statement = module.body[top]
         alone = module.with_changes(header=(), body=(statement,), footer=())
         ranges = _whole(alone)

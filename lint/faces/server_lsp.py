@@ -14,7 +14,7 @@ import dataclasses
 import fnmatch
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -212,7 +212,8 @@ class OdelintServer(LanguageServer):
     def report_server_error(self, error: Exception, source) -> None:
         """A message that is not JSON gets JSON-RPC's parse error (with no id to answer to)."""
         if isinstance(error, json.JSONDecodeError):
-            self.protocol._send_response(None, error=JsonRpcParseError(str(error)).to_response_error())
+            # JSON-RPC answers with `"id": null` here; pygls' annotation of msg_id leaves null out
+            self.protocol._send_response(None, error=JsonRpcParseError(str(error)).to_response_error())  # type: ignore[arg-type]
             return
         super().report_server_error(error, source)
 
@@ -229,7 +230,7 @@ class OdelintServer(LanguageServer):
         return support is not None and "edit" in support.properties
 
     async def code_actions(self, linted: Linted, request: types.Range,
-                           only: list[str] | None) -> list[types.CodeAction]:
+                           only: Sequence[str] | None) -> list[types.CodeAction]:
         def wanted(kind: str) -> bool:
             return only is None or any(kind == prefix or kind.startswith(f"{prefix}.") for prefix in only)
 

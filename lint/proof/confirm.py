@@ -123,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
     chosen = _chosen_rules(args.rule, root)
     outcomes = _load(chosen, root)
     env = dict(os.environ)
-    if PLATFORMS[args.device]:
-        env["JAX_PLATFORMS"] = PLATFORMS[args.device]
+    platforms = PLATFORMS[args.device]
+    if platforms:
+        env["JAX_PLATFORMS"] = platforms
     probe = _probe(env, args.device)
     log = _Progress()
     log.say(f"odelint confirm: {len(outcomes)} case(s) of {len(chosen)} rule(s) on {probe['backend']} "
@@ -221,7 +222,7 @@ def _lint(outcome: Outcome, rule) -> None:
     For a rule over requirement files, the linted pair is pins_hazard / pins_fixed."""
     case = outcome.case
     target, twin = (case.hazard, case.fixed)
-    if issubclass(rule, TextRule) and case.needs_pins:
+    if issubclass(rule, TextRule) and case.pins_hazard is not None and case.pins_fixed is not None:
         target, twin = case.pins_hazard, case.pins_fixed
     source = _read(case.path(target))
     outcome.flagged = any(f.code == case.code for f in lint_source(source, case.path(target), {case.code}).findings)
@@ -244,7 +245,7 @@ def _programs(outcomes: list[Outcome], with_pins: bool, log) -> list[tuple]:
     for outcome in outcomes:
         case = outcome.case
         pythons = {"hazard": sys.executable, "fixed": sys.executable}
-        if case.needs_pins:
+        if case.pins_hazard is not None and case.pins_fixed is not None:  # case.needs_pins (they go together)
             if not with_pins:
                 outcome.skipped = "version-pin fixture: run with --with-old-pins"
                 continue

@@ -81,12 +81,12 @@ def load() -> Table:
 
 
 def parse(data: Mapping) -> Table:
-    releases = {canonicalize_name(name): tuple(Version(v) for v in versions)
+    releases: dict[str, tuple[Version, ...]] = {canonicalize_name(name): tuple(Version(v) for v in versions)
                 for name, versions in data.get("releases", {}).items()}
     combinations = []
     for row in data.get("combination", []):
         try:
-            when = {canonicalize_name(name): SpecifierSet(spec) for name, spec in row["when"].items()}
+            when: dict[str, SpecifierSet] = {canonicalize_name(name): SpecifierSet(spec) for name, spec in row["when"].items()}
         except InvalidSpecifier as error:
             raise ValueError(f"{TABLE_FILE}: row {row.get('id')!r}: {error}") from error
         blame = canonicalize_name(row["blame"])

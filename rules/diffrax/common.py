@@ -95,7 +95,7 @@ class Solve:
 
     def _saveat_flag(self, flag: str) -> cst.BaseExpression | None:
         saveat = self.setting("saveat")
-        if saveat.call is None or saveat.qualname not in SAVEAT_CLASSES:
+        if saveat.call is None or saveat.qualname not in SAVEAT_CLASSES or saveat.scope is None:
             return None
         for call in calls_within(saveat.call):
             if self.facts.qualname(call.func, saveat.scope) in SAVEAT_CLASSES:

@@ -126,7 +126,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
         if stack.count(REVERSE) >= 2:
             return "twice in reverse mode", _WHILE_LOOP, "pass `adjoint=diffrax.DirectAdjoint()`"
         solver = solve.solver()
-        if FORWARD in stack and solver.qualname in api()["solvers"]["staged"] and not _bounded(solver):
+        if (FORWARD in stack and solver.call is not None and solver.qualname in api()["solvers"]["staged"]
+                and not _bounded(solver)):
             how = (f"forward over reverse (as `jax.hessian` does) with the solver "
                    f"`{source_of(self.context.module, solver.call)}`, whose default stage scan does not allow it")
             return how, _CUSTOM_VJP, "build the solver with `scan_kind=\"bounded\"`"
@@ -257,7 +258,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
     )
 
 
-def _severity(stack: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+def _severity(stack: tuple[str, ...]) -> tuple[int, int, tuple[str, ...]]:
     """Forward-only stacks first (they carry the fix), then by length, for a stable report."""
     return (0 if all(mode == FORWARD for mode in stack) else 1, len(stack), stack)
 
