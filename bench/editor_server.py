@@ -94,7 +94,8 @@ def main() -> int:
     samples.sort()
     p95 = samples[min(len(samples) - 1, round(0.95 * (len(samples) - 1)))]
     print(f"{len(lines)} lines, {len(first['diagnostics'])} diagnostics first, {len(result['diagnostics'])} after; "
-          f"{args.edits} edits through the server: min {samples[0]:.0f} ms, median {statistics.median(samples):.0f} ms, "
+          f"{args.edits} edits through the server: min {samples[0]:.0f} ms, "
+          f"median {statistics.median(samples):.0f} ms, "
           f"p95 {p95:.0f} ms, max {samples[-1]:.0f} ms wall")
     return 0
 

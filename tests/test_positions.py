@@ -49,7 +49,8 @@ def _nodes(statement: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
-@pytest.mark.parametrize("path", ["<tricky>", "lint/engine/core.py", "lint/analysis/facts.py", "examples/neural_ode/train.py",
+@pytest.mark.parametrize("path", ["<tricky>", "lint/engine/core.py", "lint/analysis/facts.py",
+                                  "examples/neural_ode/train.py",
                                   "tests/fixtures/ODL101/hazard_scan_leak.py"])
 def test_every_node_has_the_whole_module_position(path: str) -> None:
     source = TRICKY if path == "<tricky>" else (ROOT / path).read_text()

@@ -225,7 +225,8 @@ class Facts:
         if module.split(".")[0] in project.NEVER_PROJECT:
             return None
         where = project.module_file(module, self.path)
-        if where is None or os.path.abspath(where) in self._seen or os.path.abspath(where) == os.path.abspath(self.path):
+        if (where is None or os.path.abspath(where) in self._seen
+                or os.path.abspath(where) == os.path.abspath(self.path)):
             return None
         other = project.facts_of(where, self._seen | {os.path.abspath(self.path)})
         if other is None:
@@ -653,7 +654,8 @@ class Facts:
                 for arg in node.args:
                     parts |= self._optax_parts(arg.value, site, seen)
                 momentum = argument_at(node, "momentum", 1) if parts == {"optax.sgd"} else None
-                if momentum is not None and not (isinstance(momentum.value, cst.Name) and momentum.value.value == "None"):
+                if momentum is not None and not (isinstance(momentum.value, cst.Name)
+                                                 and momentum.value.value == "None"):
                     parts = {"optax.sgd+momentum"}  # sgd keeps a trace per parameter only with momentum
             return parts
         if isinstance(node, (cst.Attribute, cst.Name)):

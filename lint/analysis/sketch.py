@@ -39,7 +39,8 @@ class Sketch:
         self.path = path
         self._aliases: dict[str, list[str]] = {}        # name -> the dotted names it may stand for
         self._assigned: dict[str, list[ast.expr]] = {}  # name -> values assigned to it anywhere
-        self.defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}   # name -> functions (methods too) of that name
+        # name -> functions (methods too) of that name
+        self.defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self.classes: dict[str, list[ast.ClassDef]] = {}
         self.identifiers: set[str] = set()              # every Name and attribute name used
         self.calls: list[ast.Call] = []
@@ -123,7 +124,8 @@ class Sketch:
     @overload
     def of_type(self, first: type[_Node], second: type[_Other], /) -> list[_Node | _Other]: ...
     @overload
-    def of_type(self, first: type[_Node], second: type[_Other], third: type[_Third], /) -> list[_Node | _Other | _Third]: ...
+    def of_type(self, first: type[_Node], second: type[_Other], third: type[_Third], /
+                ) -> list[_Node | _Other | _Third]: ...
     def of_type(self, *types: type[ast.AST]) -> list[Any]:
         """Every node of these exact types in the file, in no particular order."""
         if len(types) == 1:
@@ -193,7 +195,8 @@ class Sketch:
         wanted = frozenset(names)
         lasts = {name.rpartition(".")[2] for name in wanted}
         return [call for call in self.calls
-                if (isinstance(call.func, ast.Name) or (isinstance(call.func, ast.Attribute) and call.func.attr in lasts))
+                if (isinstance(call.func, ast.Name)
+                        or (isinstance(call.func, ast.Attribute) and call.func.attr in lasts))
                 and self.qualnames(call.func) & wanted]
 
     def names_in(self, node: ast.AST) -> frozenset[str]:

@@ -462,7 +462,8 @@ def _returns(body: list[ast.stmt]) -> Iterator[ast.expr]:
         elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for field in _BLOCKS:
                 for inner in getattr(statement, field, ()):
-                    yield from _returns(inner.body if isinstance(inner, (ast.ExceptHandler, ast.match_case)) else [inner])
+                    blocks = isinstance(inner, (ast.ExceptHandler, ast.match_case))
+                    yield from _returns(inner.body if blocks else [inner])
 
 
 def _class_body(cls: ast.ClassDef) -> Iterator[ast.stmt]:

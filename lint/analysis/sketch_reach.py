@@ -159,7 +159,8 @@ class SketchReach:
         names: set[str] = set()
         for value in self.sketch.assigned(name):
             if isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.Lambda)):
-                functions.extend(inner for inner in ast.walk(value) if isinstance(inner, FUNCTIONS) and inner is not value)
+                functions.extend(inner for inner in ast.walk(value)
+                                 if isinstance(inner, FUNCTIONS) and inner is not value)
                 names |= self.sketch.names_in(value)
         return functions, names
 
@@ -490,8 +491,9 @@ def _scope_of(sketch: Sketch, node: ast.AST) -> ast.AST | None:
 
 def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a scope's own code, not those of the scopes nested in it."""
-    stack: list[ast.AST] = list(scope.body) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else (
-        [scope.body] if isinstance(scope, ast.Lambda) else list(ast.iter_child_nodes(scope)))
+    stack: list[ast.AST] = (
+        list(scope.body) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        else [scope.body] if isinstance(scope, ast.Lambda) else list(ast.iter_child_nodes(scope)))
     while stack:
         node = stack.pop()
         yield node

@@ -245,7 +245,8 @@ def _body_functions(call: cst.Call, body: jax_api.TracedBody) -> list[cst.BaseEx
         if arg is not None:
             found.append(arg.value)
     for index, position in enumerate(body.lists):
-        keyword = body.keywords[len(body.functions) + index] if len(body.functions) + index < len(body.keywords) else None
+        at = len(body.functions) + index
+        keyword = body.keywords[at] if at < len(body.keywords) else None
         arg = argument_at(call, keyword, position)
         if arg is not None and isinstance(arg.value, (cst.List, cst.Tuple)):
             found.extend(element.value for element in arg.value.elements)

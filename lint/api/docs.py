@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Union
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from odelint.api.rule import BaseRule
     from odelint.api.rule_index import RuleInfo
 
     # A rule class, or its metadata from the index: both have what a page shows.
-    AnyRule = Union[type[BaseRule], RuleInfo]
+    AnyRule = type[BaseRule] | RuleInfo
 
-DOCS_URL = "https://github.com/odelint/odelint/blob/main/docs/rules.md"
+# Where the rules' pages are published (`https://example.org/odelint/rules.md`): each rule's
+# link is this plus `#odl201-optimizer-init-unfiltered`. Unset, links point at docs/rules.md of
+# the source checkout odelint runs from, or are left out: never at a home that does not exist.
+DOCS_URL_VARIABLE = "ODELINT_DOCS_URL"
 
 
-def url(rule: AnyRule) -> str:
-    return f"{DOCS_URL}#{rule.code.lower()}-{rule.name}"
+def pages_url() -> str | None:
+    """The rules' pages: the configured base URL, else docs/rules.md beside the installed rules
+    (a checkout installed in editable mode), else None."""
+    configured = os.environ.get(DOCS_URL_VARIABLE, "").strip()
+    if configured:
+        return configured
+    import odelint.rules as package  # its __init__ is a docstring: importing it imports no rule
+
+    page = Path(package.__file__ or "").resolve().parent.parent / "docs" / "rules.md"
+    return page.as_uri() if page.is_file() else None
+
+
+def url(rule: AnyRule) -> str | None:
+    """The link to one rule's page (None when there is nowhere to link to; `odelint rule CODE` shows it)."""
+    base = pages_url()
+    return f"{base}#{rule.code.lower()}-{rule.name}" if base is not None else None
 
 
 def fix_label(rule: AnyRule) -> str:

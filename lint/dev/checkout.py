@@ -25,7 +25,8 @@ def find(start: str | os.PathLike[str] = ".") -> Path:
     for folder in (here, *here.parents):
         if (folder / "lint").is_dir() and (folder / "rules").is_dir() and _is_odelint(folder / "pyproject.toml"):
             return folder
-    raise CheckoutError(f"{here} is not inside an odelint checkout (no pyproject.toml of odelint with lint/ and rules/)")
+    raise CheckoutError(f"{here} is not inside an odelint checkout "
+                        "(no pyproject.toml of odelint with lint/ and rules/)")
 
 
 def _is_odelint(pyproject: Path) -> bool:

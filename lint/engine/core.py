@@ -108,7 +108,7 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
         rule = rule_class(context)
         try:
             rule.check_text()
-        except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
+        except Exception as error:  # a broken rule must not stop the run
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
@@ -249,7 +249,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
                     for finding in rule.findings[before:]:
                         visited_at[id(finding)] = site.order
             rule.finish()
-        except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
+        except Exception as error:  # a broken rule must not stop the run
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
@@ -308,7 +308,7 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
             new_module = fixing.apply(module, [finding.fix.build() for finding in chosen])  # type: ignore[union-attr]
             new_source = new_module.code
             cst.parse_module(new_source)
-        except Exception as error:  # noqa: BLE001 - keep the last good text
+        except Exception as error:  # keep the last good text
             crashes.append(_crash(",".join(sorted({f.code for f in chosen})), path, error))
             return FixResult(current, findings, applied.total(), crashes, applied)
         if new_source == current:

@@ -69,7 +69,8 @@ def add_imports(module: cst.Module, imports: Iterable[NeedImport]) -> cst.Module
             continue
         seen.add(need)
         alias = cst.AsName(cst.Name(need.alias)) if need.alias else None
-        names = [cst.ImportAlias(name=cast("cst.Attribute | cst.Name", cst.parse_expression(need.module)), asname=alias)]
+        dotted = cast("cst.Attribute | cst.Name", cst.parse_expression(need.module))
+        names = [cst.ImportAlias(name=dotted, asname=alias)]
         statements.append(cst.SimpleStatementLine([cst.Import(names=names)]))
     if not statements:
         return module

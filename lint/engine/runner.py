@@ -144,7 +144,8 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
                     findings = engine.lint_source(new_text, task.path, task.codes, python=python,
                                                   versions=task.versions).findings
     except RecursionError:
-        outcome.findings = [engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse").to_dict()]
+        too_deep = engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse")
+        outcome.findings = [too_deep.to_dict()]
         return outcome
     outcome.crashes = [crash.message() for crash in crashes]
     if new_text != text and notebook is not None:
@@ -280,7 +281,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)
     for path, findings in cached:
         result.findings.extend(_findings(path, findings))
-    for task, outcome in zip(tasks, outcomes):
+    for task, outcome in zip(tasks, outcomes, strict=False):
         _collect(task, outcome, options, result, stdin)
         if cache is not None and outcome.cache_key is not None and outcome.error is None \
                 and not outcome.crashes and outcome.new_data is None:

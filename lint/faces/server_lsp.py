@@ -150,7 +150,7 @@ class OdelintServer(LanguageServer):
             self.collector.linted()
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # noqa: BLE001 - one bad buffer must not stop the server
+        except Exception as error:  # one bad buffer must not stop the server
             self.log(f"odelint: internal error while linting {uri}: {type(error).__name__}: {error}")
         finally:
             if self.pending.get(uri) is asyncio.current_task():
@@ -321,7 +321,7 @@ def diagnostic(finding: Finding, lines: Lines) -> types.Diagnostic:
         severity=types.DiagnosticSeverity.Error if finding.code == SyntaxErrorRule.code
         else types.DiagnosticSeverity.Warning,
         code=finding.code,
-        code_description=types.CodeDescription(href=docs.url(rule)) if rule is not None else None,
+        code_description=types.CodeDescription(href=link) if rule is not None and (link := docs.url(rule)) else None,
         source="odelint",
         data={"fix": finding.fix_safety},
     )
@@ -348,7 +348,7 @@ def build(debounce: float) -> OdelintServer:
         try:
             await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
                 id="odelint-config", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)]))
-        except Exception as error:  # noqa: BLE001 - saving pyproject.toml in the editor still reloads it
+        except Exception as error:  # saving pyproject.toml in the editor still reloads it
             ls.log(f"odelint: cannot watch {CONFIG_NAME}: {error}")
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

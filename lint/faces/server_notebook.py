@@ -138,7 +138,7 @@ async def code_actions(ls: OdelintServer, cell_uri: str, request: types.Range,
 
     linted, lines = state.linted, state.lines(number, ls.encoding)
     actions: list[types.CodeAction] = []
-    for finding, shown in zip(linted.findings, state.placed):
+    for finding, shown in zip(linted.findings, state.placed, strict=False):
         if shown.cell != number or not wanted(types.CodeActionKind.QuickFix):
             continue
         diagnostic = lsp.diagnostic(shown, lines)

@@ -207,9 +207,10 @@ def _probe(env: dict, device: str) -> dict:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         if device == "gpu":
-            raise UsageError(f"--device gpu: JAX sees no GPU (with JAX_PLATFORMS={PLATFORMS['gpu']} it failed with {last}); "
+            raise UsageError(f"--device gpu: JAX sees no GPU (with JAX_PLATFORMS={PLATFORMS['gpu']} "
+                             f"it failed with {last}); "
                              "it needs an NVIDIA GPU and jax with CUDA, e.g. pip install 'jax[cuda12]'")
-        raise UsageError(f"cannot run jax with {sys.executable} (install odelint[jax]): {last}")
+        raise UsageError(f"cannot run jax with {sys.executable} (install jax, equinox, diffrax and optax: odelint's `jax` extra): {last}")
     info = json.loads(done.stdout.strip().splitlines()[-1])
     if device == "gpu" and info["backend"] != "gpu":
         raise UsageError(f"--device gpu: JAX sees no GPU, only {', '.join(info['devices'])}")

@@ -232,5 +232,6 @@ def _hashed_values(sketch: Sketch) -> Iterator[ast.expr]:
 
 def _container(value: ast.expr) -> bool:
     return isinstance(value, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or (
-        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("dict", "set", "frozenset"))
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+        and value.func.id in ("dict", "set", "frozenset"))
 

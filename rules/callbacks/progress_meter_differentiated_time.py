@@ -99,7 +99,8 @@ class ProgressMeterDifferentiatedTime(Rule):
         transform = root.transform if root else "a transform"
         return (f"`{label}` comes from `{origin.name}`, a parameter of {owner} that `{transform}` differentiates, "
                 f"so the meter `{source_of(self.context.module, meter)}` gets a tangent and diffrax raises "
-                f"`NotImplementedError: Differentiation rule for 'unvmap_max' not implemented`: give the meter `jax.lax.stop_gradient(progress)` through a wrapper, or use "
+                f"`NotImplementedError: Differentiation rule for 'unvmap_max' not implemented`: "
+                f"give the meter `jax.lax.stop_gradient(progress)` through a wrapper, or use "
                 f"`diffrax.NoProgressMeter()` under differentiation")
 
     def _harmless(self, meter: cst.Arg | cst.BaseExpression, scope: Scope, seen: set[int]) -> bool:
@@ -126,7 +127,7 @@ class ProgressMeterDifferentiatedTime(Rule):
             position = binding.path[0] if binding.path else None
             passed = [argument_at(call, binding.name, position) for call, _ in calls]
             return bool(calls) and all(arg is not None and self._harmless(arg, site.scope, seen)
-                                       for arg, (_, site) in zip(passed, calls))
+                                       for arg, (_, site) in zip(passed, calls, strict=False))
         return False
 
     def _stops_gradient(self, step: cst.FunctionDef) -> bool:

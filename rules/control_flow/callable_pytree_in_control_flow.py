@@ -99,7 +99,8 @@ class CallablePytreeInControlFlow(Rule):
             if arg is None:
                 continue
             if name == "branches":
-                functions = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) else []
+                functions = ([e.value for e in arg.value.elements]
+                             if isinstance(arg.value, (cst.List, cst.Tuple)) else [])
             else:
                 functions = [arg.value]
             for function in functions:

@@ -167,7 +167,8 @@ class DeprecatedApiRule(Rule):
         replacements = [_renamed_keyword(arg, row) for arg, row in matched]
         fix = None
         if all(row.fixable for _, row in matched) and all(new is not None for new in replacements):
-            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements, strict=True) if new is not None])
+            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements, strict=True)
+                           if new is not None])
             fix = self.fix("Rename " + keywords, lambda: edits)
         self.report(first_arg, message, fix=fix)
 
@@ -185,7 +186,8 @@ class DeprecatedApiRule(Rule):
         if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
             args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.append(cst.Arg(cst.Name("True"), keyword=cst.Name(row.add_keyword),
-                            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
+                            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                  whitespace_after=cst.SimpleWhitespace(""))))
         return Edits([Replace(node, node.with_changes(func=func, args=args))], imports)
 
 

@@ -745,7 +745,8 @@ def _moved_args(call: cst.Call, definition: _Definition) -> list[cst.Arg] | None
     if any(names[i] not in passed and definition.params[i].default is None for i in definition.nondiff):
         return None
     named = [arg for arg in call.args if arg.keyword is not None]
-    if any(arg.keyword is not None and arg.keyword.value in names[:len(args)] for arg in named):  # f(y, f=g): a TypeError already
+    # f(y, f=g): a TypeError already
+    if any(arg.keyword is not None and arg.keyword.value in names[:len(args)] for arg in named):
         return None
     return [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in (*kept, *named, *moved)]
 

@@ -126,7 +126,8 @@ class UncheckedNoneTangent(Rule):
         first = next(iter(unchecked.values()))
         example = next(iter(unchecked))
         message = (f"tangent{'s' if len(unchecked) > 1 else ''} {names} of the `{owner}.def_jvp` rule "
-                   f"{'are used as arrays' if len(unchecked) > 1 else 'is used as an array'} without an `is None` check; "
+                   f"{'are used as arrays' if len(unchecked) > 1 else 'is used as an array'} "
+                   "without an `is None` check; "
                    f"Equinox passes `None` for inputs that are not differentiated (TypeError: unsupported "
                    f"operand type(s) ... 'NoneType'): add `{example} = jnp.zeros_like(...) if {example} is None "
                    f"else {example}`")

@@ -70,7 +70,8 @@ class Solve:
             return Setting(default, None, False)
         built = constructed(self.facts, arg.value, self.site.scope)
         qualname = self.facts.qualname(built[0].func, built[1]) if built is not None else None
-        return Setting(qualname, built[0] if built is not None and qualname else None, True, built[1] if built else None)
+        return Setting(qualname, built[0] if built is not None and qualname else None, True,
+                       built[1] if built else None)
 
     def is_none(self, name: str) -> bool:
         """Is the argument passed as the literal `None`?"""

@@ -168,7 +168,9 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                 return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, 1.0, 0.1, 1.0, args=a, adjoint=diffrax.ForwardMode()).ys[-1]
 
             jax.jacfwd(final)(1.0)
-        """, unsafe=True, message="`diffeqsolve` with the default adjoint `RecursiveCheckpointAdjoint()` is differentiated in forward mode"),
+        """, unsafe=True,  # noqa: E501 (a line of the example's code)
+            message="`diffeqsolve` with the default adjoint `RecursiveCheckpointAdjoint()` "
+                    "is differentiated in forward mode"),
         # from-imports, jvp through a helper, an explicit BacksolveAdjoint replaced
         Flag("""
             from diffrax import diffeqsolve as solve, ODETerm, Euler, BacksolveAdjoint
@@ -195,7 +197,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                 return helper(a)
 
             jvp(final, (1.0,), (1.0,))
-        """, unsafe=True, message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode"),
+        """, unsafe=True,
+            message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode"),
         # grad of grad: the recipe, no fix
         Flag("""
             import diffrax as dfx

@@ -79,12 +79,14 @@ class UnboundedMaxSteps(Rule):
             return
         where = solve.argument("max_steps").value  # type: ignore[union-attr]
         if solve.saves_steps() is not None:
-            self.report(where, "`max_steps=None` with `SaveAt(steps=...)`: diffrax raises `ValueError: `max_steps=None` "
-                               "is incompatible with saving at `steps=n``; give `max_steps` a bound")
+            self.report(where, "`max_steps=None` with `SaveAt(steps=...)`: diffrax raises "
+                               "`ValueError: `max_steps=None` is incompatible with saving at `steps=n``; "
+                               "give `max_steps` a bound")
             return
         if solve.saves_dense() is not None:
-            self.report(where, "`max_steps=None` with `SaveAt(dense=True)`: diffrax raises `ValueError: `max_steps=None` "
-                               "is incompatible with `saveat.dense=True``; give `max_steps` a bound")
+            self.report(where, "`max_steps=None` with `SaveAt(dense=True)`: diffrax raises "
+                               "`ValueError: `max_steps=None` is incompatible with `saveat.dense=True``; "
+                               "give `max_steps` a bound")
             return
         reverse = [stack for stack in differentiation(self.facts).modes(site) if REVERSE in stack]
         adjoint = solve.adjoint()

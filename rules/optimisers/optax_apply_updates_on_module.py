@@ -56,7 +56,8 @@ class OptaxApplyUpdatesOnModule(Rule):
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        return bool(sketch.calls_to(("optax.apply_updates", "optax.transforms.apply_updates"))) and sketch.may_hold_modules()
+        return (bool(sketch.calls_to(("optax.apply_updates", "optax.transforms.apply_updates")))
+                and sketch.may_hold_modules())
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) not in ("optax.apply_updates", "optax.transforms.apply_updates"):

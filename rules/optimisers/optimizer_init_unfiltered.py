@@ -147,7 +147,8 @@ class OptimizerInitUnfiltered(Rule):
             '"""Training."""\nfrom equinox.nn import MLP\nfrom optax import adam as Adam\n\n'
             "def build(key):\n    return MLP(2, 2, 8, 1, key=key)\n\n"
             "def main(key):\n    model = build(key)\n    return Adam(1e-3).init(model)\n",
-            fixed='"""Training."""\nfrom equinox.nn import MLP\nfrom optax import adam as Adam\nimport equinox as eqx\n\n'
+            fixed='"""Training."""\nfrom equinox.nn import MLP\nfrom optax import adam as Adam\n'
+            "import equinox as eqx\n\n"
             "def build(key):\n    return MLP(2, 2, 8, 1, key=key)\n\n"
             "def main(key):\n    model = build(key)\n    return Adam(1e-3).init(eqx.filter(model, eqx.is_array))\n",
         ),
