@@ -4,6 +4,7 @@ fixture folder keeps the fixture contract, and taken codes, names and wrong fami
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -99,3 +100,29 @@ def test_mypy_sees_every_top_level_entry_of_lint_through_the_links() -> None:
     assert {name for name in os.listdir(links) if name != "rules"} == entries
     assert all((links / name).resolve() == (ROOT / "lint" / name).resolve() for name in entries)
     assert (links / "rules").resolve() == (ROOT / "rules").resolve()
+
+
+def test_rule_links_go_to_the_configured_docs_url_or_this_checkouts_page_never_elsewhere(monkeypatch) -> None:
+    from odelint.api import docs
+    from odelint.api.registry import rule_for
+    from odelint.faces.report import sarif
+
+    rule = rule_for("ODL201")
+    assert rule is not None
+    monkeypatch.setenv(docs.DOCS_URL_VARIABLE, "https://docs.example.org/odelint/rules.md")
+    assert docs.url(rule) == "https://docs.example.org/odelint/rules.md#odl201-optimizer-init-unfiltered"
+    monkeypatch.delenv(docs.DOCS_URL_VARIABLE)
+    page = ROOT / "docs" / "rules.md"
+    assert docs.url(rule) == f"{page.resolve().as_uri()}#odl201-optimizer-init-unfiltered"
+    assert "\n## ODL201 optimizer-init-unfiltered\n" in page.read_text(), "the anchor names a heading of the page"
+
+    for module in (docs, sarif):  # installed from a wheel, nothing configured
+        monkeypatch.setattr(module, "pages_url", lambda: None)
+    assert docs.url(rule) is None
+    from odelint.engine.core import lint_source
+
+    findings = lint_source("import optax\nimport equinox as eqx\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=k)\n"
+                           "state = optax.adam(1e-3).init(model)\n", "train.py").findings
+    driver = json.loads(sarif.render(findings))["runs"][0]["tool"]["driver"]
+    assert [r["id"] for r in driver["rules"]] == ["ODL201"]
+    assert "helpUri" not in driver["rules"][0] and "informationUri" not in driver

@@ -210,7 +210,8 @@ def _probe(env: dict, device: str) -> dict:
             raise UsageError(f"--device gpu: JAX sees no GPU (with JAX_PLATFORMS={PLATFORMS['gpu']} "
                              f"it failed with {last}); "
                              "it needs an NVIDIA GPU and jax with CUDA, e.g. pip install 'jax[cuda12]'")
-        raise UsageError(f"cannot run jax with {sys.executable} (install jax, equinox, diffrax and optax: odelint's `jax` extra): {last}")
+        raise UsageError(f"cannot run jax with {sys.executable} "
+                         f"(install jax, equinox, diffrax and optax: odelint's `jax` extra): {last}")
     info = json.loads(done.stdout.strip().splitlines()[-1])
     if device == "gpu" and info["backend"] != "gpu":
         raise UsageError(f"--device gpu: JAX sees no GPU, only {', '.join(info['devices'])}")
