@@ -1,7 +1,7 @@
 """One traversal that learns what every name means: scopes, bindings and imports.
 
 LibCST's ScopeProvider + QualifiedNameProvider cost about seven parses (see
-shared/performance.md), so odelint keeps its own lighter table: which names each scope
+bench/RESULTS.md), so odelint keeps its own lighter table: which names each scope
 binds, from what, and in which order. The same traversal indexes the node types the
 enabled rules asked for, so rules never walk the tree themselves.
 
