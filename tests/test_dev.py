@@ -126,3 +126,10 @@ def test_rule_links_go_to_the_configured_docs_url_or_this_checkouts_page_never_e
     driver = json.loads(sarif.render(findings))["runs"][0]["tool"]["driver"]
     assert [r["id"] for r in driver["rules"]] == ["ODL201"]
     assert "helpUri" not in driver["rules"][0] and "informationUri" not in driver
+
+
+def test_generate_refuses_a_checkout_odelint_is_not_imported_from(checkout: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "odelint.dev", "generate"], cwd=checkout,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "install this checkout in editable mode" in result.stderr
+    assert not (checkout / "docs").exists() and not (checkout / "README.md").exists()
