@@ -3,8 +3,8 @@
 
     python bench/editor_server.py [--edits 40]
 
-Starts `odelint server --debounce 0` over stdio, opens the buffer of bench/editor.py (odelint's
-own analysis modules: real code of ordinary shape), then appends a comment to a line inside a
+Starts `odelint server --debounce 0` over stdio, opens bench/training_script.py (a real JAX
+training script with findings in it), then appends a comment to a line inside a
 top-level function in the middle, one edit at a time, each as an incremental change, and waits
 for the diagnostics of that version. Prints min, median, p95 and max wall milliseconds. The
 first lint after opening is not counted (it parses the whole buffer once).

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, argument_for
-from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of
 from odelint.api.finding import NeedImport
 
 if TYPE_CHECKING:
@@ -106,6 +106,11 @@ class Facts:
         """Why the code at `site` may run under differentiation (`loss` is differentiated by `jax.grad`)."""
         from odelint.analysis.differentiation import differentiation
         return differentiation(self).why_differentiated(site)
+
+    def loop_at(self, site: Site) -> cst.For | cst.While | None:
+        """The innermost Python loop of the same function that runs the code at `site` once per
+        iteration (its body, a `for` target, a `while` test), else None. Noted by the one traversal."""
+        return self.index.loop_at(site)
 
     def on_host(self, site: Site) -> bool:
         """Is the code at `site` neither traced nor differentiated (plain Python on the host)?"""
@@ -788,7 +793,7 @@ def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.N
         elif isinstance(current, cst.Arg):
             stack.append(current.value)
         elif into_nested or not isinstance(current, nested):
-            stack.extend(current.children)
+            stack.extend(children_of(current))
 
 
 def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
@@ -799,7 +804,7 @@ def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
         if isinstance(node, cst.Return):
             yield node
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+            stack.extend(children_of(node))
 
 
 def _self_assignments(function: cst.FunctionDef, attr: str) -> Iterator[cst.BaseExpression]:

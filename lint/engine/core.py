@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
-from odelint.analysis.scopes import build_scope_index
+from odelint.analysis.scopes import ScopeIndex, build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
 from odelint.api.rule import NO_VERSIONS, BaseRule, FileContext, Rule, TextRule, all_node_types
@@ -130,7 +130,7 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, triggered, apply_noqa, versions)
+    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser)
 
 
 def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
@@ -228,8 +228,10 @@ def _syntax_error(source: str, path: str) -> Finding | None:
 
 
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
-              apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
-    """One traversal for facts, then every rule's visitors over the indexed nodes."""
+              apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS,
+              parser: IncrementalParser | None = None) -> LintResult:
+    """One traversal for facts, then every rule's visitors over the indexed nodes; `parser`,
+    an editor document's, lends what it knows of the statements' lines and positions."""
     result = LintResult([], parsed=True)
     try:
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
@@ -253,16 +255,34 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
             continue
         result.findings.extend(rule.findings)
     if result.findings:
-        _locate(module, source, result.findings, [index.top_of(visited_at.get(id(f))) for f in result.findings])
+        _locate(module, source, result.findings, _tops(index, result.findings, visited_at), parser)
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
 
 
-def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None]) -> None:
+def _tops(index: ScopeIndex, findings: list[Finding], visited_at: dict[int, int]) -> list[int | None]:
+    """The top-level statement of each finding's node: that of the node being visited when it
+    was reported, else (a finding made after the visit, in `finish`) that of the node itself
+    when the traversal indexed it."""
+    tops = [index.top_of(visited_at.get(id(finding))) for finding in findings]
+    if None in tops:
+        orders = {id(node): site.order for nodes in index.nodes.values() for node, site in nodes}
+        tops = [top if top is not None or finding.node is None else index.top_of(orders.get(id(finding.node)))
+                for top, finding in zip(tops, findings)]
+    return tops
+
+
+def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None],
+            parser: IncrementalParser | None) -> None:
     """Positions are computed only for files that have findings, and only around them."""
     located = [(finding, top) for finding, top in zip(findings, tops) if finding.node is not None]
-    positions = locate(module, source, [(finding.node, top) for finding, top in located])
+    wanted = [(finding.node, top) for finding, top in located]
+    if parser is None:
+        positions = locate(module, source, wanted)
+    else:
+        positions = locate(module, source, wanted, text_lines=parser.text_lines(module), memo=parser.positions)
+        parser.positions.keep_only(module)
     for finding, _ in located:
         where = positions.get(finding.node)
         if where is not None:
