@@ -122,7 +122,10 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
                  versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
-    if gate:
+    # The pre-check spares a LibCST parse. An editor's re-lint parses only what the edit
+    # touched, so there the pre-check would cost more than the rules it drops (which could
+    # not report anything anyway): it runs on a document's first lint only.
+    if gate and (parser is None or not parser.has_tree):
         triggered, parses = _candidates(source, path, triggered, tree)
     if not triggered:
         error = _syntax_error(source, path) if check_syntax and not parses else None

@@ -43,6 +43,11 @@ class IncrementalParser:
         self._module = module if whole else None
         return module
 
+    @property
+    def has_tree(self) -> bool:
+        """Is there a previous version's tree to reuse statements from?"""
+        return self._module is not None
+
     def text_lines(self, module: cst.Module) -> list[int] | None:
         """The line where each top-level statement's text starts, when `module` is the last
         tree this parser made and its pieces add up to the source (else None)."""
