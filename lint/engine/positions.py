@@ -60,23 +60,72 @@ def _whole(module: cst.Module) -> Ranges:
     return dict(provider._computed)
 
 
-def _statement_lines(module: cst.Module, source: str) -> list[int] | None:
-    """The line each top-level LibCST statement starts on, from `ast`; None if they disagree."""
+def _first_ast_statements(body: Sequence[cst.CSTNode], ast_body: list[ast.stmt]) -> list[ast.stmt] | None:
+    """The `ast` statement each LibCST statement of a block starts with (a line of `a; b` is
+    one LibCST statement and two `ast` ones); None when the blocks do not line up."""
+    found: list[ast.stmt] = []
+    cursor = 0
+    for statement in body:
+        width = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        if cursor + width > len(ast_body):
+            return None
+        found.append(ast_body[cursor])
+        cursor += width
+    return found if cursor == len(ast_body) else None
+
+
+def _ast_statements(module: cst.Module, source: str) -> list[ast.stmt] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    lines: list[int] = []
-    cursor = 0
-    for statement in module.body:
-        width = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-        if cursor + width > len(tree.body):
+    return _first_ast_statements(module.body, tree.body)
+
+
+_BLOCKS = (cst.ClassDef, cst.FunctionDef)
+
+
+def _innermost(statement: cst.CSTNode, nodes: set[int]) -> dict[int, list[tuple[cst.CSTNode, int]]]:
+    """For each node of `nodes` (ids) in `statement`: the classes and functions, from
+    `statement` inwards, whose body statement (by index) holds it, the chain down to the
+    smallest statement that needs rendering. One walk for all of them."""
+    chains: dict[int, list[tuple[cst.CSTNode, int]]] = {}
+    stack: list[tuple[cst.CSTNode, list[tuple[cst.CSTNode, int]]]] = [(statement, [])]
+    while stack and len(chains) < len(nodes):
+        current, chain = stack.pop()
+        if id(current) in nodes:
+            chains[id(current)] = chain
+        body = current.body if isinstance(current, _BLOCKS) else None
+        inner = body.body if isinstance(body, cst.IndentedBlock) else ()
+        for child in children_of(current):
+            if child is body:
+                stack.extend((part, [*chain, (current, index)]) for index, part in enumerate(inner))
+            else:
+                stack.append((child, chain))
+    return chains
+
+
+def _nested(module: cst.Module, top_ast: ast.stmt, chain: list[tuple[cst.CSTNode, int]]
+            ) -> tuple[Ranges, int] | None:
+    """Ranges from rendering only the innermost statement of `chain` inside the headers of
+    the classes and functions around it (so its indentation, and every column, is kept), and
+    the line shift that puts them where they are in the file."""
+    owner_ast: ast.stmt = top_ast
+    for owner, index in chain:
+        ast_body = getattr(owner_ast, "body", None)
+        matched = _first_ast_statements(owner.body.body, ast_body) if isinstance(ast_body, list) else None
+        if matched is None:
             return None
-        lines.append(tree.body[cursor].lineno)
-        cursor += width
-    return lines if cursor == len(tree.body) else None
+        owner_ast = matched[index]
+    owner, index = chain[-1]
+    innermost = owner.body.body[index]
+    skeleton = innermost
+    for owner, _ in reversed(chain):
+        skeleton = owner.with_changes(body=owner.body.with_changes(body=(skeleton,)))
+    ranges = _whole(module.with_changes(header=(), body=(skeleton,), footer=()))
+    return ranges, owner_ast.lineno - ranges[innermost].start.line
 
 
 def _top_holding(module: cst.Module, node: cst.CSTNode) -> int | None:
@@ -92,6 +141,27 @@ def _top_holding(module: cst.Module, node: cst.CSTNode) -> int | None:
     return None
 
 
+def _rendered(module: cst.Module, statement: cst.CSTNode, statement_ast: ast.stmt, nodes: list[cst.CSTNode],
+              memo: StatementPositions) -> dict[int, tuple[Ranges, int]]:
+    """(ranges, line shift) for each node, rendering each innermost statement once."""
+    chains = _innermost(statement, {id(node) for node in nodes})
+    by_innermost: dict[int, tuple[Ranges, int] | None] = {}
+    result: dict[int, tuple[Ranges, int]] = {}
+    for node in nodes:
+        chain = chains.get(id(node))
+        nested = None
+        if chain:
+            key = id(chain[-1][0].body.body[chain[-1][1]])
+            if key not in by_innermost:
+                by_innermost[key] = _nested(module, statement_ast, chain)
+            nested = by_innermost[key]
+        if nested is None:
+            ranges = memo.relative(module, statement)
+            nested = ranges, statement_ast.lineno - ranges[statement].start.line
+        result[id(node)] = nested
+    return result
+
+
 def locate(module: cst.Module, source: str, nodes: Iterable[tuple[cst.CSTNode, int | None]], *,
            text_lines: Sequence[int] | None = None, memo: StatementPositions | None = None) -> Ranges:
     """Ranges for `nodes`, each given with the index of the top-level statement that holds
@@ -102,25 +172,26 @@ def locate(module: cst.Module, source: str, nodes: Iterable[tuple[cst.CSTNode, i
     tops = {top for _, top in wanted}
     if None in tops:
         return _whole(module)
-    ast_lines = None if text_lines is not None else _statement_lines(module, source)
-    if text_lines is None and ast_lines is None:
+    statements = None if text_lines is not None else _ast_statements(module, source)
+    if text_lines is None and statements is None:
         return _whole(module)
     memo = memo if memo is not None else StatementPositions()
     found: Ranges = {}
     for top in sorted(t for t in tops if t is not None):
         statement = module.body[top]
-        ranges = memo.relative(module, statement)
-        if text_lines is not None:
-            shift = text_lines[top] - 1
-        else:
-            assert ast_lines is not None
-            shift = ast_lines[top] - ranges[statement].start.line
-        for node, node_top in wanted:
-            where = ranges.get(node) if node_top == top else None
-            if where is None:
-                continue
-            found[node] = type(where)((where.start.line + shift, where.start.column),
-                                      (where.end.line + shift, where.end.column))
+        here = [node for node, node_top in wanted if node_top == top]
+        if text_lines is not None:  # an editor's document: whole statements, kept across edits
+            ranges, shift = memo.relative(module, statement), text_lines[top] - 1
+            rendered = {id(node): (ranges, shift) for node in here}
+        else:  # a file linted once: only the innermost statement holding a node is rendered
+            assert statements is not None
+            rendered = _rendered(module, statement, statements[top], here, memo)
+        for node in here:
+            ranges, shift = rendered[id(node)]
+            where = ranges.get(node)
+            if where is not None:
+                found[node] = type(where)((where.start.line + shift, where.start.column),
+                                          (where.end.line + shift, where.end.column))
     if len(found) < len({id(node) for node, _ in wanted}):
         return _whole(module)
     return found
