@@ -15,7 +15,7 @@ import enum
 import functools
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 from odelint.analysis import jax_api
@@ -67,6 +67,7 @@ class Facts:
         self.path = path                # the linted file, to find the project's other files
         self._seen = seen               # files whose facts are being built (import cycles)
         self._qualnames: dict[int, str | None] = {}
+        self._attribute_qualnames: dict[tuple[int, int], str | None] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
         self._binding_classes: dict[int, ModuleClass | None] = {}
@@ -129,13 +130,23 @@ class Facts:
         return next((b for b in scope.parent.bindings.get(node.name.value, []) if b.node is node), None)
 
     def qualname(self, node: cst.BaseExpression, scope: Scope) -> str | None:
-        """The dotted name an expression refers to, resolved through imports and aliases."""
-        if isinstance(node, cst.Attribute):
-            base = self.qualname(node.value, scope)
-            return f"{base}.{node.attr.value}" if base else None
-        if isinstance(node, cst.Name):
-            return self._name_qualname(node.value, scope)
-        return None
+        """The dotted name an expression refers to, resolved through imports and aliases.
+
+        Asked about every call by many rules, so it compares exact types (LibCST's node classes
+        are ABCs, whose `isinstance` is several times slower) and remembers attribute chains."""
+        kind = type(node)
+        if kind is cst.Name:
+            return self._name_qualname(cast(cst.Name, node).value, scope)
+        if kind is not cst.Attribute:
+            return None
+        key = (id(node), id(scope))
+        if key in self._attribute_qualnames:
+            return self._attribute_qualnames[key]
+        attribute = cast(cst.Attribute, node)
+        base = self.qualname(attribute.value, scope)
+        found = f"{base}.{attribute.attr.value}" if base else None
+        self._attribute_qualnames[key] = found
+        return found
 
     def _name_qualname(self, name: str, scope: Scope) -> str | None:
         bindings = self.lookup(name, scope)

@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
-from odelint.analysis.scopes import ScopeIndex, build_scope_index
+from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
 from odelint.api.rule import NO_VERSIONS, BaseRule, FileContext, Rule, TextRule, all_node_types
@@ -240,14 +240,17 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
-    context = FileContext(path, source, module, Facts(index, path), versions)
+    facts = Facts(index, path)
+    context = FileContext(path, source, module, facts, versions)
+    calls = CallIndex(facts)
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
         rule = rule_class(context)
         try:
             for node_type, method in rule_class.node_types().items():
                 visit = getattr(rule, method)
-                for node, site in index.of_type(node_type):
+                nodes = calls.declared(rule_class) if node_type is cst.Call else None
+                for node, site in index.of_type(node_type) if nodes is None else nodes:
                     before = len(rule.findings)
                     visit(node, site)
                     for finding in rule.findings[before:]:
@@ -262,6 +265,35 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
+
+
+class CallIndex:
+    """The file's calls by the qualified name of their function and by method name, built on
+    first use, so each call's name is resolved once for every rule that declares its callees."""
+
+    def __init__(self, facts: Facts) -> None:
+        self._facts = facts
+        self._by_name: dict[str, list[tuple[cst.CSTNode, Site]]] | None = None
+        self._by_method: dict[str, list[tuple[cst.CSTNode, Site]]] = {}
+
+    def declared(self, rule: type[BaseRule]) -> list[tuple[cst.CSTNode, Site]] | None:
+        """The calls `rule` declares, in source order; None when it looks at every call."""
+        callees = rule.callees() if issubclass(rule, Rule) else None
+        if callees is None:
+            return None
+        if self._by_name is None:
+            self._by_name = {}
+            for node, site in self._facts.index.of_type(cst.Call):
+                func = node.func  # type: ignore[attr-defined]
+                qualname = self._facts.qualname(func, site.scope)
+                if qualname is not None:
+                    self._by_name.setdefault(qualname, []).append((node, site))
+                if isinstance(func, cst.Attribute):
+                    self._by_method.setdefault(func.attr.value, []).append((node, site))
+        found = [call for name in callees.names for call in self._by_name.get(name, ())]
+        found += [call for name in callees.methods for call in self._by_method.get(name, ())]
+        unique = {id(node): (node, site) for node, site in found}
+        return sorted(unique.values(), key=lambda call: call[1].order)
 
 
 def _tops(index: ScopeIndex, findings: list[Finding], visited_at: dict[int, int]) -> list[int | None]:
