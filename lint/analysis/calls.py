@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal, overload
 
 import libcst as cst
+from odelint.analysis.scopes import children_of
 
 if TYPE_CHECKING:
     from odelint.analysis.scopes import Binding
@@ -64,7 +65,7 @@ def calls_within(node: cst.CSTNode) -> Iterator[cst.Call]:
         current = stack.pop()
         if isinstance(current, cst.Call):
             yield current
-        stack.extend(current.children)
+        stack.extend(children_of(current))
 
 
 def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:

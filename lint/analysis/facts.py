@@ -15,12 +15,12 @@ import enum
 import functools
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, argument_for
-from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of
 from odelint.api.finding import NeedImport
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class Facts:
         self.path = path                # the linted file, to find the project's other files
         self._seen = seen               # files whose facts are being built (import cycles)
         self._qualnames: dict[int, str | None] = {}
+        self._attribute_qualnames: dict[tuple[int, int], str | None] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
         self._binding_classes: dict[int, ModuleClass | None] = {}
@@ -107,6 +108,11 @@ class Facts:
         from odelint.analysis.differentiation import differentiation
         return differentiation(self).why_differentiated(site)
 
+    def loop_at(self, site: Site) -> cst.For | cst.While | None:
+        """The innermost Python loop of the same function that runs the code at `site` once per
+        iteration (its body, a `for` target, a `while` test), else None. Noted by the one traversal."""
+        return self.index.loop_at(site)
+
     def on_host(self, site: Site) -> bool:
         """Is the code at `site` neither traced nor differentiated (plain Python on the host)?"""
         return self.traced_by(site) is None and self.differentiated_by(site) is None
@@ -124,13 +130,23 @@ class Facts:
         return next((b for b in scope.parent.bindings.get(node.name.value, []) if b.node is node), None)
 
     def qualname(self, node: cst.BaseExpression, scope: Scope) -> str | None:
-        """The dotted name an expression refers to, resolved through imports and aliases."""
-        if isinstance(node, cst.Attribute):
-            base = self.qualname(node.value, scope)
-            return f"{base}.{node.attr.value}" if base else None
-        if isinstance(node, cst.Name):
-            return self._name_qualname(node.value, scope)
-        return None
+        """The dotted name an expression refers to, resolved through imports and aliases.
+
+        Asked about every call by many rules, so it compares exact types (LibCST's node classes
+        are ABCs, whose `isinstance` is several times slower) and remembers attribute chains."""
+        kind = type(node)
+        if kind is cst.Name:
+            return self._name_qualname(cast(cst.Name, node).value, scope)
+        if kind is not cst.Attribute:
+            return None
+        key = (id(node), id(scope))
+        if key in self._attribute_qualnames:
+            return self._attribute_qualnames[key]
+        attribute = cast(cst.Attribute, node)
+        base = self.qualname(attribute.value, scope)
+        found = f"{base}.{attribute.attr.value}" if base else None
+        self._attribute_qualnames[key] = found
+        return found
 
     def _name_qualname(self, name: str, scope: Scope) -> str | None:
         bindings = self.lookup(name, scope)
@@ -788,7 +804,7 @@ def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.N
         elif isinstance(current, cst.Arg):
             stack.append(current.value)
         elif into_nested or not isinstance(current, nested):
-            stack.extend(current.children)
+            stack.extend(children_of(current))
 
 
 def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
@@ -799,7 +815,7 @@ def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
         if isinstance(node, cst.Return):
             yield node
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+            stack.extend(children_of(node))
 
 
 def _self_assignments(function: cst.FunctionDef, attr: str) -> Iterator[cst.BaseExpression]:

@@ -25,7 +25,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
-from odelint.analysis.scopes import FUNCTION
+from odelint.analysis.scopes import FUNCTION, children_of
 
 if TYPE_CHECKING:
     State = dict[str, cst.Call]  # name -> the call that consumed the key it holds
@@ -255,7 +255,7 @@ class KeyUses:
 def _children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
     if isinstance(node, cst.Call):
         return [node.func, *(arg.value for arg in node.args)]
-    return node.children
+    return children_of(node)
 
 
 def _constant(node: cst.BaseExpression) -> bool:

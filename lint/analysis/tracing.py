@@ -22,7 +22,7 @@ from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
-from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site, children_of
 
 if TYPE_CHECKING:
     from odelint.analysis.reach import Function
@@ -229,7 +229,7 @@ def dynamic_names(facts: Facts, node: cst.CSTNode, scope: Scope) -> list[cst.Nam
         elif isinstance(current, cst.Arg):
             stack.append(current.value)
         else:
-            stack.extend(current.children)
+            stack.extend(children_of(current))
     return found
 
 

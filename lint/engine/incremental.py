@@ -13,12 +13,15 @@ block before them could claim, text that only parses in context), the whole file
 from __future__ import annotations
 
 import libcst as cst
+from odelint.engine.positions import StatementPositions
 
 
 class IncrementalParser:
-    """Parses successive versions of one document, reusing unchanged statements."""
+    """Parses successive versions of one document, reusing unchanged statements (and the
+    positions found inside them, `positions`)."""
 
     def __init__(self) -> None:
+        self.positions = StatementPositions()
         self._module: cst.Module | None = None
         # The source is header + statements + footer, each as it appears in the text.
         self._header = ""
@@ -39,6 +42,22 @@ class IncrementalParser:
         whole = self._header + "".join(self._statements) + self._footer == source
         self._module = module if whole else None
         return module
+
+    @property
+    def has_tree(self) -> bool:
+        """Is there a previous version's tree to reuse statements from?"""
+        return self._module is not None
+
+    def text_lines(self, module: cst.Module) -> list[int] | None:
+        """The line where each top-level statement's text starts, when `module` is the last
+        tree this parser made and its pieces add up to the source (else None)."""
+        if module is not self._module:
+            return None
+        lines, line = [], 1 + _line_breaks(self._header)
+        for text in self._statements:
+            lines.append(line)
+            line += _line_breaks(text)
+        return lines
 
     def _kept(self, source: str) -> tuple[int, int, int, int] | None:
         """(statements kept in front, kept at the back, start and end of the changed span)."""
@@ -89,6 +108,11 @@ class IncrementalParser:
         self._statements = [*self._statements[:front], *(module.code_for_node(s) for s in body), *rest_texts]
         self._footer = _lines(module, footer)
         return module
+
+
+def _line_breaks(text: str) -> int:
+    """Line breaks as Python counts them: `\n`, `\r\n` and a lone `\r`."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
 
 
 def _flush_left(text: str) -> bool:

@@ -188,12 +188,17 @@ def _size(task: Task) -> int:
         return 0
 
 
+# Below this much source, starting worker processes costs more than it saves (measured on a
+# 2-core machine: a 30-file, 15 KB project took 1.80 s with two workers, 1.44 s in-process).
+PARALLEL_FROM_BYTES = 256 * 1024
+
+
 def _run_tasks(tasks: Sequence[Task], jobs: int, progress: Progress | None = None) -> list[Outcome]:
     """Outcomes in task order. Workers get the largest files first, in small chunks, so no
     worker is left with a long file while the others idle at the end."""
     try:
         fewer_collections()
-        if jobs <= 1 or len(tasks) < 4 * jobs:
+        if jobs <= 1 or len(tasks) < 2 * jobs or sum(map(_size, tasks)) < PARALLEL_FROM_BYTES:
             return [_reported(process(task), index, len(tasks), progress) for index, task in enumerate(tasks)]
         import concurrent.futures
         import multiprocessing

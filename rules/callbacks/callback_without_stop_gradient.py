@@ -11,7 +11,7 @@ from odelint.analysis.calls import source_of
 from odelint.analysis.differentiation import STOP_GRADIENT, callbacks, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Scope, Site
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import FileContext, Flag, Pass, Rule
+from odelint.api.rule import Callees, FileContext, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -76,6 +76,10 @@ class CallbackWithoutStopGradient(Rule):
                      for transform in ("grad", "jvp", "vjp", "jac", "hessian", "linearize", "ProgressMeter"))
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL301"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset(callbacks()))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -10,7 +10,7 @@ from odelint.analysis.classes import method_of, named_class
 from odelint.analysis.differentiation import Differentiation, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Binding, Scope, Site
 from odelint.analysis.sketch_calls import keyword
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -72,6 +72,10 @@ class ProgressMeterDifferentiatedTime(Rule):
     summary = "A progress meter on a solve differentiated with respect to t0 or t1"
     triggers = (("diffrax", "progress_meter"),)
     fixtures = "tests/fixtures/ODL302"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({"diffrax.diffeqsolve"}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -12,7 +12,7 @@ from odelint.analysis.facts import loaded_names
 from odelint.analysis.scopes import Site
 from odelint.analysis.sketch_calls import keyword, only_defined, positional
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -77,6 +77,10 @@ class CallablePytreeInControlFlow(Rule):
     triggers = tuple(("equinox", "lax", function) for function in ("while_loop", "fori_loop", "scan", "cond", "switch"))
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL401"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset(SLOTS))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -10,8 +10,8 @@ from odelint.analysis.calls import keyword_arg, source_of
 from odelint.analysis.differentiation import FORWARD, REVERSE, differentiation
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Fix, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api, solves
+from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api, solves
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -86,6 +86,10 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                      for transform in ("jacfwd", "jvp", "linearize", "hessian", "grad", "jacrev", "vjp"))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL804"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({DIFFEQSOLVE}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -8,8 +8,8 @@ import libcst as cst
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.differentiation import REVERSE, differentiation
 from odelint.analysis.scopes import Site
-from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api, is_none, solves
+from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api, is_none, solves
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -67,6 +67,10 @@ class UnboundedMaxSteps(Rule):
     summary = "max_steps=None under reverse-mode differentiation, or with SaveAt(steps=...)/dense=True"
     triggers = (("diffeqsolve", "max_steps", "None"),)
     fixtures = "tests/fixtures/ODL801"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({DIFFEQSOLVE}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -8,7 +8,7 @@ import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.optimisers.common import module_fault
 
 if TYPE_CHECKING:
@@ -53,6 +53,10 @@ class OptaxApplyUpdatesOnModule(Rule):
     triggers = (("optax",),)  # the module class may come from another file of the project
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL204"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({"optax.apply_updates", "optax.transforms.apply_updates"}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
