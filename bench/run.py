@@ -10,8 +10,9 @@ RSS of the largest process from `wait4`. Tables report medians. Build the corpor
 `bash bench/make_corpus.sh /tmp/corpus` (the JAX ecosystem's libraries) and
 `bash bench/make_corpus.sh --users /tmp/users` (ten projects built on Equinox, Diffrax and
 Optax: a scientist's code, where every rule's gate opens); `--users` reports both side by
-side. fixit, ruff and a plain flake8 come from `--tools-venv`, a venv without odelint (so its flake8 runs without the ODL plugin) and with
-the same flake8 plugins as odelint's venv otherwise:
+side. fixit, ruff and a plain flake8 come from `--tools-venv`, a venv without odelint (so
+its flake8 runs without the ODL plugin) and with the same flake8 plugins as odelint's venv
+otherwise:
 
     python3 -m venv /tmp/benchvenv
     /tmp/benchvenv/bin/pip install fixit==2.2.1 ruff==0.17.6 flake8==7.5.0
