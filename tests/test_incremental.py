@@ -69,3 +69,22 @@ def test_typing_inside_a_function_reuses_the_other_statements() -> None:
     assert second.deep_equals(cst.parse_module(edited))
     reused = sum(1 for a, b in zip(first.body, second.body, strict=False) if a is b)
     assert reused == len(first.body) - 1
+
+
+def test_an_editor_relint_checks_the_edited_statements_with_cpython_first() -> None:
+    """A re-lint compiles only the statements the edit touched: a syntax error there is ODL000
+    at its line in the file, and nesting LibCST's native parser must not see is refused
+    before it parses anything (the whole-file verdict then names it)."""
+    from odelint.engine.core import lint_source
+
+    source = "import jax\n\n\ndef f(x):\n    return x\n\n\ndef g(y):\n    return y\n\n\nz = 1\n"
+    parser = IncrementalParser()
+    assert lint_source(source, "m.py", parser=parser).findings == []
+    broken = source.replace("    return y\n", "    return y +\n")
+    [error] = lint_source(broken, "m.py", parser=parser).findings
+    assert (error.code, error.span.line) == ("ODL000", 9)
+    assert lint_source(source, "m.py", parser=parser).findings == []
+    deep = source.replace("    return y\n", "    return " + "(" * 5000 + "y" + ")" * 5000 + "\n")
+    [error] = lint_source(deep, "m.py", parser=parser).findings
+    assert error.code == "ODL000"
+    assert lint_source(source, "m.py", parser=parser).findings == []

@@ -167,6 +167,10 @@ def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cs
     CPython looks first (compiling costs about a tenth of a LibCST parse): nesting it
     refuses would take LibCST's native parser minutes or overflow its stack, a segfault
     no `except` can catch (`x = 1+1+...` with 10,000 terms, 5,000 nested brackets)."""
+    if parser is not None:  # an editor's re-lint: CPython checks only the statements it parses
+        spliced = parser.splice(source, _compiles)
+        if spliced is not None:
+            return spliced
     complaint, libcst_may_try = _cpython_verdict(source, path)
     if not libcst_may_try:
         return complaint  # type: ignore[return-value]
@@ -184,6 +188,17 @@ def _libcst_parse(source: str, path: str, complaint: Finding | None,
         return complaint or syntax_finding(path, 1, 1, str(error))
     except RecursionError:
         return syntax_finding(path, 1, 1, TOO_DEEP)
+
+
+def _compiles(text: str) -> bool:
+    """Does CPython compile these top-level statements? (Then LibCST may parse them too.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(text, "<edit>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+    return True
 
 
 def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:

@@ -12,6 +12,8 @@ block before them could claim, text that only parses in context), the whole file
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 from odelint.engine.positions import StatementPositions
 
@@ -28,6 +30,16 @@ class IncrementalParser:
         self._statements: list[str] = []
         self._footer = ""
 
+    def splice(self, source: str, check: Callable[[str], bool]) -> cst.Module | None:
+        """The next version's tree when only the statements an edit touched need parsing and
+        `check` accepts their text (the engine's guard against text LibCST's native parser
+        must not see); else None, and the next `parse` parses the whole text."""
+        module = self._splice(source, check) if self._module is not None else None
+        if module is None:
+            self._module = None
+            return None
+        return self._keep(module, source)
+
     def parse(self, source: str) -> cst.Module:
         """The same tree as `cst.parse_module(source)`; raises as it does."""
         module = self._splice(source) if self._module is not None else None
@@ -37,6 +49,9 @@ class IncrementalParser:
             self._header = _lines(module, module.header)
             self._statements = [module.code_for_node(statement) for statement in module.body]
             self._footer = _lines(module, module.footer)
+        return self._keep(module, source)
+
+    def _keep(self, module: cst.Module, source: str) -> cst.Module:
         # Some text lives in no statement's rendering (a `\` continuation before the first
         # statement): then the pieces do not add up, and the next version is parsed whole.
         whole = self._header + "".join(self._statements) + self._footer == source
@@ -74,7 +89,7 @@ class IncrementalParser:
             back += 1
         return front, back, start, end
 
-    def _splice(self, source: str) -> cst.Module | None:
+    def _splice(self, source: str, check: Callable[[str], bool] | None = None) -> cst.Module | None:
         old = self._module
         kept = self._kept(source)
         if old is None or kept is None or not old.has_trailing_newline:
@@ -82,6 +97,8 @@ class IncrementalParser:
         front, back, start, end = kept
         if front == 0 or start > end:
             return None  # where the header ends is the whole-file parser's call
+        if check is not None and not check(source[start:end]):
+            return None
         try:
             middle = cst.parse_module(source[start:end])
         except cst.ParserSyntaxError:
