@@ -29,6 +29,18 @@ CODE_PATTERN = re.compile(r"^ODL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 PYTHON_FILES = ("*.py", "*.pyi")
+# What a rule does inside code that exists to trigger an error (`with pytest.raises(...):`,
+# `self.assertRaises(...)`, `@pytest.mark.xfail(raises=...)`; odelint.analysis.intent):
+QUIET = "quiet"          # report nothing there: the error the rule predicts is the one the test expects
+UNFIXED = "unfixed"      # report it, but offer no fix: rewriting the test would change what it tests
+_EXPECTED_ERRORS_DOC = {
+    QUIET: "Not reported inside code that expects an error (`with pytest.raises(...)`, `pytest.warns`, "
+           "`self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`): there the error is "
+           "what the test wants.",
+    UNFIXED: "Reported without a fix inside code that expects an error (`with pytest.raises(...)`, "
+             "`pytest.warns`, `self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`): "
+             "the hazard is still there, but rewriting such a test would change what it tests.",
+}
 
 
 def example_code(text: str | None) -> str | None:
@@ -99,6 +111,7 @@ class BaseRule:
     # they looked up and made part of the cache key; other rules see an empty mapping.
     uses_versions: ClassVar[bool] = False
     examples: ClassVar[Sequence[Flag | Pass]] = ()
+    expected_errors: ClassVar[str] = QUIET          # QUIET or UNFIXED (see above)
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
@@ -106,7 +119,10 @@ class BaseRule:
 
     @classmethod
     def docs(cls) -> str:
-        return _dedent_doc(cls.__doc__ or "")
+        text = _dedent_doc(cls.__doc__ or "")
+        if issubclass(cls, Rule):
+            text += f"\n## Expected errors\n{_EXPECTED_ERRORS_DOC[cls.expected_errors]}\n"
+        return text
 
     @classmethod
     def applies_to(cls, filename: str) -> bool:

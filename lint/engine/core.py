@@ -19,7 +19,7 @@ from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.scopes import build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
-from odelint.api.rule import NO_VERSIONS, BaseRule, FileContext, Rule, TextRule, all_node_types
+from odelint.api.rule import NO_VERSIONS, QUIET, BaseRule, FileContext, Rule, TextRule, all_node_types
 from odelint.engine import noqa
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
@@ -228,8 +228,12 @@ def _syntax_error(source: str, path: str) -> Finding | None:
 
 
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
-              apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
-    """One traversal for facts, then every rule's visitors over the indexed nodes."""
+              apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS,
+              frozen: Sequence[tuple[int, int]] = ()) -> LintResult:
+    """One traversal for facts, then every rule's visitors over the indexed nodes.
+
+    `frozen` are line ranges no fix may rewrite (a notebook cell whose saved output is the
+    error it demonstrates); their findings are reported without a fix."""
     result = LintResult([], parsed=True)
     try:
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
@@ -254,6 +258,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         result.findings.extend(rule.findings)
     if result.findings:
         _locate(module, source, result.findings, [index.top_of(visited_at.get(id(f))) for f in result.findings])
+        result.findings = _respect_intent(result.findings, context.facts, source, rules, frozen)  # type: ignore[arg-type]
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
@@ -269,6 +274,34 @@ def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list
             finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
 
 
+def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: Sequence[type[BaseRule]],
+                    frozen: Sequence[tuple[int, int]]) -> list[Finding]:
+    """Apply each rule's `expected_errors` policy inside code that expects an error, and take
+    the fix off findings in frozen lines."""
+    from odelint.analysis import intent
+
+    regions: list[tuple[int, int]] = []
+    if intent.may_expect_errors(source):
+        nodes = intent.ExpectedErrors(facts).regions()
+        if nodes:
+            where = locate(facts.index.module, source, nodes)
+            regions = [(r.start.line, r.end.line) for r in (where.get(node) for node, _ in nodes) if r is not None]
+    if not regions and not frozen:
+        return findings
+    policies = {rule.code: rule.expected_errors for rule in rules}
+    kept = []
+    for finding in findings:
+        line = finding.span.line
+        if any(first <= line <= last for first, last in regions):
+            if policies.get(finding.code) == QUIET:
+                continue
+            finding.fix = None
+        elif any(first <= line <= last for first, last in frozen):
+            finding.fix = None
+        kept.append(finding)
+    return kept
+
+
 def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
     frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
     where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
@@ -277,11 +310,13 @@ def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
 
 def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
                unsafe: bool = False, only: Finding | None = None, python: bool | None = None,
-               versions: Mapping[str, Version | None] = NO_VERSIONS) -> FixResult:
+               versions: Mapping[str, Version | None] = NO_VERSIONS,
+               frozen: Sequence[tuple[int, int]] = ()) -> FixResult:
     """Apply fixes until nothing fixable is left (at most MAX_FIX_ROUNDS rounds).
 
     `only` restricts the first round to the fix of one finding (an editor quick fix).
     A round whose result would not parse is dropped and reported as a crash.
+    `frozen` line ranges are never rewritten; they follow the text from round to round.
     """
     from odelint.engine import fix as fixing  # only fixing needs it
 
@@ -290,7 +325,7 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
     applied: Counter[str] = Counter()
     crashes: list[RuleCrash] = []
     for round_number in range(MAX_FIX_ROUNDS):
-        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions)
+        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen)
         crashes.extend(round_crashes)
         if module is None:
             return FixResult(current, findings, applied.total(), crashes, applied)
@@ -312,13 +347,29 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
         if new_source == current:
             return FixResult(current, findings, applied.total(), crashes, applied)
         applied.update(finding.code for finding in chosen)
+        frozen = _follow(frozen, current, new_source)
         current = new_source
-    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions)
+    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen)
     return FixResult(current, findings, applied.total(), crashes + round_crashes, applied)
 
 
+def _follow(frozen: Sequence[tuple[int, int]], old: str, new: str) -> list[tuple[int, int]]:
+    """Frozen line ranges of `old`, moved to where the same lines are in `new` (fixes never
+    touch them, so each range is one unchanged block)."""
+    if not frozen:
+        return []
+    import difflib
+
+    moved: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for offset in range(block.size):
+            moved[block.a + offset + 1] = block.b + offset + 1
+    return [(moved[first], moved[last]) for first, last in frozen if first in moved and last in moved]
+
+
 def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool,
-                  versions: Mapping[str, Version | None] = NO_VERSIONS):
+                  versions: Mapping[str, Version | None] = NO_VERSIONS, frozen: Sequence[tuple[int, int]] = ()):
     """Like lint_source, but also hands back the parsed module the findings point into."""
     rules = [rule for rule in rules_for(path, codes, python) if issubclass(rule, Rule) and rule.triggered_by(source)]
     rules = candidates(source, path, rules) if python else rules
@@ -328,5 +379,5 @@ def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python:
     parsed = parse(source, path)
     if isinstance(parsed, Finding):
         return None, [parsed], []
-    result = run_rules(parsed, source, path, rules, versions=versions)
+    result = run_rules(parsed, source, path, rules, versions=versions, frozen=frozen)
     return parsed, result.findings, result.crashes

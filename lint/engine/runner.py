@@ -131,7 +131,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     try:
         if task.mode in (FIX, DIFF):
             fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python,
-                                      versions=task.versions)
+                                      versions=task.versions, frozen=notebook.error_lines() if notebook else ())
             findings, crashes, new_text = fixed.findings, fixed.crashes, fixed.source
             outcome.applied = fixed.applied
             outcome.applied_codes = dict(fixed.applied_codes)
