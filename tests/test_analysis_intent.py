@@ -177,3 +177,65 @@ def test_a_notebook_cell_that_demonstrates_the_error_is_never_rewritten(
     assert after[1]["source"] == ["eqx.filter_grad(loss)(model=model, x=x)\n"]     # the demonstration
     assert after[2]["source"] == ["grads = eqx.filter_grad(loss)(model, x=x)\n"]  # the real use, fixed
     assert "1 fixed, 1 remaining" in out
+
+
+# ---- x64 switched on elsewhere in the project (odelint.analysis.x64), honoured by ODL707
+
+REQUEST = "import jax.numpy as jnp\n\nx = jnp.zeros(3, dtype=jnp.float64)\n"
+
+
+@pytest.mark.parametrize(("where", "text"), [
+    ("tests/conftest.py", 'import jax\n\njax.config.update("jax_enable_x64", True)\n'),
+    ("conftest.py", "import jax\nimport pytest\n\n@pytest.fixture(autouse=True)\ndef x64():\n"
+                    "    with jax.enable_x64():\n        yield\n"),
+    ("tests/__init__.py", 'from jax import config\n\nconfig.update("jax_enable_x64", 1)\n'),
+    ("pyproject.toml", '[project]\nname = "p"\n\n[tool.pytest.ini_options]\nenv = ["D:JAX_ENABLE_X64=1"]\n'),
+    ("pytest.ini", "[pytest]\nenv =\n    JAX_ENABLE_X64=True\n"),
+    ("tox.ini", "[testenv]\nsetenv =\n    JAX_ENABLE_X64 = 1\n"),
+    ("setup.cfg", "[tool:pytest]\nenv =\n    JAX_ENABLE_X64=1\n"),
+])
+def test_x64_enabled_in_the_project_covers_the_tests(tmp_path: Path, where: str, text: str) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tests").mkdir()
+    test = tmp_path / "tests" / "test_solver.py"
+    test.write_text(REQUEST)
+    assert lint_source(REQUEST, str(test), {"ODL707"}).findings  # before: nothing switches it on
+    (tmp_path / where).write_text(text)
+    assert not lint_source(REQUEST, str(test), {"ODL707"}).findings
+
+
+@pytest.mark.parametrize(("where", "text"), [
+    ("tests/conftest.py", 'import jax\n\njax.config.update("jax_enable_x64", False)\n'),
+    ("pyproject.toml", '[tool.pytest.ini_options]\nenv = ["JAX_ENABLE_X64=0"]\n'),
+    ("other/conftest.py", 'import jax\n\njax.config.update("jax_enable_x64", True)\n'),
+])
+def test_x64_switched_off_or_elsewhere_does_not_cover(tmp_path: Path, where: str, text: str) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "other").mkdir()
+    test = tmp_path / "tests" / "test_solver.py"
+    test.write_text(REQUEST)
+    (tmp_path / where).write_text(text)
+    assert lint_source(REQUEST, str(test), {"ODL707"}).findings
+
+
+def test_pytest_env_does_not_cover_library_code(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nenv = ["JAX_ENABLE_X64=1"]\n')
+    (tmp_path / "pkg").mkdir()
+    module = tmp_path / "pkg" / "solver.py"
+    module.write_text(REQUEST)
+    assert lint_source(REQUEST, str(module), {"ODL707"}).findings
+
+
+def test_a_cached_result_depends_on_the_conftest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "test_solver.py").write_text(REQUEST)
+    monkeypatch.chdir(tmp_path)
+    arguments = ["check", "--select", "ODL707", "--cache-dir", str(tmp_path / "cache"), "test_solver.py"]
+    assert cli.main(arguments) == 1
+    (tmp_path / "conftest.py").write_text('import jax\n\njax.config.update("jax_enable_x64", True)\n')
+    assert cli.main(arguments) == 0   # the new conftest.py invalidates the cached finding
+    (tmp_path / "conftest.py").write_text("import jax\n")
+    assert cli.main(arguments) == 1
+    capsys.readouterr()

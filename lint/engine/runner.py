@@ -73,7 +73,7 @@ class Outcome:
     applied_codes: dict[str, int] = dataclasses.field(default_factory=dict)
     cache_key: str | None = None  # of the bytes the findings are for; None for stdin
     relevant: list[str] = dataclasses.field(default_factory=list)  # the rules that could fire on those bytes
-    depends: dict[str, list[int]] = dataclasses.field(default_factory=dict)  # project files read: path -> stamp
+    depends: dict[str, list[int] | None] = dataclasses.field(default_factory=dict)  # project files read: path -> stamp
     read_digest: str | None = None  # sha256 of the bytes that new_data replaces
     skipped: str | None = None  # why a file that is not Python was left alone
 
