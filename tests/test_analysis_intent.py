@@ -239,3 +239,16 @@ def test_a_cached_result_depends_on_the_conftest(tmp_path: Path, monkeypatch: py
     (tmp_path / "conftest.py").write_text("import jax\n")
     assert cli.main(arguments) == 1
     capsys.readouterr()
+
+
+def test_strict_key_reuse_reports_deliberate_reuse_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "loader.py").write_text("import jax.random as jr\n\ndef loader(key, n):\n"
+                                        "    order = jr.permutation(key, n)\n    return order, jr.split(key)\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["check", "--no-cache", "--select", "ODL704", "loader.py"]) == 0
+    assert cli.main(["check", "--no-cache", "--select", "ODL704", "--config", "strict-key-reuse = true",
+                     "loader.py"]) == 1
+    (tmp_path / "pyproject.toml").write_text("[tool.odelint]\nstrict-key-reuse = true\n")
+    assert cli.main(["check", "--select", "ODL704", "--cache-dir", str(tmp_path / "c"), "loader.py"]) == 1
+    assert "`jr.split` gets the key `key`" in capsys.readouterr().out

@@ -57,6 +57,14 @@ def note(path: str) -> list[int] | None:
     return current
 
 
+def is_test_file(path: str) -> bool:
+    """A file pytest runs or loads: test_*.py, *_test.py, conftest.py, or one under tests/."""
+    name = os.path.basename(path)
+    folders = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or "tests" in folders or "test" in folders)
+
+
 def project_root(path: str) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
     while True:

@@ -30,7 +30,7 @@ def enabled_for(path: str) -> str | None:
     for candidate in _python_files(path):
         if project.note(candidate) is not None and _switches_on(candidate):
             return candidate
-    if _under_pytest(path):
+    if project.is_test_file(path):
         root = project.project_root(path)
         if root is not None:
             return _pytest_env(root)
@@ -78,13 +78,6 @@ def _enables(call: cst.Call) -> bool:
     if isinstance(value, cst.Integer):
         return value.value != "0"
     return isinstance(value, cst.SimpleString) and str(value.evaluated_value).lower() in _TRUE
-
-
-def _under_pytest(path: str) -> bool:
-    name = os.path.basename(path)
-    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
-    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-            or "tests" in parts[:-1] or "test" in parts[:-1])
 
 
 def _pytest_env(root: str) -> str | None:

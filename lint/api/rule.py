@@ -79,6 +79,8 @@ class Pass:
 
 
 NO_VERSIONS: Mapping[str, Version | None] = MappingProxyType({})
+# Settings rules read (`[tool.odelint]` keys, e.g. `strict-key-reuse = true`); only keys set are present.
+NO_OPTIONS: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass
@@ -95,6 +97,7 @@ class FileContext:
     module: cst.Module | None = None
     facts: Facts | None = None
     versions: Mapping[str, Version | None] = dataclasses.field(default_factory=lambda: NO_VERSIONS)
+    options: frozenset[str] = NO_OPTIONS
 
 
 class BaseRule:

@@ -19,7 +19,7 @@ from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.scopes import build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
-from odelint.api.rule import NO_VERSIONS, QUIET, BaseRule, FileContext, Rule, TextRule, all_node_types
+from odelint.api.rule import NO_OPTIONS, NO_VERSIONS, QUIET, BaseRule, FileContext, Rule, TextRule, all_node_types
 from odelint.engine import noqa
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
@@ -80,7 +80,7 @@ def rules_for(path: str, codes: Collection[str] | None, python: bool) -> list[ty
 def lint_source(source: str, path: str, codes: Collection[str] | None = None,
                 python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True,
                 parser: IncrementalParser | None = None, versions: Mapping[str, Version | None] = NO_VERSIONS,
-                tree: ast.Module | None = None) -> LintResult:
+                tree: ast.Module | None = None, options: frozenset[str] = NO_OPTIONS) -> LintResult:
     """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
 
     `python` says whether the text is Python; by default it is guessed from the name.
@@ -94,7 +94,7 @@ def lint_source(source: str, path: str, codes: Collection[str] | None = None,
     rules = rules_for(path, codes, python)
     if python:
         return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate,
-                            parser, versions, tree)
+                            parser, versions, tree, options)
     return _lint_text(source, path, rules, apply_noqa, gate, versions)
 
 
@@ -119,7 +119,8 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
 
 def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool,
                  apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
-                 versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None) -> LintResult:
+                 versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None,
+                 options: frozenset[str] = NO_OPTIONS) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
     if gate:
@@ -130,7 +131,7 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, triggered, apply_noqa, versions)
+    return run_rules(parsed, source, path, triggered, apply_noqa, versions, options=options)
 
 
 def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
@@ -229,7 +230,7 @@ def _syntax_error(source: str, path: str) -> Finding | None:
 
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
               apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS,
-              frozen: Sequence[tuple[int, int]] = ()) -> LintResult:
+              frozen: Sequence[tuple[int, int]] = (), options: frozenset[str] = NO_OPTIONS) -> LintResult:
     """One traversal for facts, then every rule's visitors over the indexed nodes.
 
     `frozen` are line ranges no fix may rewrite (a notebook cell whose saved output is the
@@ -239,7 +240,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
-    context = FileContext(path, source, module, Facts(index, path), versions)
+    context = FileContext(path, source, module, Facts(index, path), versions, options)
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
         rule = rule_class(context)
@@ -311,7 +312,7 @@ def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
 def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
                unsafe: bool = False, only: Finding | None = None, python: bool | None = None,
                versions: Mapping[str, Version | None] = NO_VERSIONS,
-               frozen: Sequence[tuple[int, int]] = ()) -> FixResult:
+               frozen: Sequence[tuple[int, int]] = (), options: frozenset[str] = NO_OPTIONS) -> FixResult:
     """Apply fixes until nothing fixable is left (at most MAX_FIX_ROUNDS rounds).
 
     `only` restricts the first round to the fix of one finding (an editor quick fix).
@@ -325,7 +326,7 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
     applied: Counter[str] = Counter()
     crashes: list[RuleCrash] = []
     for round_number in range(MAX_FIX_ROUNDS):
-        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen)
+        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen, options)
         crashes.extend(round_crashes)
         if module is None:
             return FixResult(current, findings, applied.total(), crashes, applied)
@@ -349,7 +350,7 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
         applied.update(finding.code for finding in chosen)
         frozen = _follow(frozen, current, new_source)
         current = new_source
-    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen)
+    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen, options)
     return FixResult(current, findings, applied.total(), crashes + round_crashes, applied)
 
 
@@ -369,15 +370,16 @@ def _follow(frozen: Sequence[tuple[int, int]], old: str, new: str) -> list[tuple
 
 
 def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool,
-                  versions: Mapping[str, Version | None] = NO_VERSIONS, frozen: Sequence[tuple[int, int]] = ()):
+                  versions: Mapping[str, Version | None] = NO_VERSIONS, frozen: Sequence[tuple[int, int]] = (),
+                  options: frozenset[str] = NO_OPTIONS):
     """Like lint_source, but also hands back the parsed module the findings point into."""
     rules = [rule for rule in rules_for(path, codes, python) if issubclass(rule, Rule) and rule.triggered_by(source)]
     rules = candidates(source, path, rules) if python else rules
     if not python or not rules:
-        result = lint_source(source, path, codes, python, versions=versions)
+        result = lint_source(source, path, codes, python, versions=versions, options=options)
         return None, result.findings, result.crashes
     parsed = parse(source, path)
     if isinstance(parsed, Finding):
         return None, [parsed], []
-    result = run_rules(parsed, source, path, rules, versions=versions, frozen=frozen)
+    result = run_rules(parsed, source, path, rules, versions=versions, frozen=frozen, options=options)
     return parsed, result.findings, result.crashes

@@ -20,9 +20,12 @@ DEFAULT_EXCLUDE = (
     "buck-out", "build", "dist", "node_modules", "site-packages", "venv", "__pycache__",
 )
 
+# Settings rules read (FileContext.options): `strict-key-reuse` makes ODL704 report every reuse
+# of a PRNG key, deliberate ones included (as `jax.debug_key_reuse(True)` does at run time).
+RULE_OPTIONS = ("strict-key-reuse",)
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "include", "extend-include",
               "target-version")
-_BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude")
+_BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude", *RULE_OPTIONS)
 KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, "per-file-ignores")
 
 if TYPE_CHECKING:
@@ -71,6 +74,7 @@ class Settings:
     force_exclude: bool
     codes: tuple[str, ...]
     targets: tuple[tuple[str, Version], ...] = ()  # target-version, then --target-version
+    options: frozenset[str] = frozenset()  # the RULE_OPTIONS set to true
 
     @functools.cached_property
     def versions(self) -> Mapping[str, Version | None]:
@@ -242,6 +246,7 @@ def build_settings(root: str, path: str | None, table: Mapping, overrides: Overr
                        else table.get("force_exclude", False)),
         codes=tuple(codes),
         targets=(*table.get("target_version", ()), *overrides.target_versions),
+        options=frozenset(key for key in RULE_OPTIONS if table.get(key.replace("-", "_"))),
     )
 
 
