@@ -40,7 +40,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
-from odelint.analysis.project import is_test_file
+from odelint.analysis.project import is_benchmark_file, is_test_file
 from odelint.analysis.scopes import FUNCTION, Scope
 
 SPLIT, DRAW, PASS = "split", "draw", "pass"  # how a call consumes a key
@@ -69,7 +69,8 @@ class KeyUses:
         self.reuses: list[KeyReuse] = []
         self.constant_keys_in_loops: list[cst.Call] = []
         self.drawn_constant_keys: set[int] = set()  # constant keys in loops that a jax.random call receives
-        self._in_test = is_test_file(facts.path) if facts.path else False
+        # tests and benchmarks make inputs and compare key derivations: their reuse is throwaway
+        self._in_test = bool(facts.path) and (is_test_file(facts.path) or is_benchmark_file(facts.path))  # type: ignore[arg-type]
         self._consumed_parameters: dict[int, set[str]] | None = None
         self._from_split: set[str] = set()       # names bound by `a, b = split(...)`: a key stream
         self._constant_names: dict[str, int] = {}  # name -> the constant key call it holds
@@ -250,7 +251,8 @@ class KeyUses:
             reuse = self.reuses[position]
             if not reuse.in_loop or reuse.first is not reuse.second or reuse.deliberate is not None:
                 continue
-            why = ("one key for every case of the loop (common random numbers across its cases)"
+            why = ("test or benchmark inputs made from one key" if self._in_test else
+                   "one key for every case of the loop (common random numbers across its cases)"
                    if not self._repeats[-1] or targets & _mentioned(reuse.second) else
                    "a fixed key beside a key split afresh on every iteration" if fresh else None)
             self.reuses[position] = dataclasses.replace(reuse, deliberate=why)
@@ -344,10 +346,10 @@ class KeyUses:
     def _deliberate(self, name: str, first: tuple[cst.Call, str], second: tuple[cst.Call, str]) -> str | None:
         """Why using the key of `name` again looks intended, or None when it is a bug."""
         (first_call, first_how), (second_call, second_how) = first, second
+        if self._in_test:
+            return "test or benchmark inputs made from one key: correlated on purpose or harmlessly"
         if first_how == SPLIT:
             return None  # the key was handed out as subkeys: later draws repeat theirs
-        if self._in_test:
-            return "test inputs (and layers) made from one key: correlated on purpose or harmlessly"
         module = self.facts.index.module
         if first_how == PASS and second_how == PASS and \
                 module.code_for_node(first_call.func) == module.code_for_node(second_call.func):

@@ -65,6 +65,12 @@ def is_test_file(path: str) -> bool:
             or "tests" in folders or "test" in folders)
 
 
+def is_benchmark_file(path: str) -> bool:
+    """A file under benchmarks/ (or bench/): its inputs are fake data whose values do not matter."""
+    folders = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
+    return "benchmarks" in folders or "bench" in folders
+
+
 def project_root(path: str) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
     while True:

@@ -28,7 +28,7 @@ class PrngKeyReuse(Rule):
       then used again: split again for the data or dropout (the data keys equal the init
       keys), `split(key, 3)` after `eqx.nn.MLP(..., key=key)`, the parent passed on after
       its subkeys were used;
-    - two draws from one key outside tests, and the carry `key` drawn from after
+    - two draws from one key, and the carry `key` drawn from after
       `key, sub = jax.random.split(key)` where `sub` was meant, then split again;
     - a key consumed on every iteration of a loop that repeats one computation (`while`,
       `range(n)`) without being re-split there, and `jax.random.PRNGKey(0)` (constant
@@ -36,7 +36,8 @@ class PrngKeyReuse(Rule):
     Not flagged, because the reuse is deliberate: the same key given to the same
     constructor twice (rebuilding a model identically, identical layers in a test); a key
     from outside drawn from and then split (the dataloader's `permutation(key)` then
-    `split(key)`); two draws from one key in a test (correlated test inputs); one key for
+    `split(key)`); any reuse in a test or a benchmark (correlated test inputs, fake
+    benchmark data, tests that compare key derivations); one key for
     every case of a loop over configurations (common random numbers across evaluation
     conditions) or beside a key the loop splits afresh (a fixed sample key for plots);
     a constant key handed to a function inside a loop (it may draw nothing from it);
