@@ -1,0 +1,59 @@
+"""Code never reverse-differentiated (odelint.analysis.undifferentiated)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+from odelint.analysis.facts import Facts, model_node_types
+from odelint.analysis.undifferentiated import never_differentiated
+from odelint.analysis.scopes import build_scope_index
+
+
+def _verdicts(source: str) -> dict[str, str | None]:
+    module = cst.parse_module(textwrap.dedent(source))
+    facts = Facts(build_scope_index(module, model_node_types()))
+    return {module.code_for_node(call): never_differentiated(facts, site)
+            for call, site in facts.index.of_type(cst.Call) if module.code_for_node(call).startswith("probe")}
+
+
+def test_kernels_and_functions_whose_results_are_always_stopped() -> None:
+    verdicts = _verdicts("""
+        import functools
+        import jax
+        from jax import lax
+        from jax.experimental import pallas as pl
+
+        def helper(x):
+            return probe(1)
+
+        def kernel(x_ref, o_ref, n):
+            o_ref[...] = helper(x_ref[...])
+
+        def run(x):
+            return pl.pallas_call(functools.partial(kernel, n=2), out_shape=x)(x)
+
+        def scale(x):
+            return probe(2)
+
+        def a(x):
+            return lax.stop_gradient(scale(x))
+
+        def b(x):
+            s = scale(x)
+            s = jax.lax.stop_gradient(s)
+            return s
+
+        def shift(x):
+            return probe(3)
+
+        def c(x):
+            return lax.stop_gradient(shift(x)) + shift(x)
+
+        def never_called(x):
+            return probe(4)
+    """)
+    assert verdicts["probe(1)"] == "`helper` is called from `kernel`; `kernel` is a Pallas kernel"
+    assert verdicts["probe(2)"] == "every caller of `scale` applies `lax.stop_gradient` to its result"
+    assert verdicts["probe(3)"] is None
+    assert verdicts["probe(4)"] is None
