@@ -35,4 +35,7 @@ def test_literals_of_settings_and_grids_are_configurations_arrays_and_ranges_are
             use(step)
         for batch in batches:
             use(batch)
-    """) == [{"block"}, {"i", "b", "t"}, set(), set(), set()]
+        grid = itertools.product((4, 8), (1024, 2048))
+        for blocks, tile in grid:
+            use(tile)
+    """) == [{"block"}, {"i", "b", "t"}, set(), set(), set(), {"blocks", "tile"}]

@@ -64,7 +64,12 @@ def over_configurations(facts: Facts, loop: cst.For | cst.While, site: Site) -> 
     return frozenset(_target_names(loop.target))
 
 
-def _configurations(facts: Facts, iterable: cst.BaseExpression, site: Site) -> bool:
+def _configurations(facts: Facts, iterable: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
+    if isinstance(iterable, cst.Name) and depth < 3:  # `grid = itertools.product(...)`, `layers = [...]`
+        bindings = facts.lookup(iterable.value, site.scope)
+        return (len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path
+                and bindings[0].value is not None
+                and _configurations(facts, bindings[0].value, Site(bindings[0].scope, bindings[0].order), depth + 1))
     if isinstance(iterable, (cst.Tuple, cst.List, cst.Set)):
         return all(facts.kind(element.value, site) is not Kind.ARRAY for element in iterable.elements)
     if not isinstance(iterable, cst.Call):
@@ -73,7 +78,7 @@ def _configurations(facts: Facts, iterable: cst.BaseExpression, site: Site) -> b
     if qualname in _GRIDS:
         return True
     if isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip") and qualname is None:
-        return any(_configurations(facts, arg.value, site) for arg in iterable.args)
+        return any(_configurations(facts, arg.value, site, depth) for arg in iterable.args)
     return False
 
 

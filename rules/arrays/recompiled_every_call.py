@@ -324,4 +324,18 @@ class RecompiledEveryCall(Rule):
                     posterior = jax.jit(lambda y: filter_fn(params, y, output_fields=fields))(emissions)
                     assert posterior is not None
         """),
+        # a test over two differently configured layers named in a list (flax): one program per layer
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def test_layers(make_dropout, x):
+                layers = [make_dropout(rate=0.5), make_dropout(rate=0.5, broadcast_dims=(1,))]
+                for layer in layers:
+                    @jax.jit
+                    def func(v):
+                        return layer(v)
+
+                    assert func(x).shape == x.shape
+        """),
     )
