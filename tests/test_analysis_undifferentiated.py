@@ -27,11 +27,24 @@ def test_kernels_and_functions_whose_results_are_always_stopped() -> None:
         def helper(x):
             return probe(1)
 
+        def one_step(x):
+            return probe(5)
+
+        def many_steps(x):
+            return x
+
         def kernel(x_ref, o_ref, n):
+            step = one_step if n == 1 else many_steps
+            if n == 1:
+                step = one_step
+            else:
+                step = many_steps
+            step(x_ref[...])
             o_ref[...] = helper(x_ref[...])
 
         def run(x):
-            return pl.pallas_call(functools.partial(kernel, n=2), out_shape=x)(x)
+            kernel_fn = functools.partial(kernel, n=2)
+            return pl.pallas_call(kernel_fn, out_shape=x)(x)
 
         def scale(x):
             return probe(2)
@@ -54,6 +67,7 @@ def test_kernels_and_functions_whose_results_are_always_stopped() -> None:
             return probe(4)
     """)
     assert verdicts["probe(1)"] == "`helper` is called from `kernel`; `kernel` is a Pallas kernel"
+    assert verdicts["probe(5)"] is not None
     assert verdicts["probe(2)"] == "every caller of `scale` applies `lax.stop_gradient` to its result"
     assert verdicts["probe(3)"] is None
     assert verdicts["probe(4)"] is None

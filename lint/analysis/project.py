@@ -58,10 +58,12 @@ def note(path: str) -> list[int] | None:
 
 
 def is_test_file(path: str) -> bool:
-    """A file pytest runs or loads: test_*.py, *_test.py, conftest.py, or one under tests/."""
+    """A file pytest runs or loads: test_*.py, *_test.py, a test helper (`inference_test_utils.py`,
+    `testing.py`), conftest.py, or one under tests/."""
     name = os.path.basename(path)
+    words = os.path.splitext(name)[0].split("_")
     folders = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
-    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+    return ("test" in words or "testing" in words or name == "conftest.py"
             or "tests" in folders or "test" in folders)
 
 

@@ -11,12 +11,16 @@ ever reaches it.
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis.calls import argument_at
 from odelint.analysis.facts import Facts
 from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import FUNCTION, Scope, Site
+
+if TYPE_CHECKING:
+    from odelint.analysis.reach import Function
 
 _KERNEL_CALLS = frozenset({"jax.experimental.pallas.pallas_call"})
 _STOP_GRADIENT = "jax.lax.stop_gradient"
@@ -32,9 +36,8 @@ class Undifferentiated:
             qualname = facts.qualname(call.func, site.scope)
             if qualname in _KERNEL_CALLS:
                 kernel = argument_at(call, "kernel", 0) or argument_at(call, "f", 0)
-                found = self._kernels.function(kernel.value, site.scope) if kernel is not None else None
-                if found is not None:
-                    self._kernels.add_root(found[0], f"{function_name(found[0])} is a Pallas kernel")
+                for function in self._functions(kernel.value, site.scope) if kernel is not None else ():
+                    self._kernels.add_root(function, f"{function_name(function)} is a Pallas kernel")
             elif qualname == _STOP_GRADIENT and call.args:
                 value = call.args[0].value
                 if isinstance(value, cst.Name):
@@ -42,6 +45,29 @@ class Undifferentiated:
                 elif isinstance(value, cst.Call):
                     self._wrapped.add(id(value))
         self._kernels.spread()
+        # `kernel = one_step if ... else many_steps; kernel(...)` inside a kernel: both run there
+        for call, site in facts.index.of_type(cst.Call):
+            why = self._kernels.why(site)
+            if why is not None and isinstance(call.func, cst.Name):
+                for function in self._functions(call.func, site.scope):
+                    self._kernels.reasons.setdefault(id(function), f"{function_name(function)} is called from {why}")
+        self._kernels.spread()
+
+    def _functions(self, node: cst.BaseExpression, scope: Scope) -> list[Function]:
+        """The same-file functions a value may be: itself, or each function that a name assigned
+        in several places (`kernel = a` / `kernel = b`, `kernel = partial(f, ...)`) holds."""
+        found = self._kernels.function(node, scope)
+        if found is not None:
+            return [found[0]]
+        if not isinstance(node, cst.Name):
+            return []
+        functions = []
+        for binding in self.facts.lookup(node.value, scope):
+            if binding.kind == "assign" and not binding.path and binding.value is not None:
+                value = self._kernels.function(binding.value, binding.scope)
+                if value is not None:
+                    functions.append(value[0])
+        return functions
 
     def why_not(self, site: Site) -> str | None:
         """Why the code at `site` is never reverse-differentiated, else None."""

@@ -37,6 +37,10 @@ class RecompiledEveryCall(Rule):
     function closes over the loop's variable (a block size, a layer, output fields) is not
     flagged: each case is a different program, so one compile per case is inherent.
 
+    In the opt-in set: on real code most functions jitted in loops are deliberate
+    (autotuning sweeps, tests that count traces), so enable it with `--extend-select ODL709`
+    or `preview = true`.
+
     ## Why is this bad?
     JAX caches a compiled program on the function object (and, for `eqx.filter_jit`, on
     the values of all non-array arguments, which are static). A new function object, or a
@@ -68,6 +72,7 @@ class RecompiledEveryCall(Rule):
     """
 
     code = "ODL709"
+    opt_in = True  # 1 of 6 findings in the library corpus was a recompile worth fixing (tests/corpus/REVIEW.md)
     name = "recompiled-every-call"
     summary = "jax.jit / eqx.filter_jit recompiles on every loop iteration or call"
     triggers = (("jit",), ("pmap",))
