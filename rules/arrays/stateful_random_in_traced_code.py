@@ -9,7 +9,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import Site
+from odelint.analysis.scopes import FUNCTION, Site
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
