@@ -40,7 +40,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
-from odelint.analysis.project import is_benchmark_file, is_test_file
+from odelint.analysis.project import is_benchmark_file, is_test_module
 from odelint.analysis.scopes import FUNCTION, Scope
 
 SPLIT, DRAW, PASS = "split", "draw", "pass"  # how a call consumes a key
@@ -70,7 +70,7 @@ class KeyUses:
         self.constant_keys_in_loops: list[cst.Call] = []
         self.drawn_constant_keys: set[int] = set()  # constant keys in loops that a jax.random call receives
         # tests and benchmarks make inputs and compare key derivations: their reuse is throwaway
-        self._in_test = bool(facts.path) and (is_test_file(facts.path) or is_benchmark_file(facts.path))  # type: ignore[arg-type]
+        self._in_test = bool(facts.path) and (is_test_module(facts.path) or is_benchmark_file(facts.path))  # type: ignore[arg-type]
         self._consumed_parameters: dict[int, set[str]] | None = None
         self._from_split: set[str] = set()       # names bound by `a, b = split(...)`: a key stream
         self._constant_names: dict[str, int] = {}  # name -> the constant key call it holds

@@ -57,14 +57,18 @@ def note(path: str) -> list[int] | None:
     return current
 
 
-def is_test_file(path: str) -> bool:
-    """A file pytest runs or loads: test_*.py, *_test.py, a test helper (`inference_test_utils.py`,
-    `testing.py`), conftest.py, or one under tests/."""
+def is_test_module(path: str) -> bool:
+    """A test by its name: test_*.py, *_test.py, a test helper (`inference_test_utils.py`,
+    `testing.py`), conftest.py."""
     name = os.path.basename(path)
     words = os.path.splitext(name)[0].split("_")
+    return "test" in words or "testing" in words or name == "conftest.py"
+
+
+def is_test_file(path: str) -> bool:
+    """A file pytest runs or loads: a test module, or any file under tests/ (or test/)."""
     folders = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
-    return ("test" in words or "testing" in words or name == "conftest.py"
-            or "tests" in folders or "test" in folders)
+    return is_test_module(path) or "tests" in folders or "test" in folders
 
 
 def is_benchmark_file(path: str) -> bool:
