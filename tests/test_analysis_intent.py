@@ -186,8 +186,8 @@ REQUEST = "import jax.numpy as jnp\n\nx = jnp.zeros(3, dtype=jnp.float64)\n"
 
 @pytest.mark.parametrize(("where", "text"), [
     ("tests/conftest.py", 'import jax\n\njax.config.update("jax_enable_x64", True)\n'),
-    ("conftest.py", "import jax\nimport pytest\n\n@pytest.fixture(autouse=True)\ndef x64():\n"
-                    "    with jax.enable_x64():\n        yield\n"),
+    ("conftest.py", ("import jax\nimport pytest\n\n@pytest.fixture(autouse=True)\ndef x64():\n"
+                     "    with jax.enable_x64():\n        yield\n")),
     ("tests/__init__.py", 'from jax import config\n\nconfig.update("jax_enable_x64", 1)\n'),
     ("pyproject.toml", '[project]\nname = "p"\n\n[tool.pytest.ini_options]\nenv = ["D:JAX_ENABLE_X64=1"]\n'),
     ("pytest.ini", "[pytest]\nenv =\n    JAX_ENABLE_X64=True\n"),

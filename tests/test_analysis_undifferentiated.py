@@ -6,8 +6,8 @@ import textwrap
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
-from odelint.analysis.undifferentiated import never_differentiated
 from odelint.analysis.scopes import build_scope_index
+from odelint.analysis.undifferentiated import never_differentiated
 
 
 def _verdicts(source: str) -> dict[str, str | None]:
