@@ -75,7 +75,7 @@ class PrngKeyReuse(Rule):
 
     code = "ODL704"
     name = "prng-key-reuse"
-    summary = "A PRNG key is consumed twice, or a constant key is made inside a loop"
+    summary = "A PRNG key meant for independent draws is consumed twice, or a constant key is drawn from in a loop"
     triggers = (("random",), ("Key",))  # jax.random, or a key annotation (PRNGKeyArray, Key[...])
     fixtures = "tests/fixtures/ODL704"
     expected_errors = UNFIXED  # a silent wrong value, not the error the test expects
