@@ -146,3 +146,103 @@ def test_constant_key_folded_with_the_loop_variable_differs_every_iteration() ->
             raw = jax.random.normal(jax.random.key(5), (m,))
     """)
     assert constants == ["jax.random.key(7)", "jax.random.key(5)"], "folding in a constant keeps the key constant"
+
+
+# ---- deliberate reuse: which reuses look intended (KeyReuse.deliberate)
+
+def _judged(source: str, path: str | None = None) -> list[tuple[str, bool]]:
+    module = cst.parse_module(textwrap.dedent(source))
+    uses = key_uses(Facts(build_scope_index(module, {cst.Call}), path))
+    return [(module.code_for_node(r.second), r.deliberate is not None) for r in uses.reuses]
+
+
+def test_a_key_used_again_after_it_was_split_is_never_deliberate() -> None:
+    assert _judged("""
+        import jax
+        def f(key):
+            a, b = jax.random.split(key)
+            return jax.random.normal(key), jax.random.split(key)
+    """) == [("jax.random.normal(key)", False), ("jax.random.split(key)", False)]
+
+
+def test_the_same_constructor_twice_rebuilds_but_two_constructors_share_subkeys() -> None:
+    assert _judged("""
+        import equinox as eqx
+        from jaxtyping import PRNGKeyArray
+        def f(key: PRNGKeyArray):
+            a = eqx.nn.Linear(2, 2, key=key)
+            b = eqx.nn.Linear(2, 2, key=key)
+            c = eqx.nn.MLP(2, 2, 4, 1, key=key)
+    """) == [("eqx.nn.Linear(2, 2, key=key)", True), ("eqx.nn.MLP(2, 2, 4, 1, key=key)", False)]
+
+
+def test_a_draw_then_a_split_is_deliberate_for_a_key_from_outside_not_for_the_carry() -> None:
+    assert _judged("""
+        import jax.random as jr
+        def loader(key, n):
+            order = jr.permutation(key, n)
+            train, val = jr.split(key)
+        def step(key):
+            key, sub = jr.split(key)
+            noise = jr.normal(key)
+            key, sub = jr.split(key)
+    """) == [("jr.split(key)", True), ("jr.split(key)", False)]
+
+
+def test_two_draws_are_deliberate_only_in_tests() -> None:
+    source = """
+        import jax
+        def make(key):
+            return jax.random.normal(key, (3,)), jax.random.uniform(key, (3,))
+    """
+    assert _judged(source) == [("jax.random.uniform(key, (3,))", False)]
+    assert _judged(source, "tests/test_make.py") == [("jax.random.uniform(key, (3,))", True)]
+
+
+def test_loops_over_configurations_and_fixed_keys_beside_a_fresh_one_are_deliberate() -> None:
+    assert _judged("""
+        import jax
+        def f(key, sigmas, n, params, sample_key):
+            crn = [s * jax.random.normal(key, (3,)) for s in sigmas]
+            for i in range(n):
+                key, sub = jax.random.split(key)
+                shown = jax.random.normal(sample_key, (2,))
+            for i in range(n):
+                same = jax.random.normal(params, (2,))
+    """) == [("jax.random.normal(key, (3,))", True), ("jax.random.normal(sample_key, (2,))", True),
+             ("jax.random.normal(params, (2,))", False)]
+
+
+def test_a_key_passed_by_position_to_a_function_that_splits_it_is_consumed() -> None:
+    module = cst.parse_module(textwrap.dedent("""
+        import jax
+        def init(key, n):
+            return jax.random.split(key, n)
+        def log(message, key):
+            print(message)
+        def main(key):
+            a = init(key, 3)
+            log("x", key)
+            b = jax.random.normal(key)
+    """))
+    uses = key_uses(Facts(build_scope_index(module, {cst.Call})))
+    calls = {module.code_for_node(call): call for call, _ in uses.facts.index.of_type(cst.Call)}
+    assert uses.consumptions(calls["init(key, 3)"]) == [("key", "pass")]
+    assert uses.consumptions(calls['log("x", key)']) == []
+    assert [module.code_for_node(r.second) for r in uses.reuses] == ["jax.random.normal(key)"]
+
+
+def test_a_constant_key_counts_as_drawn_only_when_a_sampler_receives_it() -> None:
+    module = cst.parse_module(textwrap.dedent("""
+        import jax
+        def f(n, model):
+            for i in range(n):
+                key = jax.random.PRNGKey(0)
+                x = jax.random.normal(key)
+                y = model.init(jax.random.PRNGKey(1))
+    """))
+    uses = key_uses(Facts(build_scope_index(module, {cst.Call})))
+    drawn = [module.code_for_node(c) for c in uses.constant_keys_in_loops if id(c) in uses.drawn_constant_keys]
+    assert [module.code_for_node(c) for c in uses.constant_keys_in_loops] == ["jax.random.PRNGKey(0)",
+                                                                               "jax.random.PRNGKey(1)"]
+    assert drawn == ["jax.random.PRNGKey(0)"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import CLASS, FUNCTION, Scope
+from odelint.analysis.scopes import CLASS, COMPREHENSION, FUNCTION, LAMBDA, Scope
 
 _NOT_BOUND = frozenset({"staticmethod", "classmethod"})
 
@@ -71,3 +71,33 @@ def method_of(facts: Facts, cls: cst.ClassDef, name: str, seen: frozenset[int] =
             if found is not None:
                 return found
     return None
+
+
+INITIALISERS = frozenset({"__init__", "__post_init__"})
+
+
+def initialising_methods(facts: Facts, cls: cst.ClassDef) -> frozenset[str]:
+    """`__init__`, `__post_init__`, and the methods of `cls` that only they call (through
+    `self.helper(...)`, directly or through other such helpers): while they run the
+    instance is still being initialised, so Equinox lets them set its fields."""
+    callers: dict[str, set[str]] = {}  # method name -> the methods that call it on self
+    for call, site in facts.index.of_type(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            continue
+        scope = site.scope
+        while scope.kind in (COMPREHENSION, LAMBDA) and scope.parent is not None:
+            scope = scope.parent  # `[self._make(k) for k in keys]` runs in the method
+        method = scope.node
+        if enclosing_class(scope) is cls and isinstance(method, cst.FunctionDef):
+            callers.setdefault(func.attr.value, set()).add(method.name.value)
+    defined = {statement.name.value for statement in cls.body.body if isinstance(statement, cst.FunctionDef)}
+    found = set(INITIALISERS)
+    changed = True
+    while changed:
+        changed = False
+        for name, by in callers.items():
+            if name in defined and name not in found and by <= found:
+                found.add(name)
+                changed = True
+    return frozenset(found)

@@ -99,6 +99,11 @@ class Facts:
         """Why the code at `site` runs on abstract tracers (`step` is traced by `jax.jit`), else None."""
         return self.tracing.traced_by(site)
 
+    def branch_scope(self, site: Site) -> Scope | None:
+        """The function around `site` traced only as a `lax.cond`/`lax.switch` branch (run once
+        per call of the code around it, unlike a scan or loop body), else None."""
+        return self.tracing.branch_scope(site)
+
     def traced_value(self, node: cst.BaseExpression, site: Site) -> Traced | None:
         """The traced parameter the value of `node` derives from, with why it is traced, else None."""
         return self.tracing.traced_value(node, site)

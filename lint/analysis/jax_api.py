@@ -46,6 +46,7 @@ class TracedBody:
     keywords: tuple[str, ...] = ()
     params: tuple[int, ...] | None = None  # None: every parameter is traced
     reverse: bool = True                   # reverse-mode differentiation through it works
+    once: bool = False                     # runs the function once per call (a branch), not in a loop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +97,7 @@ def traced_bodies() -> dict[str, TracedBody]:
         params = row.get("params")
         found[qualname] = TracedBody(qualname, tuple(row.get("functions", ())), tuple(row.get("lists", ())),
                                      tuple(row.get("keywords", ())), tuple(params) if params is not None else None,
-                                     row.get("reverse", True))
+                                     row.get("reverse", True), row.get("once", False))
     return found
 
 

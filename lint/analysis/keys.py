@@ -12,6 +12,21 @@ next iteration. `jax.random.PRNGKey(0)` with constant arguments inside a loop th
 (`while`, `for ... in range(n)`) gives the same key on every iteration and is noted too;
 in a loop over configurations one fixed key per case is deliberate, and a constant key
 that `fold_in` combines with non-constant data is a different key on every iteration.
+
+Not every reuse is a bug: reuse is one when two draws the program treats as independent get
+the same key. Each reuse carries `deliberate`, the reason it looks intended (None when it
+does not), so a rule can report only the bugs by default and every reuse in a strict mode:
+- the same key given twice to the same constructor or function rebuilds the same thing
+  (an identical model, identical layers in a test);
+- a key drawn from and then split or passed on, when the key came from outside (the
+  dataloader's `permutation(key)` then `split(key)`): the two uses compute unrelated things;
+- two draws from one key in a test: correlated test inputs, not two independent streams;
+- one key consumed on every iteration of a loop over configurations (common random numbers
+  across conditions), or of a loop that splits a fresh key of its own each iteration (a
+  fixed sample key, so plots across training are comparable).
+A key that was split (or handed to a constructor that splits it) and is then used again is
+never deliberate: the later draws equal the subkeys' draws. A key is also consumed when it is
+passed by position to a function of this file that splits or draws from that parameter.
 """
 
 from __future__ import annotations
@@ -25,10 +40,14 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
-from odelint.analysis.scopes import FUNCTION, children_of
+from odelint.analysis.project import is_benchmark_file, is_test_module
+from odelint.analysis.scopes import FUNCTION, Scope, children_of
+
+SPLIT, DRAW, PASS = "split", "draw", "pass"  # how a call consumes a key
+_SPLIT = "jax.random.split"
 
 if TYPE_CHECKING:
-    State = dict[str, cst.Call]  # name -> the call that consumed the key it holds
+    State = dict[str, tuple[cst.Call, str]]  # name -> the call that consumed the key it holds, and how
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +59,7 @@ class KeyReuse:
     first: cst.Call
     second: cst.Call
     in_loop: bool
+    deliberate: str | None = None  # why the reuse looks intended; None: two independent draws share a key
 
 
 class KeyUses:
@@ -48,6 +68,13 @@ class KeyUses:
         self._sites = {id(call): site for call, site in facts.index.of_type(cst.Call)}
         self.reuses: list[KeyReuse] = []
         self.constant_keys_in_loops: list[cst.Call] = []
+        self.drawn_constant_keys: set[int] = set()  # constant keys in loops that a jax.random call receives
+        # tests and benchmarks make inputs and compare key derivations: their reuse is throwaway
+        self._in_test = bool(facts.path) and (is_test_module(facts.path) or is_benchmark_file(facts.path))  # type: ignore[arg-type]
+        self._consumed_parameters: dict[int, set[str]] | None = None
+        self._from_split: set[str] = set()       # names bound by `a, b = split(...)`: a key stream
+        self._constant_names: dict[str, int] = {}  # name -> the constant key call it holds
+        self._loop_splits: list[bool] = []        # for each loop around: does its body split a key afresh?
         self._seen: set[int] = set()
         self._derived: set[int] = set()  # constant keys that `fold_in` turns into per-iteration keys
         self._repeats: list[bool] = []  # for each loop around: does it repeat one computation?
@@ -55,24 +82,65 @@ class KeyUses:
         self._block(module.body, {})
         for scope in facts.index.body_scopes.values():
             if scope.kind == FUNCTION:
+                self._from_split, self._constant_names = set(), {}
                 self._block(scope.node.body.body, {})  # type: ignore[attr-defined]
 
     def consumed_key(self, call: cst.Call) -> str | None:
         """The name whose key `call` consumes, else None."""
+        found = self.consumptions(call)
+        return found[0][0] if found else None
+
+    def consumptions(self, call: cst.Call) -> list[tuple[str, str]]:
+        """(name, how) for each key `call` consumes: SPLIT, DRAW, or PASS (handed to a callee)."""
         site = self._sites.get(id(call))
         if site is None:
-            return None
+            return []
         qualname = self.facts.qualname(call.func, site.scope)
         if qualname is not None and qualname.startswith("jax.random."):
             if not jax_api.consumes_key(qualname):
-                return None
+                return []
             argument = argument_at(call, "key", 0)
-            return argument.value.value if argument is not None and isinstance(argument.value, cst.Name) else None
+            how = SPLIT if qualname == _SPLIT else DRAW
+            if argument is None or not isinstance(argument.value, cst.Name):
+                return []
+            return [(argument.value.value, how)]
         argument = keyword_arg(call, "key")
-        if argument is not None and isinstance(argument.value, cst.Name) and \
-                self.facts.kind(argument.value, site) is Kind.KEY:
-            return argument.value.value
-        return None
+        if argument is not None and isinstance(argument.value, cst.Name) and (
+                self.facts.kind(argument.value, site) is Kind.KEY or
+                argument.value.value in self._parameters_consumed().get(id(site.scope.node), ())):
+            return [(argument.value.value, PASS)]
+        return [(name, PASS) for name in self._passed_by_position(call, site.scope)]
+
+    def _passed_by_position(self, call: cst.Call, scope: Scope) -> list[str]:
+        """Names given by position to a function of this file that consumes that parameter."""
+        callee = self.facts.callee(call.func, scope)
+        if callee is None:
+            return []
+        consumed = self._parameters_consumed().get(id(callee), set())
+        parameters = [param.name.value for param in (*callee.params.posonly_params, *callee.params.params)]
+        names = []
+        for position, arg in enumerate(call.args):
+            if arg.keyword is not None or arg.star or position >= len(parameters):
+                break
+            if isinstance(arg.value, cst.Name) and parameters[position] in consumed:
+                names.append(arg.value.value)
+        return names
+
+    def _parameters_consumed(self) -> dict[int, set[str]]:
+        """For each function of the file: the names (its parameters among them) that a
+        jax.random call in its body consumes, so they hold keys."""
+        if self._consumed_parameters is None:
+            self._consumed_parameters = {}
+            for call, site in self.facts.index.of_type(cst.Call):
+                function = site.scope.node
+                if site.scope.kind != FUNCTION or not isinstance(function, cst.FunctionDef):
+                    continue
+                qualname = self.facts.qualname(call.func, site.scope)
+                uses_key = jax_api.consumes_key(qualname) or jax_api.derives_key(qualname)
+                argument = argument_at(call, "key", 0) if uses_key else None
+                if argument is not None and isinstance(argument.value, cst.Name):
+                    self._consumed_parameters.setdefault(id(function), set()).add(argument.value.value)
+        return self._consumed_parameters
 
     # -- statements ----------------------------------------------------------------------
 
@@ -93,6 +161,7 @@ class KeyUses:
             for target in targets:
                 self._expression(target, state, only_reads=True)
                 _rebind(target, state)
+                self._note_binding(target, node.value)
             return state
         if isinstance(node, (cst.Return, cst.Raise)):
             for part in (getattr(node, "value", None), getattr(node, "exc", None)):
@@ -137,18 +206,58 @@ class KeyUses:
             return state
         return state
 
+    def _note_binding(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        """Remember names bound by `a, b = split(...)` (a key stream the function manages) and
+        names holding a constant key; a split assigned in a loop gives it a fresh key."""
+        names = _names(target)
+        split = isinstance(value, cst.Call) and self._qualname(value) == _SPLIT
+        if split and self._loop_splits:
+            self._loop_splits[-1] = True
+        if split and isinstance(target, (cst.Tuple, cst.List)):
+            self._from_split.update(names)
+        for name in names:
+            self._constant_names.pop(name, None)
+        if isinstance(target, cst.Name) and isinstance(value, cst.Call) and self._constant_key(value):
+            self._constant_names[target.value] = id(value)
+
+    def _qualname(self, call: cst.Call) -> str | None:
+        site = self._sites.get(id(call))
+        return self.facts.qualname(call.func, site.scope) if site is not None else None
+
     def _loop(self, node: cst.For | cst.While, state: State) -> State | None:
         """The body twice: what the first iteration consumed is consumed again by the second."""
         head = node.iter if isinstance(node, cst.For) else node.test
         self._expression(head, state)
         self._repeats.append(isinstance(node, cst.While) or self._counting(node.iter))
+        self._loop_splits.append(False)
+        found = len(self.reuses)
         first = self._iteration(node, dict(state))
         second = self._iteration(node, dict(first), again=True) if first is not None else None
+        fresh = self._loop_splits.pop()
+        if self._loop_splits and fresh:
+            self._loop_splits[-1] = True
+        targets = set(_names(node.target)) if isinstance(node, cst.For) else set()
+        self._judge_loop(found, targets, fresh)
         self._repeats.pop()
         after = _merge([state, first, second])
         if node.orelse is not None and after is not None:
             after = self._block(node.orelse.body.body, after)
         return after
+
+    def _judge_loop(self, found: int, targets: set[str], fresh: bool) -> None:
+        """A key consumed on every iteration is deliberate in a loop over configurations, or when
+        the consuming call takes the loop's variable (one key for every case: common random
+        numbers across conditions), or when the loop splits a fresh key of its own (this one is
+        kept fixed on purpose, e.g. to sample the same points for plots after every epoch)."""
+        for position in range(found, len(self.reuses)):
+            reuse = self.reuses[position]
+            if not reuse.in_loop or reuse.first is not reuse.second or reuse.deliberate is not None:
+                continue
+            why = ("test or benchmark inputs made from one key" if self._in_test else
+                   "one key for every case of the loop (common random numbers across its cases)"
+                   if not self._repeats[-1] or targets & _mentioned(reuse.second) else
+                   "a fixed key beside a key split afresh on every iteration" if fresh else None)
+            self.reuses[position] = dataclasses.replace(reuse, deliberate=why)
 
     def _iteration(self, node: cst.For | cst.While, state: State, again: bool = False) -> State | None:
         if isinstance(node, cst.For):
@@ -191,11 +300,14 @@ class KeyUses:
         self._expression(node.for_in.iter, state)
         self._repeats.append(self._counting(node.for_in.iter))
         inner = dict(state)
+        start = len(self.reuses)
+        targets: set[str] = set()
         for again in (False, True):
             found = len(self.reuses)
             clause: cst.CompFor | None = node.for_in
             while clause is not None:
                 _rebind(clause.target, inner)
+                targets.update(_names(clause.target))
                 if clause is not node.for_in:
                     self._expression(clause.iter, inner)
                 for condition in clause.ifs:
@@ -207,21 +319,47 @@ class KeyUses:
                 self._expression(part, inner)
             if again:
                 self.reuses[found:] = [dataclasses.replace(r, in_loop=True) for r in self.reuses[found:]]
+        self._judge_loop(start, targets, fresh=False)
         self._repeats.pop()
 
     def _call(self, call: cst.Call, state: State) -> None:
         if self._repeats and self._repeats[-1] and self._constant_key(call) and id(call) not in self._seen:
             self._seen.add(id(call))
             self.constant_keys_in_loops.append(call)
-        name = self.consumed_key(call)
-        if name is None:
+        for name, how in self.consumptions(call):
+            if how != PASS:
+                self._note_drawn_constant(call)
+            earlier = state.get(name)
+            if earlier is None:
+                state[name] = (call, how)
+            elif id(call) not in self._seen:
+                self._seen.add(id(call))
+                self.reuses.append(KeyReuse(name, earlier[0], call, in_loop=False,
+                                            deliberate=self._deliberate(name, earlier, (call, how))))
+
+    def _note_drawn_constant(self, call: cst.Call) -> None:
+        argument = argument_at(call, "key", 0)
+        if argument is None:
             return
-        first = state.get(name)
-        if first is None:
-            state[name] = call
-        elif id(call) not in self._seen:
-            self._seen.add(id(call))
-            self.reuses.append(KeyReuse(name, first, call, in_loop=False))
+        if isinstance(argument.value, cst.Name) and argument.value.value in self._constant_names:
+            self.drawn_constant_keys.add(self._constant_names[argument.value.value])
+        elif isinstance(argument.value, cst.Call):
+            self.drawn_constant_keys.add(id(argument.value))
+
+    def _deliberate(self, name: str, first: tuple[cst.Call, str], second: tuple[cst.Call, str]) -> str | None:
+        """Why using the key of `name` again looks intended, or None when it is a bug."""
+        (first_call, first_how), (second_call, second_how) = first, second
+        if self._in_test:
+            return "test or benchmark inputs made from one key: correlated on purpose or harmlessly"
+        if first_how == SPLIT:
+            return None  # the key was handed out as subkeys: later draws repeat theirs
+        module = self.facts.index.module
+        if first_how == PASS and second_how == PASS and \
+                module.code_for_node(first_call.func) == module.code_for_node(second_call.func):
+            return "the same key given to the same callee twice rebuilds the same thing"
+        if first_how == DRAW and second_how != DRAW and name not in self._from_split:
+            return "a key from outside drawn from and then split: the two uses compute unrelated things"
+        return None
 
     def _note_derived(self, call: cst.Call) -> None:
         """`fold_in(PRNGKey(0), i)` with data that is not a constant: the constant key is only
@@ -246,6 +384,7 @@ class KeyUses:
         return name in ("enumerate", "zip") and any(self._counting(arg.value) for arg in iterable.args)
 
     def _constant_key(self, call: cst.Call) -> bool:
+        """`PRNGKey(0)`: constant arguments, not the root of a `fold_in` with varying data."""
         site = self._sites.get(id(call))
         return (site is not None and id(call) not in self._derived
                 and jax_api.makes_key(self.facts.qualname(call.func, site.scope))
@@ -262,6 +401,29 @@ def _constant(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.UnaryOperation):
         return _constant(node.expression)
     return isinstance(node, (cst.BaseNumber, cst.BaseString))
+
+
+def _mentioned(call: cst.Call) -> set[str]:
+    """The names a call's arguments read."""
+    found: set[str] = set()
+    pending: list[cst.CSTNode] = [arg.value for arg in call.args]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Name):
+            found.add(node.value)
+        else:
+            pending.extend(children_of(node))
+    return found
+
+
+def _names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value)
+    return []
 
 
 def _rebind(target: cst.BaseExpression, state: State) -> None:

@@ -25,14 +25,15 @@ NEVER_PROJECT = frozenset({"jax", "jaxlib", "equinox", "optax", "diffrax", "line
                            "scipy", "typing", "collections", "functools", "dataclasses", "abc", "math", "os",
                            "sys", "jaxtyping", "flax", "torch", "haiku"})
 _parsed: dict[str, tuple[tuple[int, int], Facts | None]] = {}
-_recording: list[dict[str, list[int]]] = []
+_recording: list[dict[str, list[int] | None]] = []
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[dict[str, list[int]]]:
+def recording() -> Iterator[dict[str, list[int] | None]]:
     """Collect the project files whose classes answered while linting one file, each with its
-    (modification time, size): a cached result for that file holds only while they do."""
-    files: dict[str, list[int]] = {}
+    (modification time, size), None for a file looked for and absent: a cached result for
+    that file holds only while they stay so."""
+    files: dict[str, list[int] | None] = {}
     _recording.append(files)
     try:
         yield files
@@ -46,6 +47,34 @@ def stamp(path: str) -> list[int] | None:
     except OSError:
         return None
     return [status.st_mtime_ns, status.st_size]
+
+
+def note(path: str) -> list[int] | None:
+    """The stamp of a project file a result depends on (None: absent), recorded as a dependency."""
+    current = stamp(path)
+    if _recording:
+        _recording[-1][os.path.abspath(path)] = current
+    return current
+
+
+def is_test_module(path: str) -> bool:
+    """A test by its name: test_*.py, *_test.py, a test helper (`inference_test_utils.py`,
+    `testing.py`), conftest.py."""
+    name = os.path.basename(path)
+    words = os.path.splitext(name)[0].split("_")
+    return "test" in words or "testing" in words or name == "conftest.py"
+
+
+def is_test_file(path: str) -> bool:
+    """A file pytest runs or loads: a test module, or any file under tests/ (or test/)."""
+    folders = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
+    return is_test_module(path) or "tests" in folders or "test" in folders
+
+
+def is_benchmark_file(path: str) -> bool:
+    """A file under benchmarks/ (or bench/): its inputs are fake data whose values do not matter."""
+    folders = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
+    return "benchmarks" in folders or "bench" in folders
 
 
 def project_root(path: str) -> str | None:

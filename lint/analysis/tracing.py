@@ -54,6 +54,8 @@ class Tracing(Reach):
     def __init__(self, facts: Facts) -> None:
         super().__init__(facts, never_into=jax_api.callbacks())
         self._roots: dict[int, _Root] = {}
+        self._repeated: set[int] = set()  # functions a traced body runs more than once per call (scan, while)
+        self._branches: set[int] = set()  # functions a `lax.cond`/`lax.switch` runs as a branch
         self._origins: dict[int, Traced | None] = {}
         self._find_call_roots()
         self._find_decorator_roots()
@@ -64,6 +66,19 @@ class Tracing(Reach):
     def traced_by(self, site: Site) -> str | None:
         """Why code at `site` runs on tracers (`step` is traced by `jax.jit`), else None."""
         return self.why(site)
+
+    def branch_scope(self, site: Site) -> Scope | None:
+        """The function around `site` that is traced only as a `lax.cond`/`lax.switch` branch,
+        which runs once per call of the code around it, else None. A key that the branch
+        closes over from its enclosing function is then as fresh as that call's."""
+        scope: Scope | None = site.scope
+        while scope is not None:
+            root = self._roots.get(id(scope.node))
+            if root is not None:
+                key = id(scope.node)
+                return scope if root.transform is None and key in self._branches and key not in self._repeated else None
+            scope = scope.parent
+        return None
 
     def _find_call_roots(self) -> None:
         for call, site in self.facts.index.of_type(cst.Call):
@@ -78,6 +93,9 @@ class Tracing(Reach):
             if body is not None:
                 for function in _body_functions(call, body):
                     self._add(function, site.scope, call.func, None, None, body.params)
+                    resolved = self.function(function, site.scope)
+                    if resolved is not None:
+                        (self._branches if body.once else self._repeated).add(id(resolved[0]))
 
     def _find_decorator_roots(self) -> None:
         for scope in list(self.facts.index.body_scopes.values()):

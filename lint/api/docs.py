@@ -42,11 +42,16 @@ def fix_label(rule: AnyRule) -> str:
     return f"{rule.fix_safety.value} fix" if rule.fix_safety is not None else "no fix"
 
 
+def rule_set(rule: AnyRule) -> str:
+    """`default` or `opt-in` (off unless selected by its code, or `preview = true`)."""
+    return "opt-in" if rule.opt_in else "default"
+
+
 def render(rule: AnyRule) -> str:
     """The full page for `odelint rule CODE`, with the last recorded `odelint confirm` run."""
     from odelint.proof import confirmations  # only a rule's own page shows them
 
-    page = f"# {rule.code} {rule.name} ({fix_label(rule)})\n\n{rule.docs()}"
+    page = f"# {rule.code} {rule.name} ({fix_label(rule)}, {rule_set(rule)} set)\n\n{rule.docs()}"
     confirmed = confirmations.describe(rule.code)
     return page + (f"\n## Last confirmation\n{confirmed}\n" if confirmed else "")
 
@@ -57,6 +62,7 @@ def as_dict(rule: AnyRule) -> dict:
         "name": rule.name,
         "summary": rule.summary,
         "fix": rule.fix_safety.value if rule.fix_safety is not None else None,
+        "set": rule_set(rule),
         "files": list(rule.file_patterns),
         "url": url(rule),
         "docs": rule.docs(),
@@ -69,5 +75,5 @@ def markdown(rules: Sequence[AnyRule]) -> str:
     parts += [f"- [{r.code} {r.name}](#{r.code.lower()}-{r.name}): {r.summary}" for r in rules]
     for rule in rules:
         body = rule.docs().replace("\n## ", "\n### ")
-        parts.append(f"\n## {rule.code} {rule.name}\n\n*{fix_label(rule)}*\n\n{body}")
+        parts.append(f"\n## {rule.code} {rule.name}\n\n*{fix_label(rule)}, {rule_set(rule)} set*\n\n{body}")
     return "\n".join(parts).rstrip() + "\n"

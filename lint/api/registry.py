@@ -148,6 +148,11 @@ def _named(rule: type[BaseRule] | RuleInfo, code_or_name: str) -> bool:
     return code_or_name.upper() == rule.code or code_or_name == rule.name
 
 
+def opt_in_codes() -> frozenset[str]:
+    """The rules of the opt-in set: off unless selected by their exact code, or in preview."""
+    return frozenset(info.code for info in rule_infos() if info.opt_in)
+
+
 def uses_versions(codes: frozenset[str]) -> bool:
     """Does any of these rules read the target versions of the JAX stack? (From the index, so
     a warm run imports no rule.)"""

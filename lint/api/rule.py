@@ -29,6 +29,18 @@ CODE_PATTERN = re.compile(r"^ODL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 PYTHON_FILES = ("*.py", "*.pyi")
+# What a rule does inside code that exists to trigger an error (`with pytest.raises(...):`,
+# `self.assertRaises(...)`, `@pytest.mark.xfail(raises=...)`; odelint.analysis.intent):
+QUIET = "quiet"          # report nothing there: the error the rule predicts is the one the test expects
+UNFIXED = "unfixed"      # report it, but offer no fix: rewriting the test would change what it tests
+_EXPECTED_ERRORS_DOC = {
+    QUIET: "Not reported inside code that expects an error (`with pytest.raises(...)`, `pytest.warns`, "
+           "`self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`): there the error is "
+           "what the test wants.",
+    UNFIXED: "Reported without a fix inside code that expects an error (`with pytest.raises(...)`, "
+             "`pytest.warns`, `self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`): "
+             "the hazard is still there, but rewriting such a test would change what it tests.",
+}
 
 
 def example_code(text: str | None) -> str | None:
@@ -77,6 +89,8 @@ class Callees:
 
 
 NO_VERSIONS: Mapping[str, Version | None] = MappingProxyType({})
+# Settings rules read (`[tool.odelint]` keys, e.g. `strict-key-reuse = true`); only keys set are present.
+NO_OPTIONS: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass
@@ -93,6 +107,7 @@ class FileContext:
     module: cst.Module | None = None
     facts: Facts | None = None
     versions: Mapping[str, Version | None] = dataclasses.field(default_factory=lambda: NO_VERSIONS)
+    options: frozenset[str] = NO_OPTIONS
 
 
 class BaseRule:
@@ -109,6 +124,10 @@ class BaseRule:
     # they looked up and made part of the cache key; other rules see an empty mapping.
     uses_versions: ClassVar[bool] = False
     examples: ClassVar[Sequence[Flag | Pass]] = ()
+    expected_errors: ClassVar[str] = QUIET          # QUIET or UNFIXED (see above)
+    # In the opt-in set: off unless selected by its exact code, or `preview = true` / `--preview`
+    # (a rule whose findings in real code are not at least 9 in 10 worth acting on).
+    opt_in: ClassVar[bool] = False
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
@@ -116,7 +135,10 @@ class BaseRule:
 
     @classmethod
     def docs(cls) -> str:
-        return _dedent_doc(cls.__doc__ or "")
+        text = _dedent_doc(cls.__doc__ or "")
+        if issubclass(cls, Rule):
+            text += f"\n## Expected errors\n{_EXPECTED_ERRORS_DOC[cls.expected_errors]}\n"
+        return text
 
     @classmethod
     def applies_to(cls, filename: str) -> bool:

@@ -50,6 +50,7 @@ class RuleInfo:
     fix_safety: Safety | None
     file_patterns: tuple[str, ...]
     uses_versions: bool = False         # reads FileContext.versions (the JAX stack's targets)
+    opt_in: bool = False                # in the opt-in set (off unless selected by code or preview)
 
     def docs(self) -> str:
         return self.text
@@ -57,18 +58,19 @@ class RuleInfo:
     @classmethod
     def of(cls, rule: type[BaseRule]) -> RuleInfo:
         return cls(rule.code, rule.name, rule.summary, rule.docs(), rule.fix_safety, tuple(rule.file_patterns),
-                   rule.uses_versions)
+                   rule.uses_versions, rule.opt_in)
 
     def to_dict(self) -> dict:
         return {"code": self.code, "name": self.name, "summary": self.summary,
                 "fix_safety": self.fix_safety.value if self.fix_safety is not None else None,
-                "file_patterns": list(self.file_patterns), "uses_versions": self.uses_versions, "docs": self.text}
+                "file_patterns": list(self.file_patterns), "uses_versions": self.uses_versions, "opt_in": self.opt_in,
+                "docs": self.text}
 
     @classmethod
     def from_dict(cls, entry: dict) -> RuleInfo:
         safety = Safety(entry["fix_safety"]) if entry["fix_safety"] is not None else None
         return cls(entry["code"], entry["name"], entry["summary"], entry["docs"], safety, tuple(entry["file_patterns"]),
-                   entry.get("uses_versions", False))
+                   entry.get("uses_versions", False), entry.get("opt_in", False))
 
 
 def _rules_folder() -> str:

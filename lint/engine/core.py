@@ -19,7 +19,7 @@ from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
-from odelint.api.rule import NO_VERSIONS, BaseRule, FileContext, Rule, TextRule, all_node_types
+from odelint.api.rule import NO_OPTIONS, NO_VERSIONS, QUIET, BaseRule, FileContext, Rule, TextRule, all_node_types
 from odelint.engine import noqa
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
@@ -80,7 +80,7 @@ def rules_for(path: str, codes: Collection[str] | None, python: bool) -> list[ty
 def lint_source(source: str, path: str, codes: Collection[str] | None = None,
                 python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True,
                 parser: IncrementalParser | None = None, versions: Mapping[str, Version | None] = NO_VERSIONS,
-                tree: ast.Module | None = None) -> LintResult:
+                tree: ast.Module | None = None, options: frozenset[str] = NO_OPTIONS) -> LintResult:
     """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
 
     `python` says whether the text is Python; by default it is guessed from the name.
@@ -94,7 +94,7 @@ def lint_source(source: str, path: str, codes: Collection[str] | None = None,
     rules = rules_for(path, codes, python)
     if python:
         return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate,
-                            parser, versions, tree)
+                            parser, versions, tree, options)
     return _lint_text(source, path, rules, apply_noqa, gate, versions)
 
 
@@ -119,7 +119,8 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
 
 def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool,
                  apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
-                 versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None) -> LintResult:
+                 versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None,
+                 options: frozenset[str] = NO_OPTIONS) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
     # The pre-check spares a LibCST parse. An editor's re-lint parses only what the edit
@@ -133,7 +134,7 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser)
+    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser, options=options)
 
 
 def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
@@ -247,16 +248,20 @@ def _syntax_error(source: str, path: str) -> Finding | None:
 
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
               apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS,
-              parser: IncrementalParser | None = None) -> LintResult:
-    """One traversal for facts, then every rule's visitors over the indexed nodes; `parser`,
-    an editor document's, lends what it knows of the statements' lines and positions."""
+              parser: IncrementalParser | None = None, frozen: Sequence[tuple[int, int]] = (),
+              options: frozenset[str] = NO_OPTIONS) -> LintResult:
+    """One traversal for facts, then every rule's visitors over the indexed nodes.
+
+    `parser`, an editor document's, lends what it knows of the statements' lines and
+    positions. `frozen` are line ranges no fix may rewrite (a notebook cell whose saved output
+    is the error it demonstrates); their findings are reported without a fix."""
     result = LintResult([], parsed=True)
     try:
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
     facts = Facts(index, path)
-    context = FileContext(path, source, module, facts, versions)
+    context = FileContext(path, source, module, facts, versions, options)
     calls = CallIndex(facts)
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
@@ -278,6 +283,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         result.findings.extend(rule.findings)
     if result.findings:
         _locate(module, source, result.findings, _tops(index, result.findings, visited_at), parser)
+        result.findings = _respect_intent(result.findings, facts, source, rules, frozen)
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
@@ -341,6 +347,34 @@ def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list
             finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
 
 
+def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: Sequence[type[BaseRule]],
+                    frozen: Sequence[tuple[int, int]]) -> list[Finding]:
+    """Apply each rule's `expected_errors` policy inside code that expects an error, and take
+    the fix off findings in frozen lines."""
+    from odelint.analysis import intent
+
+    regions: list[tuple[int, int]] = []
+    if intent.may_expect_errors(source):
+        nodes = intent.ExpectedErrors(facts).regions()
+        if nodes:
+            where = locate(facts.index.module, source, nodes)
+            regions = [(r.start.line, r.end.line) for r in (where.get(node) for node, _ in nodes) if r is not None]
+    if not regions and not frozen:
+        return findings
+    policies = {rule.code: rule.expected_errors for rule in rules}
+    kept = []
+    for finding in findings:
+        line = finding.span.line
+        if any(first <= line <= last for first, last in regions):
+            if policies.get(finding.code) == QUIET:
+                continue
+            finding.fix = None
+        elif any(first <= line <= last for first, last in frozen):
+            finding.fix = None
+        kept.append(finding)
+    return kept
+
+
 def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
     frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
     where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
@@ -349,11 +383,13 @@ def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
 
 def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
                unsafe: bool = False, only: Finding | None = None, python: bool | None = None,
-               versions: Mapping[str, Version | None] = NO_VERSIONS) -> FixResult:
+               versions: Mapping[str, Version | None] = NO_VERSIONS,
+               frozen: Sequence[tuple[int, int]] = (), options: frozenset[str] = NO_OPTIONS) -> FixResult:
     """Apply fixes until nothing fixable is left (at most MAX_FIX_ROUNDS rounds).
 
     `only` restricts the first round to the fix of one finding (an editor quick fix).
     A round whose result would not parse is dropped and reported as a crash.
+    `frozen` line ranges are never rewritten; they follow the text from round to round.
     """
     from odelint.engine import fix as fixing  # only fixing needs it
 
@@ -362,7 +398,7 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
     applied: Counter[str] = Counter()
     crashes: list[RuleCrash] = []
     for round_number in range(MAX_FIX_ROUNDS):
-        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions)
+        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen, options)
         crashes.extend(round_crashes)
         if module is None:
             return FixResult(current, findings, applied.total(), crashes, applied)
@@ -384,22 +420,39 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
         if new_source == current:
             return FixResult(current, findings, applied.total(), crashes, applied)
         applied.update(finding.code for finding in chosen)
+        frozen = _follow(frozen, current, new_source)
         current = new_source
-    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions)
+    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen, options)
     return FixResult(current, findings, applied.total(), crashes + round_crashes, applied)
 
 
+def _follow(frozen: Sequence[tuple[int, int]], old: str, new: str) -> list[tuple[int, int]]:
+    """Frozen line ranges of `old`, moved to where the same lines are in `new` (fixes never
+    touch them, so each range is one unchanged block)."""
+    if not frozen:
+        return []
+    import difflib
+
+    moved: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for offset in range(block.size):
+            moved[block.a + offset + 1] = block.b + offset + 1
+    return [(moved[first], moved[last]) for first, last in frozen if first in moved and last in moved]
+
+
 def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool,
-                  versions: Mapping[str, Version | None] = NO_VERSIONS):
+                  versions: Mapping[str, Version | None] = NO_VERSIONS, frozen: Sequence[tuple[int, int]] = (),
+                  options: frozenset[str] = NO_OPTIONS):
     """Like lint_source, but also hands back the parsed module the findings point into."""
     rules: list[type[BaseRule]] = [rule for rule in rules_for(path, codes, python)
                                    if issubclass(rule, Rule) and rule.triggered_by(source)]
     rules = candidates(source, path, rules) if python else rules
     if not python or not rules:
-        result = lint_source(source, path, codes, python, versions=versions)
+        result = lint_source(source, path, codes, python, versions=versions, options=options)
         return None, result.findings, result.crashes
     parsed = parse(source, path)
     if isinstance(parsed, Finding):
         return None, [parsed], []
-    result = run_rules(parsed, source, path, rules, versions=versions)
+    result = run_rules(parsed, source, path, rules, versions=versions, frozen=frozen, options=options)
     return parsed, result.findings, result.crashes

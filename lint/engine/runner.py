@@ -59,6 +59,7 @@ class Task:
     mode: str
     unsafe: bool
     versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)  # the JAX stack's targets
+    options: frozenset[str] = frozenset()  # settings rules read (Settings.options)
 
 
 @dataclasses.dataclass
@@ -73,7 +74,7 @@ class Outcome:
     applied_codes: dict[str, int] = dataclasses.field(default_factory=dict)
     cache_key: str | None = None  # of the bytes the findings are for; None for stdin
     relevant: list[str] = dataclasses.field(default_factory=list)  # the rules that could fire on those bytes
-    depends: dict[str, list[int]] = dataclasses.field(default_factory=dict)  # project files read: path -> stamp
+    depends: dict[str, list[int] | None] = dataclasses.field(default_factory=dict)  # project files read: path -> stamp
     read_digest: str | None = None  # sha256 of the bytes that new_data replaces
     skipped: str | None = None  # why a file that is not Python was left alone
 
@@ -113,7 +114,8 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     try:
         if data is None:
             data = _read(task.path)
-            outcome.cache_key = result_cache.key(data, task.path, task.kind, describe(task.versions))
+            settings = describe(task.versions) + _described(task.options)
+            outcome.cache_key = result_cache.key(data, task.path, task.kind, settings)
         if task.kind == NOTEBOOK:
             notebook = read_notebook(data)
             text = notebook.source
@@ -131,18 +133,20 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     try:
         if task.mode in (FIX, DIFF):
             fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python,
-                                      versions=task.versions)
+                                      versions=task.versions, frozen=notebook.error_lines() if notebook else (),
+                                      options=task.options)
             findings, crashes, new_text = fixed.findings, fixed.crashes, fixed.source
             outcome.applied = fixed.applied
             outcome.applied_codes = dict(fixed.applied_codes)
         else:
-            result = engine.lint_source(text, task.path, task.codes, python=python, versions=task.versions)
+            result = engine.lint_source(text, task.path, task.codes, python=python, versions=task.versions,
+                                        options=task.options)
             findings, crashes, new_text = result.findings, result.crashes, text
             if task.mode == ADD_NOQA:
                 new_text = noqa.add_noqa(text, findings, python)
                 if new_text != text:
                     findings = engine.lint_source(new_text, task.path, task.codes, python=python,
-                                                  versions=task.versions).findings
+                                                  versions=task.versions, options=task.options).findings
     except RecursionError:
         too_deep = engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse")
         outcome.findings = [too_deep.to_dict()]
@@ -155,7 +159,8 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
         except NotebookError as error:  # keep the notebook; report what it holds now
             outcome.crashes.append(str(error))
             outcome.applied, new_text = 0, text
-            findings = engine.lint_source(text, task.path, task.codes, python=True, versions=task.versions).findings
+            findings = engine.lint_source(text, task.path, task.codes, python=True, versions=task.versions,
+                                          options=task.options).findings
     elif new_text != text:
         import difflib
 
@@ -169,6 +174,11 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
         findings = place(findings, notebook)
     outcome.findings = [finding.to_dict() for finding in findings]
     return outcome
+
+
+def _described(options: frozenset[str]) -> str:
+    """The rule settings in a cache key (empty when none is set, so keys stay as they were)."""
+    return "".join(f";{key}" for key in sorted(options))
 
 
 def _read(path: str) -> bytes:
@@ -264,7 +274,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         unsafe = settings.unsafe_fixes
         versions = dict(settings.versions) if uses_versions(codes) else {}
         if stdin is not None and target.path == stdin[0]:
-            tasks.append(Task(target.path, stdin[1], codes, kind or PYTHON, options.mode, unsafe, versions))
+            tasks.append(Task(target.path, stdin[1], codes, kind or PYTHON, options.mode, unsafe, versions,
+                              settings.options))
             continue
         if kind is None and target.explicit:
             result.skipped.append((target.path, NOT_LINTED))
@@ -276,11 +287,13 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
             except SourceError as error:
                 result.errors.append((target.path, str(error)))
                 continue
-            hit = cache.get(result_cache.key(data, target.path, kind, describe(versions)), codes)
+            described = describe(versions) + _described(settings.options)
+            hit = cache.get(result_cache.key(data, target.path, kind, described),
+                            codes)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue
-        tasks.append(Task(target.path, None, codes, kind, options.mode, unsafe, versions))
+        tasks.append(Task(target.path, None, codes, kind, options.mode, unsafe, versions, settings.options))
 
     outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1, options.progress)
     result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)

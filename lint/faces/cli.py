@@ -69,6 +69,8 @@ def _check_parser(sub) -> None:
                             "TOML override of one setting, e.g. --config \"ignore = ['ODL302']\" (repeatable; "
                             "overrides win over every file)")
     files.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    files.add_argument("--preview", action="store_true", default=None,
+                       help="also run the opt-in rules (each can be selected by its code instead)")
     output = check.add_argument_group("output")
     output.add_argument("--format", "--output-format", dest="format", choices=sorted(report.FORMATS), default="text")
     output.add_argument("-o", "--output-file", help="write the report to this file instead of standard output")
@@ -196,6 +198,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         force_exclude=args.force_exclude,
         config=config_file,
         isolated=args.isolated,
+        preview=args.preview,
         settings=settings,
         target_versions=tuple(targets.items()),
     )
@@ -372,5 +375,6 @@ def _rules(args: argparse.Namespace) -> int:
     else:
         width = max(len(rule.name) for rule in rules)
         for rule in rules:
-            print(f"{rule.code}  {rule.name:<{width}}  {docs.fix_label(rule):<11}  {rule.summary}")
+            print(f"{rule.code}  {rule.name:<{width}}  {docs.fix_label(rule):<11}  {docs.rule_set(rule):<7}  "
+                  f"{rule.summary}")
     return EXIT_CLEAN

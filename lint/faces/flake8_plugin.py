@@ -51,7 +51,8 @@ class Flake8Plugin:
         codes = settings.enabled(self.filename) - {SyntaxErrorRule.code}
         source = "".join(self.lines)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
-        result = lint_source(source, self.filename, codes, python=True, apply_noqa=False, tree=tree)
+        result = lint_source(source, self.filename, codes, python=True, apply_noqa=False, tree=tree,
+                             options=settings.options)
         findings = (result.findings if self.disable_noqa
                     else noqa.unsuppressed(result.findings, source, line_level=False))
         for crash in result.crashes:

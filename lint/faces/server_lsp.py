@@ -125,7 +125,7 @@ class OdelintServer(LanguageServer):
         linted.codes = settings.enabled(path)
         linted.unsafe = settings.unsafe_fixes
         parser = self.parsers.setdefault(uri, IncrementalParser())
-        result = lint_source(text, path, linted.codes, parser=parser)
+        result = lint_source(text, path, linted.codes, parser=parser, options=settings.options)
         linted.findings = result.findings
         linted.crashes = [crash.message() for crash in result.crashes]
         return linted

@@ -92,7 +92,7 @@ class Cache:
         return findings
 
     def put(self, cache_key: str, relevant: Iterable[str], codes: Iterable[str], findings: list[dict],
-            depends: dict[str, list[int]] | None = None) -> None:
+            depends: dict[str, list[int] | None] | None = None) -> None:
         """Store the findings of a run with `codes` enabled; `relevant` are the rules that
         could fire on the file, whether enabled or not; `depends` the project files whose
         classes the run read (path -> [mtime_ns, size]): the entry holds while they do."""

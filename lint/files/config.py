@@ -20,9 +20,12 @@ DEFAULT_EXCLUDE = (
     "buck-out", "build", "dist", "node_modules", "site-packages", "venv", "__pycache__",
 )
 
+# Settings rules read (FileContext.options): `strict-key-reuse` makes ODL704 report every reuse
+# of a PRNG key, deliberate ones included (as `jax.debug_key_reuse(True)` does at run time).
+RULE_OPTIONS = ("strict-key-reuse",)
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "include", "extend-include",
               "target-version")
-_BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude")
+_BOOL_KEYS = ("unsafe-fixes", "respect-gitignore", "force-exclude", "preview", *RULE_OPTIONS)
 KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, "per-file-ignores")
 
 if TYPE_CHECKING:
@@ -46,6 +49,7 @@ class Overrides:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     unsafe_fixes: bool | None = None
     force_exclude: bool | None = None
+    preview: bool | None = None  # --preview
     config: str | None = None
     isolated: bool = False
     # `--config "key = value"`: validated settings (Python names) that win over every file
@@ -71,6 +75,8 @@ class Settings:
     force_exclude: bool
     codes: tuple[str, ...]
     targets: tuple[tuple[str, Version], ...] = ()  # target-version, then --target-version
+    options: frozenset[str] = frozenset()  # the RULE_OPTIONS set to true
+    preview: bool = False  # `preview = true` / `--preview`: the opt-in rules are on like the others
 
     @functools.cached_property
     def versions(self) -> Mapping[str, Version | None]:
@@ -79,7 +85,10 @@ class Settings:
 
     @functools.cached_property
     def base_enabled(self) -> frozenset[str]:
-        return resolve(self.codes, [self.file_layer, self.overrides.layer()])
+        from odelint.api.registry import opt_in_codes
+
+        return resolve(self.codes, [self.file_layer, self.overrides.layer()],
+                       frozenset() if self.preview else opt_in_codes())
 
     @functools.cached_property
     def _exclude_spec(self) -> pathspec.GitIgnoreSpec | None:
@@ -242,6 +251,8 @@ def build_settings(root: str, path: str | None, table: Mapping, overrides: Overr
                        else table.get("force_exclude", False)),
         codes=tuple(codes),
         targets=(*table.get("target_version", ()), *overrides.target_versions),
+        options=frozenset(key for key in RULE_OPTIONS if table.get(key.replace("-", "_"))),
+        preview=overrides.preview if overrides.preview is not None else table.get("preview", False),
     )
 
 

@@ -54,6 +54,7 @@ class Cell:
     first_line: int         # its first line in the joined program (1-based)
     text: str               # its source as the notebook holds it
     masked: frozenset[int]  # lines of the cell (0-based) replaced by a placeholder
+    shows_error: bool = False  # its saved output is an error: a demonstration no fix may rewrite
 
     @property
     def number(self) -> int:
@@ -82,6 +83,11 @@ class Notebook:
         if chosen is None:
             return 1, line
         return chosen.number, max(1, line - chosen.first_line + 1)
+
+    def error_lines(self) -> list[tuple[int, int]]:
+        """The program's line ranges (1-based, inclusive) of cells whose saved output is an error."""
+        return [(cell.first_line, cell.first_line + max(cell.line_count, 1) - 1) for cell in self.cells
+                if cell.shows_error]
 
     def cell_lines(self, number: int) -> list[str]:
         for cell in self.cells:
@@ -196,7 +202,12 @@ def read(data: bytes) -> Notebook:
         raise NotPythonNotebook(f"its kernel language is {language}, not Python; skipped")
     code = [(index, _source(cell.get("source", ""), index)) for index, cell in enumerate(document["cells"])
             if isinstance(cell, dict) and cell.get("cell_type") == "code"]
-    return Notebook(raw, document, *join(code), bom=data.startswith(codecs.BOM_UTF8))
+    cells, program = join(code)
+    failed = {index for index, cell in enumerate(document["cells"]) if isinstance(cell, dict)
+              and isinstance(cell.get("outputs"), list) and any(
+                  isinstance(output, dict) and output.get("output_type") == "error" for output in cell["outputs"])}
+    cells = [dataclasses.replace(cell, shows_error=True) if cell.index in failed else cell for cell in cells]
+    return Notebook(raw, document, cells, program, bom=data.startswith(codecs.BOM_UTF8))
 
 
 def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:

@@ -47,14 +47,17 @@ def _longest(code: str, selectors: Iterable[str]) -> int:
     return best
 
 
-def resolve(codes: Sequence[str], layers: Iterable[Layer]) -> frozenset[str]:
-    """Start with every rule on; each layer may replace the selection, extend it, narrow it.
-    Within a layer the more specific selector wins; an ignore wins a tie."""
-    enabled = set(codes)
+def resolve(codes: Sequence[str], layers: Iterable[Layer], opt_in: frozenset[str] = frozenset()) -> frozenset[str]:
+    """Start with every rule on but the opt-in set; each layer may replace the selection,
+    extend it, narrow it. Within a layer the more specific selector wins; an ignore wins a
+    tie. An opt-in rule is only switched on by its exact code (`ALL` and prefixes skip it)."""
+    enabled = set(codes) - opt_in
     for layer in layers:
         result = set()
         for code in codes:
             chosen = max(_longest(code, layer.select or ()), _longest(code, layer.extend_select))
+            if code in opt_in and chosen < len(code):
+                chosen = -1
             on = chosen >= 0 if layer.select is not None else (code in enabled or chosen >= 0)
             ignored = _longest(code, layer.ignore)
             if ignored >= 0 and ignored >= chosen:

@@ -7,7 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, x64
 from odelint.analysis.calls import argument_at, keyword_arg, source_of
 from odelint.analysis.facts import Kind, method_call
 from odelint.analysis.scopes import Site
@@ -39,7 +39,10 @@ class Float64WithoutX64(Rule):
     Flags `dtype=jnp.float64` (or `np.float64`, `"float64"`, `complex128`) in a `jax.numpy` /
     `jax.random` call, `x.astype(jnp.float64)` on a JAX array and `jnp.float64(...)` in a
     file that never enables 64-bit mode (no `jax_enable_x64`, `JAX_ENABLE_X64` or
-    `jax.enable_x64` / `jax.experimental.enable_x64` anywhere in it). NumPy's own
+    `jax.enable_x64` / `jax.experimental.enable_x64` anywhere in it) and that the project does
+    not run in 64-bit mode: x64 switched on in a `conftest.py` above the file, in the
+    `__init__.py` of a package the file belongs to, or (for tests) `JAX_ENABLE_X64=1` in
+    pytest's `env` settings (pyproject.toml, pytest.ini, tox.ini, setup.cfg). NumPy's own
 `np.float64(x)` is a 64-bit NumPy scalar and is not flagged. Also flags
     `jax.config.update("jax_enable_x64", True)` placed after code of the same block (the
     module's top level, or one function body) that already created JAX arrays, unless the
@@ -132,7 +135,7 @@ class Float64WithoutX64(Rule):
 
     def finish(self) -> None:
         module = self.context.module
-        if not self._mentioned:
+        if not self._mentioned and self._requests and x64.enabled_for(self.context.path) is None:
             for seen, wide in self._requests:
                 self.report(wide, f"`{source_of(module, wide)}` is requested in a call of "
                                   f"`{source_of(module, seen.node.func)}` but nothing in this file enables 64-bit "

@@ -10,26 +10,43 @@ from odelint.analysis import jax_api
 from odelint.analysis.calls import source_of
 from odelint.analysis.keys import key_uses
 from odelint.analysis.sketch_reach import rebinds_each_iteration, repeating_loop
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import UNFIXED, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
 
 class PrngKeyReuse(Rule):
-    """A PRNG key is consumed twice.
+    """A PRNG key is consumed twice where the program treats the two draws as independent.
 
     ## What it does
-    Flags a `jax.random` sampler or `split` (first argument or `key=`), or any call given
-    `key=` a PRNG key, that receives a key an earlier call already consumed with no new
-    `split` in between: two samplers on one key, a key used for sampling and then split,
-    the carry `key` used after `key, sub = jax.random.split(key)` where `sub` was meant and
-    then split again, and a key from outside a loop consumed in the loop body without
-    being re-split there. Also flags `jax.random.PRNGKey(0)` (constant arguments) made
-    inside a loop that repeats a computation (`while`, `for ... in range(n)`, a
-    comprehension over `range`); in a loop over configurations one fixed key per case is
-    deliberate and not flagged, and so is `fold_in(PRNGKey(0), i)`, a different key for
-    every `i`. Uses in different branches of an `if`/`else` are not reuse.
+    Flags a `jax.random` sampler or `split` (first argument or `key=`), a call given `key=` a
+    PRNG key, or a function of the file given a key by position that it splits or draws
+    from, when it receives a key that an earlier call already consumed with no new `split`
+    in between, and the two uses are meant to be independent:
+    - a key that was split into subkeys (or handed to a constructor that splits it) and is
+      then used again: split again for the data or dropout (the data keys equal the init
+      keys), `split(key, 3)` after `eqx.nn.MLP(..., key=key)`, the parent passed on after
+      its subkeys were used;
+    - two draws from one key, and the carry `key` drawn from after
+      `key, sub = jax.random.split(key)` where `sub` was meant, then split again;
+    - a key consumed on every iteration of a loop that repeats one computation (`while`,
+      `range(n)`) without being re-split there, and `jax.random.PRNGKey(0)` (constant
+      arguments) made in such a loop and drawn from there.
+    Not flagged, because the reuse is deliberate: the same key given to the same
+    constructor twice (rebuilding a model identically, identical layers in a test); a key
+    from outside drawn from and then split (the dataloader's `permutation(key)` then
+    `split(key)`); any reuse in a test or a benchmark (correlated test inputs, fake
+    benchmark data, tests that compare key derivations); one key for
+    every case of a loop over configurations (common random numbers across evaluation
+    conditions) or beside a key the loop splits afresh (a fixed sample key for plots);
+    a constant key handed to a function inside a loop (it may draw nothing from it);
+    `fold_in(PRNGKey(0), i)`, a different key for every `i`. Uses in different branches of
+    an `if`/`else` are not reuse.
+
+    Strict mode, `strict-key-reuse = true` in `[tool.odelint]` (or
+    `--config "strict-key-reuse = true"`), reports every reuse, deliberate ones included, as
+    `jax.debug_key_reuse(True)` does at run time.
 
     ## Why is this bad?
     A key determines its random numbers: the same key gives the same (or, for different
@@ -58,13 +75,20 @@ class PrngKeyReuse(Rule):
 
     code = "ODL704"
     name = "prng-key-reuse"
-    summary = "A PRNG key is consumed twice, or a constant key is made inside a loop"
+    summary = "A PRNG key meant for independent draws is consumed twice, or a constant key is drawn from in a loop"
     triggers = (("random",), ("Key",))  # jax.random, or a key annotation (PRNGKeyArray, Key[...])
     fixtures = "tests/fixtures/ODL704"
+    expected_errors = UNFIXED  # a silent wrong value, not the error the test expects
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         consumers: dict[tuple[int, str], int] = {}
+        passed: dict[tuple[int, str], int] = {}  # names given by position (a function may split them)
+        for call in sketch.calls:
+            for arg in call.args:
+                if isinstance(arg, ast.Name):
+                    where = (id(sketch.enclosing_function(call)), arg.id)
+                    passed[where] = passed.get(where, 0) + 1
         for call in sketch.calls:
             key = _key_argument(sketch, call)
             if key is not None:
@@ -73,7 +97,7 @@ class PrngKeyReuse(Rule):
                     return True  # consumed again on the next iteration
                 where = (id(sketch.enclosing_function(call)), key)
                 consumers[where] = consumers.get(where, 0) + 1
-                if consumers[where] > 1:
+                if consumers[where] > 1 or passed.get(where, 0) > 1:
                     return True
             elif any(jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and _constant_args(call):
                 loop = repeating_loop(sketch, call)
@@ -83,7 +107,10 @@ class PrngKeyReuse(Rule):
 
     def visit_Module(self, node: cst.Module, site) -> None:
         uses = key_uses(self.facts)
+        strict = "strict-key-reuse" in self.context.options
         for reuse in uses.reuses:
+            if reuse.deliberate is not None and not strict:
+                continue
             second = source_of(self.context.module, reuse.second.func)
             if reuse.in_loop and reuse.first is reuse.second:
                 where = (f"the loop consumes the key `{reuse.name}` on every iteration without splitting it "
@@ -95,6 +122,8 @@ class PrngKeyReuse(Rule):
             self.report(reuse.second, f"{where}; the same key gives the same random numbers: give each use its "
                                       f"own key from `jax.random.split({reuse.name})`")
         for call in uses.constant_keys_in_loops:
+            if id(call) not in uses.drawn_constant_keys and not strict:
+                continue  # handed to a function that may draw nothing from it (a carry initialiser)
             text = source_of(self.context.module, call)
             self.report(call, f"`{text}` inside a loop makes the same key on every iteration, so every "
                               f"iteration draws the same numbers: make one key before the loop and split it")
@@ -125,7 +154,7 @@ class PrngKeyReuse(Rule):
                 for x in xs:
                     out.append(x + jr.normal(key, ()))
                 return out, [jr.bernoulli(key) for _ in xs]
-        """, count=4, message="`jr.split` gets the key `key` after `jr.uniform` already consumed it"),
+        """, count=3, message="`jr.split` gets the key `key` after `jr.uniform` already consumed it"),
         # a constant key in a loop
         Flag("""
             import jax
@@ -170,6 +199,122 @@ class PrngKeyReuse(Rule):
 
             def chains(n):
                 return [jax.random.normal(jax.random.fold_in(jax.random.key(999), m), (3,)) for m in range(n)]
+        """),
+        # a key split for initialisation, then split again for the data: the data keys equal the init keys
+        Flag("""
+            import equinox as eqx
+            import jax
+
+            def make(key, n):
+                init_keys = jax.random.split(key, 2)
+                encoder = eqx.nn.Linear(4, 8, key=init_keys[0])
+                decoder = eqx.nn.Linear(8, 4, key=init_keys[1])
+                data_keys = jax.random.split(key, n)
+                xs = jax.vmap(lambda k: jax.random.normal(k, (4,)))(data_keys)
+                return encoder, decoder, xs
+        """, message="`jax.random.split` gets the key `key` after `jax.random.split` already consumed it"),
+        # `split(key, 3)` after a constructor that split the same key internally
+        Flag("""
+            import equinox as eqx
+            import jax.random as jr
+
+            class Classifier(eqx.Module):
+                body: eqx.nn.MLP
+                head: eqx.nn.Linear
+
+                def __init__(self, key):
+                    self.body = eqx.nn.MLP(16, 32, 64, 2, key=key)
+                    k1, k2, k3 = jr.split(key, 3)
+                    self.head = eqx.nn.Linear(32, 10, key=k1)
+        """, message="`jr.split` gets the key `key` after `eqx.nn.MLP"),
+        # the parent key passed on, by position, after it was split into subkeys
+        Flag("""
+            import jax
+
+            def train(params, key, steps):
+                for step in range(steps):
+                    noise = jax.random.normal(jax.random.fold_in(key, step), params.shape)
+                    params = params - 0.1 * noise
+                return params
+
+            def main(key):
+                init_key, data_key = jax.random.split(key)
+                params = jax.random.normal(init_key, (3,))
+                return train(params, key, 100)
+        """, message="`train` gets the key `key` after `jax.random.split` already consumed it"),
+        # deliberate: the same key rebuilds the model identically (a serialisation round trip)
+        Pass("""
+            import equinox as eqx
+            import jax
+
+            def test_roundtrip(tmp_path):
+                key = jax.random.PRNGKey(0)
+                model = eqx.nn.MLP(2, 2, 8, 2, key=key)
+                eqx.tree_serialise_leaves(tmp_path / "model.eqx", model)
+                skeleton = eqx.nn.MLP(2, 2, 8, 2, key=key)
+                restored = eqx.tree_deserialise_leaves(tmp_path / "model.eqx", skeleton)
+                assert eqx.tree_equal(model, restored)
+        """),
+        # deliberate: common random numbers across evaluation conditions
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def robustness(model, x, noise_levels, key):
+                losses = []
+                for sigma in noise_levels:
+                    noisy = x + sigma * jax.random.normal(key, x.shape)
+                    losses.append(jnp.mean((model(noisy) - model(x)) ** 2))
+                return losses
+        """),
+        # deliberate: identical layers in a test, and test inputs drawn from one key
+        Pass("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            def test_shared_weights_give_equal_outputs():
+                key = jax.random.PRNGKey(0)
+                left = eqx.nn.Linear(3, 3, key=key)
+                right = eqx.nn.Linear(3, 3, key=key)
+                x = jax.random.normal(key, (3,))
+                y = jax.random.normal(key, (3,))
+                assert jnp.allclose(left(x), right(y))
+        """, filename="test_layers.py"),
+        # deliberate: a fixed sample key so the plots after every epoch are comparable
+        Pass("""
+            import jax
+
+            def fit(model, step, data, key, epochs):
+                sample_key = jax.random.PRNGKey(42)
+                figures = []
+                for epoch in range(epochs):
+                    key, batch_key = jax.random.split(key)
+                    model = step(model, data, batch_key)
+                    figures.append(model.sample(key=sample_key))
+                return model, figures
+        """),
+        # deliberate: the dataloader permutes with the key it was given, then splits it
+        Pass("""
+            import jax.random as jr
+
+            def as_batches(rng_key, data, split=0.9):
+                idxs = jr.permutation(rng_key, data.shape[0])
+                data = data[idxs]
+                n_train = int(split * data.shape[0])
+                train_key, val_key = jr.split(rng_key)
+                return (train_key, data[:n_train]), (val_key, data[n_train:])
+        """),
+        # a constant key handed to a method in a loop over rounds: the callee decides what it draws
+        Pass("""
+            import jax.random as jr
+
+            def test_rounds(estimator, observed):
+                data, params = None, {}
+                for _ in range(2):
+                    data = estimator.simulate(jr.PRNGKey(1), observed, data=data)
+                    params = estimator.fit(jr.PRNGKey(2), data=data)
+                return params
         """),
     )
 

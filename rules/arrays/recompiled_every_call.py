@@ -9,6 +9,7 @@ import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.facts import Kind
 from odelint.analysis.jitted import COMPILING, decorated, jitted_callee
+from odelint.analysis.loops import names_read, over_configurations
 from odelint.analysis.reach import enclosing_function
 from odelint.analysis.scopes import FUNCTION, Site
 from odelint.api.rule import Flag, Pass, Rule
@@ -31,6 +32,14 @@ class RecompiledEveryCall(Rule):
     - a Python number that changes every iteration of a `for` loop (its variable over
       `range(...)` or a literal list of numbers, or arithmetic on it) passed to an
       `eqx.filter_jit` function.
+
+    A loop over configurations (a literal tuple or list, `itertools.product(...)`) whose
+    function closes over the loop's variable (a block size, a layer, output fields) is not
+    flagged: each case is a different program, so one compile per case is inherent.
+
+    In the opt-in set: on real code most functions jitted in loops are deliberate
+    (autotuning sweeps, tests that count traces), so enable it with `--extend-select ODL709`
+    or `preview = true`.
 
     ## Why is this bad?
     JAX caches a compiled program on the function object (and, for `eqx.filter_jit`, on
@@ -63,6 +72,7 @@ class RecompiledEveryCall(Rule):
     """
 
     code = "ODL709"
+    opt_in = True  # 1 of 6 findings in the library corpus was a recompile worth fixing (tests/corpus/REVIEW.md)
     name = "recompiled-every-call"
     summary = "jax.jit / eqx.filter_jit recompiles on every loop iteration or call"
     triggers = (("jit",), ("pmap",))
@@ -108,6 +118,8 @@ class RecompiledEveryCall(Rule):
             return
         reason = self._loop_reason(Site(outer, site.order)) or (
             self._repeated(outer.node) if outer.kind == FUNCTION else None)
+        if reason == "inside a loop" and self._per_configuration(node, Site(outer, site.order)):
+            return
         if reason is not None:
             self.report(node.name, f"`{node.name.value}` is decorated with `{jitted.spelling}` {reason}: each time "
                                    "it is a new function, traced and compiled again; define it once, outside")
@@ -117,7 +129,7 @@ class RecompiledEveryCall(Rule):
         loop_reason = self._loop_reason(site)
         function = enclosing_function(site.scope)
         made_here = self._made_in(target, site, loop_reason is not None)
-        if made_here is None:
+        if made_here is None or (loop_reason is not None and self._per_configuration(target, site)):
             return
         reason = loop_reason
         if reason is None and isinstance(function, cst.FunctionDef) and site.scope.kind == FUNCTION:
@@ -147,6 +159,19 @@ class RecompiledEveryCall(Rule):
         if not in_loop and site.scope.kind != FUNCTION:
             return None
         return f"`{target.value}`, a function defined {'in the loop' if in_loop else 'anew on each call'},"
+
+    def _per_configuration(self, function: cst.CSTNode, site: Site) -> bool:
+        """Is the loop around `site` one over configurations that `function` closes over (a
+        block size, a layer, a shape)? Then every iteration is a different program anyway."""
+        loop = self.facts.loop_at(site)
+        cases = over_configurations(self.facts, loop, site) if loop is not None else frozenset()
+        if not cases:
+            return False
+        if isinstance(function, cst.Name):
+            bindings = self.facts.lookup(function.value, site.scope)
+            function = bindings[0].node if len(bindings) == 1 and bindings[0].kind == "def" else \
+                (bindings[0].value if len(bindings) == 1 and bindings[0].value is not None else function)
+        return bool(cases & names_read(function))
 
     def _loop_reason(self, site: Site) -> str | None:
         return "inside a loop" if self.facts.loop_at(site) is not None else None
@@ -274,5 +299,48 @@ class RecompiledEveryCall(Rule):
                 for _ in range(3):
                     x = jax.jit(lambda y: y * 2)(x)
                 return x
+        """),
+        # an autotuning sweep: the kernel closes over each configuration, one compile per case is the point
+        Pass("""
+            import itertools
+            import time
+
+            import jax
+            import jax.numpy as jnp
+
+            def tiled_sum(x, tile):
+                return jnp.sum(x.reshape(-1, tile), axis=1)
+
+            def autotune(x):
+                timings = {}
+                for blocks, tile in itertools.product((1, 2, 4), (128, 256)):
+                    kernel = jax.jit(lambda v: tiled_sum(v, tile * blocks))
+                    start = time.perf_counter()
+                    kernel(x).block_until_ready()
+                    timings[blocks, tile] = time.perf_counter() - start
+                return min(timings, key=timings.get)
+        """),
+        # a test over output configurations (dynamax): each closure is a different program
+        Pass("""
+            import jax
+
+            def check(filter_fn, params, emissions):
+                for fields in (["filtered_means"], ["predicted_means", "predicted_covariances"]):
+                    posterior = jax.jit(lambda y: filter_fn(params, y, output_fields=fields))(emissions)
+                    assert posterior is not None
+        """),
+        # a test over two differently configured layers named in a list (flax): one program per layer
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def test_layers(make_dropout, x):
+                layers = [make_dropout(rate=0.5), make_dropout(rate=0.5, broadcast_dims=(1,))]
+                for layer in layers:
+                    @jax.jit
+                    def func(v):
+                        return layer(v)
+
+                    assert func(x).shape == x.shape
         """),
     )

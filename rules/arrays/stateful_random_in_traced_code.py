@@ -9,7 +9,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import Site
+from odelint.analysis.scopes import FUNCTION, Site
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
@@ -95,6 +95,10 @@ class StatefulRandomInTracedCode(Rule):
         if not isinstance(node, cst.Name):
             return False
         bindings = self.facts.lookup(node.value, site.scope)
+        branch = self.facts.branch_scope(site)
+        if branch is not None and bindings and all(b.scope is branch.parent and b.scope.kind == FUNCTION
+                                                   for b in bindings):
+            return False  # a branch closing over a key of the function that runs it: fresh on every call
         return (bool(bindings) and self.facts.kind(node, site) is Kind.KEY
                 and all(b.scope is not site.scope and self.facts.traced_by(Site(b.scope, b.order)) is None
                         for b in bindings))
@@ -140,6 +144,38 @@ class StatefulRandomInTracedCode(Rule):
             def host():
                 return step(np.random.normal(), jax.random.fold_in(KEY, 1))
         """),
+        # a lax.cond branch closing over keys its enclosing (vmapped) function split: fresh on every call (kozax)
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+            import jax.random as jr
+
+            def mutate(tree, key, rate):
+                select_key, value_key = jr.split(key)
+
+                def replace(tree):
+                    index = jr.choice(select_key, tree.shape[0])
+                    return tree.at[index].set(jr.normal(value_key))
+
+                return jax.lax.cond(jr.uniform(key) < rate, replace, lambda t: t, tree)
+
+            mutate_all = jax.vmap(mutate, in_axes=(0, 0, None))
+        """),
+        # the same closure inside a scan body: every iteration draws the same numbers
+        Flag("""
+            import jax
+            import jax.random as jr
+
+            def walk(key, xs):
+                step_key = jr.fold_in(key, 0)
+
+                def body(carry, x):
+                    def jump(c):
+                        return c + jr.normal(step_key)
+                    return jax.lax.cond(x > 0, jump, lambda c: c, carry), None
+
+                return jax.lax.scan(body, 0.0, xs)
+        """, message="the key `step_key`, made outside traced code, is a constant there"),
     )
 
 

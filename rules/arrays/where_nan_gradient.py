@@ -11,8 +11,9 @@ from odelint.analysis import jax_api
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.intervals import INF, guard, number
 from odelint.analysis.scopes import Site, dotted_name
+from odelint.analysis.undifferentiated import never_differentiated
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.api.rule import UNFIXED, Callees, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -35,7 +36,10 @@ class WhereNanGradient(Rule):
     derivative is infinite or NaN: `jnp.where(x > 0, jnp.sqrt(x), 0.0)` (the false side
     holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`. Inputs already guarded by an inner
     `jnp.where` (the double-where pattern), guards that keep the singular inputs
-    (`jnp.where(x > 0, 0.0, jnp.sqrt(x))`) and guards it cannot read are not flagged.
+    (`jnp.where(x > 0, 0.0, jnp.sqrt(x))`) and guards it cannot read are not flagged, nor
+    is code that is never reverse-differentiated: a Pallas kernel (a function given to
+    `pallas_call`, and what it calls), or a function whose every caller in the file wraps
+    its result in `lax.stop_gradient`.
 
     ## Why is this bad?
     `jnp.where` computes both branches for every element and selects afterwards. The
@@ -68,6 +72,7 @@ class WhereNanGradient(Rule):
     triggers = (("where",), ("select",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL706"
+    expected_errors = UNFIXED  # a silent wrong value, not the error the test expects
 
     @classmethod
     def callees(cls) -> Callees:
@@ -85,7 +90,7 @@ class WhereNanGradient(Rule):
             return
         cond = args[0].value
         found = guard(cond)
-        if found is None or not self._variable(found[1], site):
+        if found is None or not self._variable(found[1], site) or never_differentiated(self.facts, site):
             return
         name, _, true, false = found
         for position, branch in ((1, args[1].value), (2, args[2].value)):
@@ -218,6 +223,64 @@ class WhereNanGradient(Rule):
                 h = jnp.where(x > y, jnp.sqrt(x), 0.0) + jnp.where(x >= 0, x ** -1, 0.0)
                 return a + b + c + d + e + f + g + h
         """),
+        # the only caller stops the gradient of the result (diffrax's initial step size)
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def initial_step(y0, f0, rtol):
+                d0 = jnp.linalg.norm(y0)
+                d1 = jnp.linalg.norm(f0)
+                return jnp.where(d1 <= 1e-5, 1e-6, 0.01 * d0 / d1) * rtol
+
+            def init(y0, f0, rtol):
+                dt0 = initial_step(y0, f0, rtol)
+                dt0 = jax.lax.stop_gradient(dt0)
+                return dt0
+        """),
+        # a Pallas kernel body, reached through functools.partial
+        Pass("""
+            import functools
+
+            import jax.numpy as jnp
+            from jax.experimental import pallas as pl
+
+            def _normalise(x):
+                s = jnp.sum(x)
+                return jnp.where(s == 0, 0.0, x / s)
+
+            def kernel(x_ref, o_ref, scale):
+                o_ref[...] = scale * _normalise(x_ref[...])
+
+            def normalise(x):
+                return pl.pallas_call(functools.partial(kernel, scale=2.0), out_shape=x)(x)
+        """),
+        # one caller stops the gradient, another does not: still differentiated
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            def inverse(x):
+                return jnp.where(x == 0, 0.0, 1.0 / x)
+
+            def frozen(x):
+                return jax.lax.stop_gradient(inverse(x))
+
+            def loss(x):
+                return jnp.sum(inverse(x))
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            def inverse(x):
+                return jnp.where(x == 0, 0.0, 1.0 / jnp.where(x == 0, 1.0, x))
+
+            def frozen(x):
+                return jax.lax.stop_gradient(inverse(x))
+
+            def loss(x):
+                return jnp.sum(inverse(x))
+        """, unsafe=True, message="`1.0 / x` is still computed where `x == 0` is true"),
     )
 
 

@@ -6,7 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.classes import enclosing_class, is_module_class
+from odelint.analysis.classes import enclosing_class, initialising_methods, is_module_class
 from odelint.analysis.scopes import CLASS, Site
 from odelint.analysis.sketch_calls import called_names, may_name_module
 from odelint.api.finding import Edits, Replace, Safety
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 # Bases that declare no dataclass fields.
 _FIELDLESS_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC"})
 # Methods in which Equinox lets a module assign its own fields.
-_INITIALISERS = frozenset({"__init__", "__post_init__"})
 
 
 class ModuleMutation(Rule):
@@ -27,8 +26,10 @@ class ModuleMutation(Rule):
     ## What it does
     Flags (a) `model.field = value` (and `+=`) where `model` is an Equinox module,
     including `self.field = value` in a module's methods other than `__init__` and
-    `__post_init__`; (b) `self.name = value` in the `__init__` of a module class of
-    this file when `name` is not declared in the class body (nor in its module bases).
+    `__post_init__` (and the helper methods that only they call, such as a
+    `self._make_layer(...)` that `__init__` calls: the module is still being initialised);
+    (b) `self.name = value` in the `__init__` of a module class of this file when `name` is
+    not declared in the class body (nor in its module bases).
 
     ## Why is this bad?
     Equinox modules are frozen dataclasses. Both assignments raise at run time:
@@ -89,8 +90,8 @@ class ModuleMutation(Rule):
         owner, field = target.value, target.attr.value
         cls = enclosing_class(site.scope)
         method = site.scope.node
-        if (cls is not None and isinstance(method, cst.FunctionDef) and method.name.value in _INITIALISERS
-                and owner.value == "self" and self._is_self(owner, site)):
+        if (cls is not None and isinstance(method, cst.FunctionDef) and owner.value == "self"
+                and method.name.value in initialising_methods(self.facts, cls) and self._is_self(owner, site)):
             if method.name.value == "__init__" and isinstance(node, cst.Assign):
                 self._check_declared(node, cls, field)
             return
@@ -242,6 +243,44 @@ class ModuleMutation(Rule):
             plain = Plain()
             plain.value = 4
         """),
+        # a helper method that only __init__ calls sets fields while the module is being built (eqxvision's ResNet)
+        Pass("""
+            import equinox as eqx
+            import jax.random as jr
+
+            class ResNet(eqx.Module):
+                inplanes: int
+                dilation: int
+                layers: list
+
+                def __init__(self, blocks, key):
+                    self.inplanes = 64
+                    self.dilation = 1
+                    keys = jr.split(key, len(blocks))
+                    self.layers = [self._make_layer(planes, k) for planes, k in zip(blocks, keys)]
+
+                def _make_layer(self, planes, key):
+                    layer = eqx.nn.Linear(self.inplanes, planes, key=key)
+                    self.inplanes = planes
+                    self.dilation *= 2
+                    return layer
+        """),
+        # the same helper also called after construction: that call mutates a frozen module
+        Flag("""
+            import equinox as eqx
+
+            class Net(eqx.Module):
+                width: int
+
+                def __init__(self):
+                    self._resize(8)
+
+                def _resize(self, width):
+                    self.width = width
+
+                def grow(self):
+                    self._resize(self.width * 2)
+        """, message="`self.width` is assigned"),
     )
 
 

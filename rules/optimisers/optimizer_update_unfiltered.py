@@ -187,4 +187,32 @@ class OptimizerUpdateUnfiltered(Rule):
             u, s = optax.adam(1.0).update(None, None, model)
         """
         ),
+        # an optimiser held in an attribute, the model in another (a trainer class)
+        Flag("""
+            import equinox as eqx
+            import optax
+
+            class Trainer:
+                def __init__(self, key, learning_rate):
+                    self.model = eqx.nn.MLP(2, 2, 8, 2, key=key)
+                    self.optimizer = optax.MultiSteps(optax.adamw(learning_rate), every_k_schedule=4)
+                    self.state = self.optimizer.init(eqx.filter(self.model, eqx.is_array))
+
+                def step(self, grads):
+                    updates, self.state = self.optimizer.update(grads, self.state, self.model)
+                    self.model = eqx.apply_updates(self.model, updates)
+        """, fixed="""
+            import equinox as eqx
+            import optax
+
+            class Trainer:
+                def __init__(self, key, learning_rate):
+                    self.model = eqx.nn.MLP(2, 2, 8, 2, key=key)
+                    self.optimizer = optax.MultiSteps(optax.adamw(learning_rate), every_k_schedule=4)
+                    self.state = self.optimizer.init(eqx.filter(self.model, eqx.is_array))
+
+                def step(self, grads):
+                    updates, self.state = self.optimizer.update(grads, self.state, eqx.filter(self.model, eqx.is_array))
+                    self.model = eqx.apply_updates(self.model, updates)
+        """, message="`self.optimizer.update` gets the unfiltered Equinox module `self.model`"),
     )

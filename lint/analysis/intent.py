@@ -1,0 +1,107 @@
+"""Where code exists to trigger an error: expected-error contexts.
+
+A test that wraps a call in `with pytest.raises(ValueError):` (or `pytest.warns`,
+`self.assertRaises(...)` as a context or as a call given the callable, a test decorated
+`@pytest.mark.xfail(raises=...)`) wants the error a rule predicts. Reporting it is noise and
+fixing it breaks the test, so the engine asks this module for the line ranges of such code
+and applies each rule's `expected_errors` policy there. Names resolve through imports
+(`from pytest import raises as r`); unittest's methods are known by name on any object.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections.abc import Iterator
+from importlib import resources
+
+import libcst as cst
+from odelint.analysis.facts import Facts
+from odelint.analysis.scopes import Site
+
+# words one of which a file must contain to hold an expected-error context (a cheap gate)
+_WORDS = ("raises", "warns", "assertRaises", "assertWarns", "deprecated_call", "xfail")
+
+
+@functools.cache
+def _table() -> dict:
+    text = resources.files("odelint.rules").joinpath("data").joinpath("intent.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)["expected_errors"]
+
+
+def may_expect_errors(source: str) -> bool:
+    return any(word in source for word in _WORDS)
+
+
+class ExpectedErrors:
+    """The nodes of one file whose code is expected to raise or warn."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self._sites: dict[int, Site] = {id(call): site for call, site in facts.index.of_type(cst.Call)}
+
+    def regions(self) -> list[tuple[cst.CSTNode, int]]:
+        """(node, index of the top-level statement holding it) for every expected-error region:
+        a `with` statement, a decorated test function, or an assertRaises-style call."""
+        found: list[tuple[cst.CSTNode, int]] = []
+        for top, statement in enumerate(self.facts.index.module.body):
+            found.extend((node, top) for node in self._in_statement(statement))
+        return found
+
+    def _in_statement(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if isinstance(node, (cst.With, cst.FunctionDef)) and self._expects(node):
+            yield node
+            return
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                value = getattr(small, "value", None)
+                if isinstance(value, cst.Call) and self._calls_with_callable(value):
+                    yield value
+            return
+        for block in _blocks(node):
+            for statement in block:
+                yield from self._in_statement(statement)
+
+    def _expects(self, node: cst.With | cst.FunctionDef) -> bool:
+        if isinstance(node, cst.With):
+            return any(isinstance(item.item, cst.Call) and self._context(item.item) for item in node.items)
+        keywords = _table()["decorators"]
+        for decorator in node.decorators:
+            call = decorator.decorator
+            if isinstance(call, cst.Call):
+                keyword = keywords.get(self._qualname(call.func, call) or "")
+                if keyword and any(arg.keyword is not None and arg.keyword.value == keyword for arg in call.args):
+                    return True
+        return False
+
+    def _context(self, call: cst.Call) -> bool:
+        """`pytest.raises(E)`, `self.assertRaises(E)`: a context manager that expects an error."""
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _table()["methods"]:
+            return True
+        return self._qualname(call.func, call) in _table()["contexts"]
+
+    def _calls_with_callable(self, call: cst.Call) -> bool:
+        """`self.assertRaises(E, f, x)`, `pytest.raises(E, f, x)`: the call form."""
+        positional = [arg for arg in call.args if arg.keyword is None]
+        return len(positional) >= 2 and self._context(call)
+
+    def _qualname(self, func: cst.BaseExpression, call: cst.Call) -> str | None:
+        site = self._sites.get(id(call))
+        return self.facts.qualname(func, site.scope) if site is not None else None
+
+
+def _blocks(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, ...]]:
+    """The statement blocks directly inside a compound statement (bodies, else, handlers)."""
+    body = getattr(node, "body", None)
+    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        yield tuple(body.body)
+    for name in ("orelse", "finalbody"):
+        part = getattr(node, name, None)
+        if isinstance(part, cst.If):
+            yield (part,)
+        elif part is not None:
+            yield from _blocks(part)
+    for handler in getattr(node, "handlers", ()):
+        yield from _blocks(handler)
+    for case in getattr(node, "cases", ()):
+        yield from _blocks(case)

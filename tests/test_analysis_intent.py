@@ -1,0 +1,254 @@
+"""Expected-error contexts (odelint.analysis.intent) and what the engine does there: a rule
+whose hazard is an error stays quiet, a silent-value rule reports without a fix, a safe fix
+never rewrites a test that expects the error, and a notebook cell whose saved output is the
+error it demonstrates is never rewritten."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from odelint.analysis.facts import Facts, model_node_types
+from odelint.analysis.intent import ExpectedErrors
+from odelint.analysis.scopes import build_scope_index
+from odelint.engine.core import fix_source, lint_source
+from odelint.faces import cli
+
+
+def regions(source: str) -> list[str]:
+    module = cst.parse_module(textwrap.dedent(source))
+    facts = Facts(build_scope_index(module, model_node_types()))
+    return [module.code_for_node(node).strip().splitlines()[0] for node, _ in ExpectedErrors(facts).regions()]
+
+
+def test_pytest_unittest_numpy_contexts_and_xfail_are_expected_errors() -> None:
+    found = regions("""
+        import unittest
+        import numpy.testing as npt
+        import pytest
+        from pytest import raises as expect
+
+        def test_a(f):
+            with pytest.raises(ValueError, match="bad"):
+                f()
+            with expect(TypeError):
+                f()
+            if True:
+                with pytest.warns(UserWarning):
+                    f()
+            with npt.assert_raises(ValueError):
+                f()
+
+        @pytest.mark.xfail(raises=AttributeError)
+        def test_b(f):
+            f()
+
+        class T(unittest.TestCase):
+            def test_c(self, f):
+                with self.assertRaisesRegex(ValueError, "bad"):
+                    f()
+                self.assertRaises(ValueError, f, 1)
+    """)
+    assert found == ['with pytest.raises(ValueError, match="bad"):', "with expect(TypeError):",
+                     "with pytest.warns(UserWarning):", "with npt.assert_raises(ValueError):",
+                     "@pytest.mark.xfail(raises=AttributeError)", 'with self.assertRaisesRegex(ValueError, "bad"):',
+                     "self.assertRaises(ValueError, f, 1)"]
+
+
+def test_look_alikes_are_not_expected_errors() -> None:
+    assert regions("""
+        import pytest
+
+        def raises(e):
+            return open(e)
+
+        @pytest.mark.xfail(reason="flaky")
+        def test_a(f):
+            with raises("x"):
+                f()
+            with pytest.raises(ValueError) if False else open("x"):
+                f()
+            self.assertRaises(ValueError)
+    """) == []
+
+
+MODULE_MUTATION = """
+import equinox as eqx
+import jax.numpy as jnp
+import pytest
+
+
+class Linear(eqx.Module):
+    weight: jnp.ndarray
+
+    def __init__(self) -> None:
+        self.weight = jnp.ones(3)
+
+
+def test_modules_are_frozen() -> None:
+    layer = Linear()
+    with pytest.raises(AttributeError):
+        layer.weight = jnp.zeros(3)
+
+
+def train(layer: Linear) -> None:
+    layer.weight = jnp.zeros(3)
+"""
+
+
+def test_a_rule_whose_hazard_is_the_expected_error_is_quiet_there() -> None:
+    findings = lint_source(MODULE_MUTATION, "test_linear.py", {"ODL604"}).findings
+    assert [finding.span.line for finding in findings] == [21]
+
+
+FILTER_GRAD = """
+import equinox as eqx
+import jax.numpy as jnp
+import pytest
+
+
+def loss(model, x):
+    return jnp.sum(model(x))
+
+
+def test_keyword_model_is_rejected(model, x) -> None:
+    with pytest.raises(ValueError):
+        eqx.filter_grad(loss)(model=model, x=x)
+
+
+def step(model, x):
+    return eqx.filter_grad(loss)(model=model, x=x)
+"""
+
+
+def test_a_safe_fix_never_rewrites_a_test_that_expects_the_error() -> None:
+    fixed = fix_source(FILTER_GRAD, "test_grad.py", {"ODL605"})
+    assert fixed.applied == 1
+    assert "        eqx.filter_grad(loss)(model=model, x=x)\n" in fixed.source  # the test, untouched
+    assert "    return eqx.filter_grad(loss)(model, x=x)\n" in fixed.source   # the real code, fixed
+
+
+WHERE = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+
+def safe_log(x):
+    return jnp.where(x > 0, jnp.log(x), 0.0)
+
+
+@pytest.mark.xfail(raises=AssertionError)
+def test_gradient_is_finite_at_zero():
+    g = jax.grad(lambda x: jnp.where(x > 0, jnp.log(x), 0.0))(0.0)
+    assert jnp.isfinite(g)
+"""
+
+
+def test_a_silent_value_rule_reports_without_a_fix_there() -> None:
+    findings = lint_source(WHERE, "test_log.py", {"ODL706"}).findings
+    in_test = [finding for finding in findings if finding.span.line == 13]
+    assert in_test and not any(finding.fixable for finding in in_test)
+
+
+def _cell(source: str, outputs: list[dict]) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": outputs,
+            "source": source.splitlines(keepends=True)}
+
+
+def test_a_notebook_cell_that_demonstrates_the_error_is_never_rewritten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "...", "traceback": []}
+    cells = [_cell("import equinox as eqx\nimport jax.numpy as jnp\n\ndef loss(model, x):\n"
+                   "    return jnp.sum(model(x))\n", []),
+             _cell("eqx.filter_grad(loss)(model=model, x=x)\n", [error]),
+             _cell("grads = eqx.filter_grad(loss)(model=model, x=x)\n", [])]
+    document = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
+                "nbformat_minor": 5}
+    path = tmp_path / "demo.ipynb"
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    monkeypatch.chdir(tmp_path)
+    cli.main(["check", "--no-cache", "--select", "ODL605", "--fix", "demo.ipynb"])
+    out = capsys.readouterr().out
+    after = json.loads(path.read_text())["cells"]
+    assert after[1]["source"] == ["eqx.filter_grad(loss)(model=model, x=x)\n"]     # the demonstration
+    assert after[2]["source"] == ["grads = eqx.filter_grad(loss)(model, x=x)\n"]  # the real use, fixed
+    assert "1 fixed, 1 remaining" in out
+
+
+# ---- x64 switched on elsewhere in the project (odelint.analysis.x64), honoured by ODL707
+
+REQUEST = "import jax.numpy as jnp\n\nx = jnp.zeros(3, dtype=jnp.float64)\n"
+
+
+@pytest.mark.parametrize(("where", "text"), [
+    ("tests/conftest.py", 'import jax\n\njax.config.update("jax_enable_x64", True)\n'),
+    ("conftest.py", ("import jax\nimport pytest\n\n@pytest.fixture(autouse=True)\ndef x64():\n"
+                     "    with jax.enable_x64():\n        yield\n")),
+    ("tests/__init__.py", 'from jax import config\n\nconfig.update("jax_enable_x64", 1)\n'),
+    ("pyproject.toml", '[project]\nname = "p"\n\n[tool.pytest.ini_options]\nenv = ["D:JAX_ENABLE_X64=1"]\n'),
+    ("pytest.ini", "[pytest]\nenv =\n    JAX_ENABLE_X64=True\n"),
+    ("tox.ini", "[testenv]\nsetenv =\n    JAX_ENABLE_X64 = 1\n"),
+    ("setup.cfg", "[tool:pytest]\nenv =\n    JAX_ENABLE_X64=1\n"),
+])
+def test_x64_enabled_in_the_project_covers_the_tests(tmp_path: Path, where: str, text: str) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tests").mkdir()
+    test = tmp_path / "tests" / "test_solver.py"
+    test.write_text(REQUEST)
+    assert lint_source(REQUEST, str(test), {"ODL707"}).findings  # before: nothing switches it on
+    (tmp_path / where).write_text(text)
+    assert not lint_source(REQUEST, str(test), {"ODL707"}).findings
+
+
+@pytest.mark.parametrize(("where", "text"), [
+    ("tests/conftest.py", 'import jax\n\njax.config.update("jax_enable_x64", False)\n'),
+    ("pyproject.toml", '[tool.pytest.ini_options]\nenv = ["JAX_ENABLE_X64=0"]\n'),
+    ("other/conftest.py", 'import jax\n\njax.config.update("jax_enable_x64", True)\n'),
+])
+def test_x64_switched_off_or_elsewhere_does_not_cover(tmp_path: Path, where: str, text: str) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "other").mkdir()
+    test = tmp_path / "tests" / "test_solver.py"
+    test.write_text(REQUEST)
+    (tmp_path / where).write_text(text)
+    assert lint_source(REQUEST, str(test), {"ODL707"}).findings
+
+
+def test_pytest_env_does_not_cover_library_code(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nenv = ["JAX_ENABLE_X64=1"]\n')
+    (tmp_path / "pkg").mkdir()
+    module = tmp_path / "pkg" / "solver.py"
+    module.write_text(REQUEST)
+    assert lint_source(REQUEST, str(module), {"ODL707"}).findings
+
+
+def test_a_cached_result_depends_on_the_conftest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "test_solver.py").write_text(REQUEST)
+    monkeypatch.chdir(tmp_path)
+    arguments = ["check", "--select", "ODL707", "--cache-dir", str(tmp_path / "cache"), "test_solver.py"]
+    assert cli.main(arguments) == 1
+    (tmp_path / "conftest.py").write_text('import jax\n\njax.config.update("jax_enable_x64", True)\n')
+    assert cli.main(arguments) == 0   # the new conftest.py invalidates the cached finding
+    (tmp_path / "conftest.py").write_text("import jax\n")
+    assert cli.main(arguments) == 1
+    capsys.readouterr()
+
+
+def test_strict_key_reuse_reports_deliberate_reuse_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "loader.py").write_text("import jax.random as jr\n\ndef loader(key, n):\n"
+                                        "    order = jr.permutation(key, n)\n    return order, jr.split(key)\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["check", "--no-cache", "--select", "ODL704", "loader.py"]) == 0
+    assert cli.main(["check", "--no-cache", "--select", "ODL704", "--config", "strict-key-reuse = true",
+                     "loader.py"]) == 1
+    (tmp_path / "pyproject.toml").write_text("[tool.odelint]\nstrict-key-reuse = true\n")
+    assert cli.main(["check", "--select", "ODL704", "--cache-dir", str(tmp_path / "c"), "loader.py"]) == 1
+    assert "`jr.split` gets the key `key`" in capsys.readouterr().out
