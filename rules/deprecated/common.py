@@ -11,7 +11,7 @@ from odelint.analysis.calls import source_of
 from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Rule
-from odelint.rules.deprecated.table import DeprecatedApi, rows_for
+from odelint.rules.deprecated.table import DeprecatedApi, Standing, rows_for
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -23,7 +23,11 @@ _CATCHES_ATTRIBUTE = frozenset({"AttributeError", "Exception", "BaseException"})
 
 
 class DeprecatedApiRule(Rule):
-    """Serves the rows of deprecated_apis.toml whose code is this rule's code."""
+    """Serves the rows of deprecated_apis.toml whose code is this rule's code, as seen from the
+    versions the project targets: an API is reported as removed only where it is, as
+    deprecated where it still works, and not at all before its deprecation."""
+
+    uses_versions = True
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
@@ -56,8 +60,13 @@ class DeprecatedApiRule(Rule):
     def _rows_of(self, match: str) -> list[DeprecatedApi]:
         return [row for row in self._rows if row.match == match]
 
-    def _message(self, row: DeprecatedApi, spelled: str, error: str | None = None) -> str:
-        return f"`{spelled}` {row.status()}: {error or row.error}; use {row.use}"
+    def _standing(self, row: DeprecatedApi) -> Standing | None:
+        return row.standing(self.context.versions.get(row.package))
+
+    def _message(self, row: DeprecatedApi, standing: Standing, spelled: str, error: str | None = None) -> str:
+        if not standing.fails:
+            return f"`{spelled}` {standing.status} (from then on: {error or row.error}); use {row.use}"
+        return f"`{spelled}` {standing.status}: {error or row.error}; use {row.use}"
 
     # -- `jax.tree_map`, `j.tree_map`, `jtu.tree_multimap` ---------------------------------
 
@@ -67,12 +76,13 @@ class DeprecatedApiRule(Rule):
             return
         qualname = self.facts.qualname(node, site.scope)
         row = next((row for row in rows if row.name == qualname), None)
-        if row is None:
+        standing = self._standing(row) if row is not None else None
+        if row is None or standing is None:
             return
         fix = None
-        if row.fixable:
+        if row.fixable and standing.fixable:
             fix = self.fix(f"Use `{row.replacement}`", lambda: self._rename(node, row, site))
-        self.report(node, self._message(row, source_of(self.context.module, node)), fix=fix)
+        self.report(node, self._message(row, standing, source_of(self.context.module, node)), fix=fix)
 
     def _rename(self, node: cst.Attribute, row: DeprecatedApi, site: Site) -> Edits:
         new, imports = self.facts.reference(row.replacement, site)
@@ -99,27 +109,33 @@ class DeprecatedApiRule(Rule):
                 self._report_import_from_module(node, module, names, row)
 
     def _report_from_import(self, node: cst.ImportFrom, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
+        standing = self._standing(row)
+        if standing is None:
+            return
         module, _, name = row.name.rpartition(".")
         failure = f"ImportError: cannot import name '{name}' from '{module}'" if row.outcome == "error" else None
-        message = self._message(row, row.name, failure)
+        message = self._message(row, standing, row.name, failure)
         fix = None
-        if row.fixable and len(node.names) == 1:  # type: ignore[arg-type]
+        if row.fixable and standing.fixable and len(node.names) == 1:  # type: ignore[arg-type]
             fix = self.fix(f"Import `{row.import_from}` instead",
                            lambda: Edits([Replace(node, _import_from(node, alias, row.import_from))]))
         self.report(alias, message, fix=fix)
 
     def _report_import_from_module(self, node: cst.ImportFrom, module: str,
                                    names: list[cst.ImportAlias], row: DeprecatedApi) -> None:
+        standing = self._standing(row)
+        if standing is None:
+            return
         fix = None
         parent, _, attr = row.replacement.rpartition(".")
-        if (row.fixable and module == row.name and len(names) == 1
+        if (row.fixable and standing.fixable and module == row.name and len(names) == 1
                 and dotted_name(names[0].name) == attr):
             fix = self.fix(f"Import `{attr}` from `{parent}`",
                            lambda: Edits([Replace(node, _import_from(node, names[0], row.replacement))]))
         imported = next((dotted_name(alias.name) for alias in names
                          if f"{module}.{dotted_name(alias.name)}" == row.name), None)
         error = f"ImportError: cannot import name '{imported}' from '{module}'" if imported else None
-        self.report(node, self._message(row, row.name, error), fix=fix)
+        self.report(node, self._message(row, standing, row.name, error), fix=fix)
 
     def visit_Import(self, node: cst.Import, site: Site) -> None:
         for row in self._rows_of("import"):
@@ -130,12 +146,15 @@ class DeprecatedApiRule(Rule):
     def _report_import(self, node: cst.Import, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
         """`import jax.config` becomes `import jax` when the old module's name lives on as an
         attribute of its package; an alias (`import jax.config as c`) bound the module, so no fix."""
+        standing = self._standing(row)
+        if standing is None:
+            return
         full = dotted_name(alias.name)
         fix = None
-        if row.fixable and full == row.name == row.replacement and alias.asname is None and len(node.names) == 1:
+        if row.fixable and standing.fixable and full == row.name == row.replacement and alias.asname is None and len(node.names) == 1:
             top = cst.ImportAlias(cst.Name(row.package))
             fix = self.fix(f"Import `{row.package}`", lambda: Edits([Replace(node, node.with_changes(names=[top]))]))
-        self.report(alias, self._message(row, row.name), fix=fix)
+        self.report(alias, self._message(row, standing, row.name), fix=fix)
 
     # -- `jnp.clip(x, a_min=0)`, `jax.pure_callback(..., vectorized=True)`, `eqx.static_field()` --
 
@@ -151,31 +170,40 @@ class DeprecatedApiRule(Rule):
             if row.name == qualname:
                 self._report_call(node, row, site)
         matched = [(arg, row) for arg in node.args for row in keyword_rows
-                   if row.name == qualname and arg.keyword is not None and arg.keyword.value == row.keyword]
+                   if row.name == qualname and arg.keyword is not None and arg.keyword.value == row.keyword
+                   and self._standing(row) is not None]
         if matched:
             self._report_keywords(node, matched)
 
     def _report_keywords(self, node: cst.Call, matched: list[tuple[cst.Arg, DeprecatedApi]]) -> None:
         first_arg, first = matched[0]
+        standing = self._standing(first)
+        assert standing is not None  # rows not yet deprecated on the target were left out
         function = source_of(self.context.module, node.func)
         keywords = ", ".join(f"`{row.keyword}=`" for _, row in matched)
         since = f" (deprecated in {first.package} {first.deprecated})" if first.deprecated else ""
-        message = (f"`{function}` no longer accepts {keywords}{since}: {first.error}; "
-                   f"use {' and '.join(row.use for _, row in matched)}")
+        uses = " and ".join(row.use for _, row in matched)
+        if standing.fails:
+            message = f"`{function}` no longer accepts {keywords}{since}: {first.error}; use {uses}"
+        else:
+            message = f"`{function}` {keywords}: {standing.status} (from then on: {first.error}); use {uses}"
         replacements = [_renamed_keyword(arg, row) for arg, row in matched]
         fix = None
-        if all(row.fixable for _, row in matched) and all(new is not None for new in replacements):
+        if standing.fixable and all(row.fixable for _, row in matched) and all(new is not None for new in replacements):
             edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements)])
             fix = self.fix("Rename " + keywords, lambda: edits)
         self.report(first_arg, message, fix=fix)
 
     def _report_call(self, node: cst.Call, row: DeprecatedApi, site: Site) -> None:
+        standing = self._standing(row)
+        if standing is None:
+            return
         function = source_of(self.context.module, node.func)
         fix = None
-        if row.fixable and not any(arg.keyword is not None and arg.keyword.value == row.add_keyword
+        if row.fixable and standing.fixable and not any(arg.keyword is not None and arg.keyword.value == row.add_keyword
                                    for arg in node.args):
             fix = self.fix(f"Use `{row.use.strip('`')}`", lambda: self._call_with_keyword(node, row, site))
-        self.report(node.func, self._message(row, f"{function}()"), fix=fix)
+        self.report(node.func, self._message(row, standing, f"{function}()"), fix=fix)
 
     def _call_with_keyword(self, node: cst.Call, row: DeprecatedApi, site: Site) -> Edits:
         func, imports = self.facts.reference(row.replacement, site)
