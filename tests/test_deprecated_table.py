@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from packaging.version import Version
 from odelint.api.finding import Safety
 from odelint.api.registry import all_rules, rules_by_code
 from odelint.engine.core import lint_source
 from odelint.rules.deprecated.common import DeprecatedApiRule
 from odelint.rules.deprecated.table import load, parse
+from packaging.version import Version
 
 ROWS = load()
 FAMILY = [rule for rule in all_rules() if issubclass(rule, DeprecatedApiRule)]
@@ -108,8 +108,8 @@ def _findings(source: str, code: str, **targets: str):
 @pytest.mark.parametrize("target, expected, fixable", [
     ("0.6.0", "`jax.tree_map` was removed in jax 0.6.0: AttributeError", True),
     ("0.10.2", "`jax.tree_map` was removed in jax 0.6.0: AttributeError", True),
-    ("0.4.30", "`jax.tree_map` still works on jax 0.4.30, the targeted version, but is deprecated since jax 0.4.26 "
-               "and was removed in jax 0.6.0 (from then on: AttributeError", True),
+    ("0.4.30", ("`jax.tree_map` still works on jax 0.4.30, the targeted version, but is deprecated since jax 0.4.26 "
+               "and was removed in jax 0.6.0 (from then on: AttributeError"), True),
 ])
 def test_a_removal_follows_the_targeted_version(target, expected, fixable) -> None:
     found = _findings(TREE_MAP, "ODL901", jax=target)
