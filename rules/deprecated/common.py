@@ -181,15 +181,17 @@ class DeprecatedApiRule(Rule):
         assert standing is not None  # rows not yet deprecated on the target were left out
         function = source_of(self.context.module, node.func)
         keywords = ", ".join(f"`{row.keyword}=`" for _, row in matched)
-        since = f" (deprecated in {first.package} {first.deprecated})" if first.deprecated else ""
+        since = (f" (removed in {first.package} {first.removed})" if first.removed
+                 else f" (deprecated in {first.package} {first.deprecated})" if first.deprecated else "")
         uses = " and ".join(row.use for _, row in matched)
         if standing.fails:
             message = f"`{function}` no longer accepts {keywords}{since}: {first.error}; use {uses}"
         else:
             message = f"`{function}` {keywords}: {standing.status} (from then on: {first.error}); use {uses}"
-        replacements = [_renamed_keyword(arg, row) for arg, row in matched]
+        fixable = standing.fixable and all(row.fixable for _, row in matched)
+        replacements = [_renamed_keyword(arg, row) for arg, row in matched] if fixable else []
         fix = None
-        if standing.fixable and all(row.fixable for _, row in matched) and all(new is not None for new in replacements):
+        if fixable and all(new is not None for new in replacements):
             edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements)])
             fix = self.fix("Rename " + keywords, lambda: edits)
         self.report(first_arg, message, fix=fix)

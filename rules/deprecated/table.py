@@ -124,7 +124,7 @@ def _check(row: DeprecatedApi) -> None:
         problems.append(f"fix must be one of {FIXES}")
     if row.outcome not in OUTCOMES:
         problems.append(f"outcome must be one of {OUTCOMES}")
-    if row.match == "keyword" and not (row.keyword and row.new_keyword):
+    if row.match == "keyword" and not (row.keyword and (row.new_keyword or not row.fixable)):
         problems.append("a keyword row names `keyword` and `new_keyword`")
     if row.match == "call" and row.fixable and not (row.replacement and row.add_keyword):
         problems.append("a fixable call row names `replacement` and `add_keyword`")
@@ -139,3 +139,13 @@ def _check(row: DeprecatedApi) -> None:
 
 def rows_for(code: str) -> tuple[DeprecatedApi, ...]:
     return tuple(row for row in load() if row.code == code)
+
+
+def triggers_for(code: str) -> tuple[tuple[str, ...], ...]:
+    """The gate's substrings for a rule's rows: a file that spells a row contains its last
+    name part (and, for a keyword, the keyword)."""
+    groups: dict[tuple[str, ...], None] = {}
+    for row in rows_for(code):
+        last = row.name.rsplit(".", 1)[-1]
+        groups[(last, row.keyword) if row.keyword else (last,)] = None
+    return tuple(groups)
