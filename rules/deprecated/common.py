@@ -4,6 +4,7 @@ the file (names resolved through imports and aliases) and builds their fixes."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 # is a compatibility shim that already copes with the removal.
 _CATCHES_IMPORT = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _CATCHES_ATTRIBUTE = frozenset({"AttributeError", "Exception", "BaseException"})
+_LIBRARIES = frozenset({"jax", "jaxlib", "equinox", "diffrax", "optax"})
 
 
 class DeprecatedApiRule(Rule):
@@ -43,6 +45,25 @@ class DeprecatedApiRule(Rule):
         if caught:
             for inner in _guarded_nodes(node.body):
                 self._caught.setdefault(id(inner), set()).update(caught)
+        # the fallback of a shim (`except ImportError: from jax.experimental import enable_x64`)
+        # runs only where the new spelling failed: on versions that still have the old one
+        for handler in node.handlers:
+            if _caught_by_handler(handler) & (_CATCHES_IMPORT | _CATCHES_ATTRIBUTE):
+                self._mark_all(handler.body)
+
+    def visit_If(self, node: cst.If, site: Site) -> None:
+        """Both branches of `if hasattr(jax, "enable_x64"):` / `if jax.__version__ < ...:` are a
+        version switch: the old spelling there runs only where it exists."""
+        if _checks_version(node.test, lambda probed: self._is_library(probed, site)):
+            self._mark_all(node)
+
+    def _is_library(self, node: cst.BaseExpression, site: Site) -> bool:
+        qualname = self.facts.qualname(node, site.scope)
+        return qualname is not None and qualname.split(".")[0] in _LIBRARIES
+
+    def _mark_all(self, body: cst.CSTNode) -> None:
+        for inner in _guarded_nodes(body):
+            self._caught.setdefault(id(inner), set()).add("BaseException")
 
     def finish(self) -> None:
         self.findings = [finding for finding in self.findings if not self._handled(finding.node)]
@@ -235,16 +256,38 @@ def _caught_by(node: cst.Try) -> set[str]:
     """The exception class names the handlers of `node` catch (a bare `except` catches all)."""
     caught: set[str] = set()
     for handler in node.handlers:
-        if handler.type is None:
-            caught.add("BaseException")
-            continue
-        types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-        for element in types:
-            value = element.value if isinstance(element, cst.Element) else element
-            name = dotted_name(value)
-            if name:
-                caught.add(name.rsplit(".", 1)[-1])
+        caught |= _caught_by_handler(handler)
     return caught
+
+
+def _caught_by_handler(handler: cst.ExceptHandler) -> set[str]:
+    if handler.type is None:
+        return {"BaseException"}
+    caught: set[str] = set()
+    types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    for element in types:
+        value = element.value if isinstance(element, cst.Element) else element
+        name = dotted_name(value)
+        if name:
+            caught.add(name.rsplit(".", 1)[-1])
+    return caught
+
+
+def _checks_version(test: cst.BaseExpression, is_library: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Does an `if` test ask which version is installed: `hasattr(jax.random, ...)` on a
+    module of the stack, or anything involving `__version__`?"""
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if (isinstance(node, cst.Call) and dotted_name(node.func) in ("hasattr", "getattr") and node.args
+                and is_library(node.args[0].value)):
+            return True
+        if isinstance(node, cst.Name) and node.value in ("__version__", "__version_info__"):
+            return True
+        if isinstance(node, cst.Attribute) and node.attr.value in ("__version__", "__version_info__"):
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def _within(module: str, name: str) -> bool:

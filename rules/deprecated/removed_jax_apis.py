@@ -172,4 +172,41 @@ class RemovedJaxApis(DeprecatedApiRule):
             except ImportError:
                 KeyArray = jax.Array
         """),
+        # version switches: the old spelling in the fallback of a shim, or behind `hasattr`
+        Pass("""
+            import jax
+
+            try:
+                from jax import enable_x64
+            except ImportError:
+                from jax.experimental import enable_x64
+
+            if hasattr(jax, "enable_x64"):
+                x64 = jax.enable_x64
+            else:
+                x64 = jax.experimental.enable_x64
+
+            def is_key(key):
+                if hasattr(jax.dtypes, "prng_key"):
+                    return jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+                elif hasattr(jax.random, "PRNGKeyArray"):
+                    return isinstance(key, jax.random.PRNGKeyArray)
+                return False
+        """),
+        # a `hasattr` on the user's own object is no version switch
+        Flag("""
+            import jax
+
+            def init(model, key):
+                if hasattr(model, "init"):
+                    return jax.random.shuffle(key, model.init())
+                return None
+        """, fixed="""
+            import jax
+
+            def init(model, key):
+                if hasattr(model, "init"):
+                    return jax.random.shuffle(key, model.init())
+                return None
+        """, message="`jax.random.shuffle` no longer exists in jax"),
     )
