@@ -346,6 +346,11 @@ class Facts:
                     return found
         return None
 
+    def number(self, node: cst.BaseExpression, scope: Scope) -> float | None:
+        """The number `node` always evaluates to (odelint.analysis.constants), else None."""
+        from odelint.analysis.constants import constant_number
+        return constant_number(self, node, scope)
+
     # -- value kinds ---------------------------------------------------------------------
 
     def kind(self, node: cst.BaseExpression, site: Site) -> Kind:
