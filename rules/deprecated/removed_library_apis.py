@@ -31,8 +31,9 @@ class RemovedLibraryApis(DeprecatedApiRule):
         AttributeError: module 'optax' has no attribute 'hessian_diag'
 
     Diffrax 0.5.0 moved root finding to Optimistix (diffrax#345); Equinox 0.10.0 replaced
-    the `arg=`/`args=`/`out=` filters with `in_axes`/`out_axes` and plain closures, and its
-    experimental stateful layers with `eqx.nn.State`.
+    the `arg=`/`args=`/`out=` filters with `in_axes`/`out_axes` and plain closures, and
+    0.10.3 removed `equinox.experimental` when the stateful layers became `eqx.nn.State`
+    (equinox#323; eqxvision#70, equinox#663: model zoos built on it no longer import).
 
     ## Example
     ```python
