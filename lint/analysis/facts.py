@@ -360,7 +360,8 @@ class Facts:
     def returned_structure(self, function: cst.FunctionDef | cst.Lambda) -> str | None:
         """The structure all of `function`'s returns visibly have (a lambda's body), else None."""
         from odelint.analysis.structure import returned_structure
-        values = [function.body] if isinstance(function, cst.Lambda) else [r.value for r in _returns(function)]
+        values: list[cst.BaseExpression | None] = (
+            [function.body] if isinstance(function, cst.Lambda) else [r.value for r in _returns(function)])
         return returned_structure(self, function, values)
 
     # -- value kinds ---------------------------------------------------------------------

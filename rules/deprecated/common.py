@@ -115,6 +115,8 @@ class DeprecatedApiRule(Rule):
         if node.relative or node.module is None:
             return
         module = dotted_name(node.module)
+        if module is None:
+            return
         names = [] if isinstance(node.names, cst.ImportStar) else list(node.names)
         for alias in names:
             full = f"{module}.{dotted_name(alias.name)}"
@@ -211,9 +213,10 @@ class DeprecatedApiRule(Rule):
             message = f"`{function}` {keywords}: {standing.status} (from then on: {first.error}); use {uses}"
         fixable = standing.fixable and all(row.fixable for _, row in matched)
         replacements = [_renamed_keyword(arg, row) for arg, row in matched] if fixable else []
+        renamed = [new for new in replacements if new is not None]
         fix = None
-        if fixable and all(new is not None for new in replacements):
-            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements)])
+        if fixable and len(renamed) == len(matched):
+            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, renamed)])
             fix = self.fix("Rename " + keywords, lambda: edits)
         self.report(first_arg, message, fix=fix)
 
@@ -266,7 +269,7 @@ def _caught_by_handler(handler: cst.ExceptHandler) -> set[str]:
     caught: set[str] = set()
     types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
     for element in types:
-        value = element.value if isinstance(element, cst.Element) else element
+        value = element.value if isinstance(element, cst.BaseElement) else element
         name = dotted_name(value)
         if name:
             caught.add(name.rsplit(".", 1)[-1])
@@ -298,7 +301,7 @@ def _within(module: str, name: str) -> bool:
 def _import_from(node: cst.ImportFrom, alias: cst.ImportAlias, target: str) -> cst.ImportFrom:
     """`from <target's module> import <target's name>`, bound to the name `alias` bound."""
     module, _, name = target.rpartition(".")
-    local = alias.asname.name.value if alias.asname else dotted_name(alias.name)  # type: ignore[union-attr]
+    local = alias.asname.name.value if alias.asname else (dotted_name(alias.name) or "")  # type: ignore[union-attr]
     asname = None if local == name else cst.AsName(cst.Name(local))
     return node.with_changes(module=cst.parse_expression(module),
                              names=[cst.ImportAlias(cst.Name(name), asname=asname)])
