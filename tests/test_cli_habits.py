@@ -224,7 +224,20 @@ def test_rules_read_target_versions_from_their_file_context() -> None:
     result = run_rules(cst.parse_module("x\n"), "x\n", "a.py", [VersionProbe],
                        versions=target_versions("/nonexistent", (("jax", Version("0.4.33")),)))
     assert [f.message for f in result.findings] == ["jax 0.4.33"]
-    assert uses_versions(frozenset(CODES)) is False, "no rule reads them today: they are never looked up"
+    assert uses_versions(frozenset({"ODL201", "ODL801"})) is False, "rules that do not read them never look them up"
+    assert uses_versions(frozenset({"ODL901"})) is True, "the removal rules follow the targeted versions"
+
+
+def test_the_projects_pins_and_the_target_change_what_a_removal_rule_says(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import jax\n\ngrads = jax.tree_map(abs, [1.0])\n")
+    (tmp_path / "requirements.txt").write_text("jax==0.4.20\n")
+    assert "ODL901" not in odelint("check", "train.py", "--no-cache", cwd=tmp_path).stdout, "not deprecated yet"
+    (tmp_path / "requirements.txt").write_text("jax==0.5.0\n")
+    pinned_old = odelint("check", "train.py", "--no-cache", cwd=tmp_path).stdout
+    assert "`jax.tree_map` still works on jax 0.5.0, the targeted version, but is deprecated since jax 0.4.26 " \
+           "and was removed in jax 0.6.0" in pinned_old
+    targeted = odelint("check", "train.py", "--no-cache", "--target-version", "jax==0.7.0", cwd=tmp_path).stdout
+    assert "`jax.tree_map` was removed in jax 0.6.0: AttributeError" in targeted, "the flag wins over the pins"
 
 
 def test_target_version_reaches_rules_and_the_cache_key(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from odelint.api.registry import all_rules, rules_by_code
 from odelint.engine.core import lint_source
 from odelint.rules.deprecated.common import DeprecatedApiRule
 from odelint.rules.deprecated.table import load, parse
+from packaging.version import Version
 
 ROWS = load()
 FAMILY = [rule for rule in all_rules() if issubclass(rule, DeprecatedApiRule)]
@@ -94,3 +95,49 @@ def test_status_says_removed_missing_or_warning() -> None:
     assert by_name["jax.tree_map"].status() == "was removed in jax 0.6.0"
     assert by_name["jax.tree_flatten"].status() == "no longer exists in jax"
     assert by_name["equinox.static_field"].status() == "is deprecated and warns"
+
+
+TREE_MAP = "import jax\n\ngrads = jax.tree_map(abs, [1.0])\n"
+
+
+def _findings(source: str, code: str, **targets: str):
+    versions = {name: Version(version) for name, version in targets.items()}
+    return [f for f in lint_source(source, "example.py", {code}, versions=versions).findings if f.code == code]
+
+
+@pytest.mark.parametrize("target, expected, fixable", [
+    ("0.6.0", "`jax.tree_map` was removed in jax 0.6.0: AttributeError", True),
+    ("0.10.2", "`jax.tree_map` was removed in jax 0.6.0: AttributeError", True),
+    ("0.4.30", ("`jax.tree_map` still works on jax 0.4.30, the targeted version, but is deprecated since jax 0.4.26 "
+               "and was removed in jax 0.6.0 (from then on: AttributeError"), True),
+])
+def test_a_removal_follows_the_targeted_version(target, expected, fixable) -> None:
+    found = _findings(TREE_MAP, "ODL901", jax=target)
+    assert len(found) == 1 and expected in found[0].message
+    assert found[0].fixable == fixable
+
+
+def test_nothing_is_reported_before_the_deprecation() -> None:
+    assert _findings(TREE_MAP, "ODL901", jax="0.4.20") == []
+    assert _findings("import jax.numpy as jnp\n\ny = jnp.clip(1.0, a_min=0.0)\n", "ODL902", jax="0.4.26") == []
+
+
+def test_an_unknown_target_reads_as_the_checked_versions() -> None:
+    unknown = _findings(TREE_MAP, "ODL901")
+    assert len(unknown) == 1 and "was removed in jax 0.6.0: AttributeError" in unknown[0].message
+    other_package = _findings(TREE_MAP, "ODL901", equinox="0.10.0")
+    assert [f.message for f in other_package] == [f.message for f in unknown]
+
+
+def test_without_a_known_removal_a_deprecated_keyword_fails_only_from_the_checked_version() -> None:
+    source = "import jax.numpy as jnp\n\ny = jnp.clip(1.0, a_min=0.0)\n"
+    [old] = _findings(source, "ODL902", jax="0.4.30")
+    assert "still works on jax 0.4.30" in old.message and "fails on jax 0.10.2" in old.message
+    [new] = _findings(source, "ODL902", jax="0.10.2")
+    assert "no longer accepts `a_min=`" in new.message and "TypeError" in new.message
+
+
+def test_without_a_known_deprecation_the_fix_waits_for_the_removal() -> None:
+    [finding] = _findings("from jax.config import config\n", "ODL903", jax="0.4.20")
+    assert "still works on jax 0.4.20" in finding.message and "removed in jax 0.4.29" in finding.message
+    assert not finding.fixable

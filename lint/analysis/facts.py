@@ -368,6 +368,24 @@ class Facts:
                     return found
         return None
 
+    def number(self, node: cst.BaseExpression, scope: Scope) -> float | None:
+        """The number `node` always evaluates to (odelint.analysis.constants), else None."""
+        from odelint.analysis.constants import constant_number
+        return constant_number(self, node, scope)
+
+    def structure(self, node: cst.BaseExpression, site: Site) -> str | None:
+        """`list`, `tuple`, `dict` or `array`: the pytree structure `node` visibly has
+        (odelint.analysis.structure), else None."""
+        from odelint.analysis.structure import structure
+        return structure(self, node, site)
+
+    def returned_structure(self, function: cst.FunctionDef | cst.Lambda) -> str | None:
+        """The structure all of `function`'s returns visibly have (a lambda's body), else None."""
+        from odelint.analysis.structure import returned_structure
+        values: list[cst.BaseExpression | None] = (
+            [function.body] if isinstance(function, cst.Lambda) else [r.value for r in _returns(function)])
+        return returned_structure(self, function, values)
+
     # -- value kinds ---------------------------------------------------------------------
 
     def kind(self, node: cst.BaseExpression, site: Site) -> Kind:

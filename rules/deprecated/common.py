@@ -4,6 +4,7 @@ the file (names resolved through imports and aliases) and builds their fixes."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -11,7 +12,7 @@ from odelint.analysis.calls import source_of
 from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Rule
-from odelint.rules.deprecated.table import DeprecatedApi, rows_for
+from odelint.rules.deprecated.table import DeprecatedApi, Standing, rows_for
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -20,10 +21,15 @@ if TYPE_CHECKING:
 # is a compatibility shim that already copes with the removal.
 _CATCHES_IMPORT = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _CATCHES_ATTRIBUTE = frozenset({"AttributeError", "Exception", "BaseException"})
+_LIBRARIES = frozenset({"jax", "jaxlib", "equinox", "diffrax", "optax"})
 
 
 class DeprecatedApiRule(Rule):
-    """Serves the rows of deprecated_apis.toml whose code is this rule's code."""
+    """Serves the rows of deprecated_apis.toml whose code is this rule's code, as seen from the
+    versions the project targets: an API is reported as removed only where it is, as
+    deprecated where it still works, and not at all before its deprecation."""
+
+    uses_versions = True
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
@@ -39,6 +45,25 @@ class DeprecatedApiRule(Rule):
         if caught:
             for inner in _guarded_nodes(node.body):
                 self._caught.setdefault(id(inner), set()).update(caught)
+        # the fallback of a shim (`except ImportError: from jax.experimental import enable_x64`)
+        # runs only where the new spelling failed: on versions that still have the old one
+        for handler in node.handlers:
+            if _caught_by_handler(handler) & (_CATCHES_IMPORT | _CATCHES_ATTRIBUTE):
+                self._mark_all(handler.body)
+
+    def visit_If(self, node: cst.If, site: Site) -> None:
+        """Both branches of `if hasattr(jax, "enable_x64"):` / `if jax.__version__ < ...:` are a
+        version switch: the old spelling there runs only where it exists."""
+        if _checks_version(node.test, lambda probed: self._is_library(probed, site)):
+            self._mark_all(node)
+
+    def _is_library(self, node: cst.BaseExpression, site: Site) -> bool:
+        qualname = self.facts.qualname(node, site.scope)
+        return qualname is not None and qualname.split(".")[0] in _LIBRARIES
+
+    def _mark_all(self, body: cst.CSTNode) -> None:
+        for inner in _guarded_nodes(body):
+            self._caught.setdefault(id(inner), set()).add("BaseException")
 
     def finish(self) -> None:
         self.findings = [finding for finding in self.findings if not self._handled(finding.node)]
@@ -56,8 +81,13 @@ class DeprecatedApiRule(Rule):
     def _rows_of(self, match: str) -> list[DeprecatedApi]:
         return [row for row in self._rows if row.match == match]
 
-    def _message(self, row: DeprecatedApi, spelled: str, error: str | None = None) -> str:
-        return f"`{spelled}` {row.status()}: {error or row.error}; use {row.use}"
+    def _standing(self, row: DeprecatedApi) -> Standing | None:
+        return row.standing(self.context.versions.get(row.package))
+
+    def _message(self, row: DeprecatedApi, standing: Standing, spelled: str, error: str | None = None) -> str:
+        if not standing.fails:
+            return f"`{spelled}` {standing.status} (from then on: {error or row.error}); use {row.use}"
+        return f"`{spelled}` {standing.status}: {error or row.error}; use {row.use}"
 
     # -- `jax.tree_map`, `j.tree_map`, `jtu.tree_multimap` ---------------------------------
 
@@ -67,12 +97,13 @@ class DeprecatedApiRule(Rule):
             return
         qualname = self.facts.qualname(node, site.scope)
         row = next((row for row in rows if row.name == qualname), None)
-        if row is None:
+        standing = self._standing(row) if row is not None else None
+        if row is None or standing is None:
             return
         fix = None
-        if row.fixable:
+        if row.fixable and standing.fixable:
             fix = self.fix(f"Use `{row.replacement}`", lambda: self._rename(node, row, site))
-        self.report(node, self._message(row, source_of(self.context.module, node)), fix=fix)
+        self.report(node, self._message(row, standing, source_of(self.context.module, node)), fix=fix)
 
     def _rename(self, node: cst.Attribute, row: DeprecatedApi, site: Site) -> Edits:
         new, imports = self.facts.reference(row.replacement, site)
@@ -101,27 +132,33 @@ class DeprecatedApiRule(Rule):
                 self._report_import_from_module(node, module, names, row)
 
     def _report_from_import(self, node: cst.ImportFrom, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
+        standing = self._standing(row)
+        if standing is None:
+            return
         module, _, name = row.name.rpartition(".")
         failure = f"ImportError: cannot import name '{name}' from '{module}'" if row.outcome == "error" else None
-        message = self._message(row, row.name, failure)
+        message = self._message(row, standing, row.name, failure)
         fix = None
-        if row.fixable and len(node.names) == 1:  # type: ignore[arg-type]
+        if row.fixable and standing.fixable and len(node.names) == 1:  # type: ignore[arg-type]
             fix = self.fix(f"Import `{row.import_from}` instead",
                            lambda: Edits([Replace(node, _import_from(node, alias, row.import_from))]))
         self.report(alias, message, fix=fix)
 
     def _report_import_from_module(self, node: cst.ImportFrom, module: str,
                                    names: list[cst.ImportAlias], row: DeprecatedApi) -> None:
+        standing = self._standing(row)
+        if standing is None:
+            return
         fix = None
         parent, _, attr = row.replacement.rpartition(".")
-        if (row.fixable and module == row.name and len(names) == 1
+        if (row.fixable and standing.fixable and module == row.name and len(names) == 1
                 and dotted_name(names[0].name) == attr):
             fix = self.fix(f"Import `{attr}` from `{parent}`",
                            lambda: Edits([Replace(node, _import_from(node, names[0], row.replacement))]))
         imported = next((dotted_name(alias.name) for alias in names
                          if f"{module}.{dotted_name(alias.name)}" == row.name), None)
         error = f"ImportError: cannot import name '{imported}' from '{module}'" if imported else None
-        self.report(node, self._message(row, row.name, error), fix=fix)
+        self.report(node, self._message(row, standing, row.name, error), fix=fix)
 
     def visit_Import(self, node: cst.Import, site: Site) -> None:
         for row in self._rows_of("import"):
@@ -132,12 +169,16 @@ class DeprecatedApiRule(Rule):
     def _report_import(self, node: cst.Import, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
         """`import jax.config` becomes `import jax` when the old module's name lives on as an
         attribute of its package; an alias (`import jax.config as c`) bound the module, so no fix."""
+        standing = self._standing(row)
+        if standing is None:
+            return
         full = dotted_name(alias.name)
         fix = None
-        if row.fixable and full == row.name == row.replacement and alias.asname is None and len(node.names) == 1:
+        alone = alias.asname is None and len(node.names) == 1
+        if row.fixable and standing.fixable and full == row.name == row.replacement and alone:
             top = cst.ImportAlias(cst.Name(row.package))
             fix = self.fix(f"Import `{row.package}`", lambda: Edits([Replace(node, node.with_changes(names=[top]))]))
-        self.report(alias, self._message(row, row.name), fix=fix)
+        self.report(alias, self._message(row, standing, row.name), fix=fix)
 
     # -- `jnp.clip(x, a_min=0)`, `jax.pure_callback(..., vectorized=True)`, `eqx.static_field()` --
 
@@ -153,32 +194,43 @@ class DeprecatedApiRule(Rule):
             if row.name == qualname:
                 self._report_call(node, row, site)
         matched = [(arg, row) for arg in node.args for row in keyword_rows
-                   if row.name == qualname and arg.keyword is not None and arg.keyword.value == row.keyword]
+                   if row.name == qualname and arg.keyword is not None and arg.keyword.value == row.keyword
+                   and self._standing(row) is not None]
         if matched:
             self._report_keywords(node, matched)
 
     def _report_keywords(self, node: cst.Call, matched: list[tuple[cst.Arg, DeprecatedApi]]) -> None:
         first_arg, first = matched[0]
+        standing = self._standing(first)
+        assert standing is not None  # rows not yet deprecated on the target were left out
         function = source_of(self.context.module, node.func)
         keywords = ", ".join(f"`{row.keyword}=`" for _, row in matched)
-        since = f" (deprecated in {first.package} {first.deprecated})" if first.deprecated else ""
-        message = (f"`{function}` no longer accepts {keywords}{since}: {first.error}; "
-                   f"use {' and '.join(row.use for _, row in matched)}")
-        replacements = [_renamed_keyword(arg, row) for arg, row in matched]
+        since = (f" (removed in {first.package} {first.removed})" if first.removed
+                 else f" (deprecated in {first.package} {first.deprecated})" if first.deprecated else "")
+        uses = " and ".join(row.use for _, row in matched)
+        if standing.fails:
+            message = f"`{function}` no longer accepts {keywords}{since}: {first.error}; use {uses}"
+        else:
+            message = f"`{function}` {keywords}: {standing.status} (from then on: {first.error}); use {uses}"
+        fixable = standing.fixable and all(row.fixable for _, row in matched)
+        replacements = [_renamed_keyword(arg, row) for arg, row in matched] if fixable else []
+        renamed = [new for new in replacements if new is not None]
         fix = None
-        if all(row.fixable for _, row in matched) and all(new is not None for new in replacements):
-            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements, strict=True)
-                           if new is not None])
+        if fixable and len(renamed) == len(matched):
+            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, renamed, strict=True)])
             fix = self.fix("Rename " + keywords, lambda: edits)
         self.report(first_arg, message, fix=fix)
 
     def _report_call(self, node: cst.Call, row: DeprecatedApi, site: Site) -> None:
+        standing = self._standing(row)
+        if standing is None:
+            return
         function = source_of(self.context.module, node.func)
         fix = None
-        if row.fixable and not any(arg.keyword is not None and arg.keyword.value == row.add_keyword
+        if row.fixable and standing.fixable and not any(arg.keyword is not None and arg.keyword.value == row.add_keyword
                                    for arg in node.args):
             fix = self.fix(f"Use `{row.use.strip('`')}`", lambda: self._call_with_keyword(node, row, site))
-        self.report(node.func, self._message(row, f"{function}()"), fix=fix)
+        self.report(node.func, self._message(row, standing, f"{function}()"), fix=fix)
 
     def _call_with_keyword(self, node: cst.Call, row: DeprecatedApi, site: Site) -> Edits:
         func, imports = self.facts.reference(row.replacement, site)
@@ -209,21 +261,38 @@ def _caught_by(node: cst.Try) -> set[str]:
     """The exception class names the handlers of `node` catch (a bare `except` catches all)."""
     caught: set[str] = set()
     for handler in node.handlers:
-        if handler.type is None:
-            caught.add("BaseException")
-            continue
-        types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-        for element in types:
-            if isinstance(element, cst.Element):
-                value = element.value
-            elif isinstance(element, cst.BaseExpression):
-                value = element
-            else:
-                continue
-            name = dotted_name(value)
-            if name:
-                caught.add(name.rsplit(".", 1)[-1])
+        caught |= _caught_by_handler(handler)
     return caught
+
+
+def _caught_by_handler(handler: cst.ExceptHandler) -> set[str]:
+    if handler.type is None:
+        return {"BaseException"}
+    caught: set[str] = set()
+    types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    for element in types:
+        value = element.value if isinstance(element, cst.BaseElement) else element
+        name = dotted_name(value) if isinstance(value, cst.BaseExpression) else None
+        if name:
+            caught.add(name.rsplit(".", 1)[-1])
+    return caught
+
+
+def _checks_version(test: cst.BaseExpression, is_library: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Does an `if` test ask which version is installed: `hasattr(jax.random, ...)` on a
+    module of the stack, or anything involving `__version__`?"""
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if (isinstance(node, cst.Call) and dotted_name(node.func) in ("hasattr", "getattr") and node.args
+                and is_library(node.args[0].value)):
+            return True
+        if isinstance(node, cst.Name) and node.value in ("__version__", "__version_info__"):
+            return True
+        if isinstance(node, cst.Attribute) and node.attr.value in ("__version__", "__version_info__"):
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def _within(module: str, name: str) -> bool:

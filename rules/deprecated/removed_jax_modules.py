@@ -1,19 +1,25 @@
-"""ODL903: importing `jax.config` or `jax.experimental.host_callback`, modules jax removed."""
+"""ODL903: importing a module jax removed (`jax.config`, `jax.experimental.host_callback`, ...)."""
 
 from __future__ import annotations
 
 from odelint.api.finding import Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.deprecated.common import DeprecatedApiRule
+from odelint.rules.deprecated.table import triggers_for
 
 
 class RemovedJaxModules(DeprecatedApiRule):
-    """A removed jax module is imported: `jax.config` or `jax.experimental.host_callback`.
+    """A removed jax module is imported: `jax.config`, `jax.experimental.host_callback`, ...
 
     ## What it does
     Flags `from jax.config import config`, `import jax.config`, and every import of
     `jax.experimental.host_callback` (`import ... as hcb`, `from jax.experimental import
-    host_callback`, `from jax.experimental.host_callback import id_tap`).
+    host_callback`, `from jax.experimental.host_callback import id_tap`), and of the other
+    modules listed for ODL903 in `rules/data/deprecated_apis.toml`:
+    `jax.experimental.optimizers` and `jax.experimental.stax` (removed in jax 0.3.16; now
+    `jax.example_libraries`), `jax.experimental.maps` (`xmap`, deprecated in 0.4.26),
+    `jax.experimental.export` (now `jax.export`) and `jax.lib.xla_bridge`. The message
+    follows the jax version the project targets, as ODL910's does.
     Code inside a `try` whose handler catches the failure (`except ImportError`,
     `except AttributeError`) is a compatibility shim and is left alone.
 
@@ -42,17 +48,22 @@ class RemovedJaxModules(DeprecatedApiRule):
     # jax.debug.callback for id_tap/id_print; jax.pure_callback or io_callback for call
     ```
 
+    `jax.experimental.optimizers` fails the same way (`ModuleNotFoundError: No module named
+    'jax.experimental.optimizers'`), as do the other removed modules.
+
     ## Fix safety
     Safe for `jax.config`: `from jax import config` and `import jax` bind the same config
     object the old import did. `host_callback` is only reported: `id_tap`, `id_print` and
     `call` each map to a different new API (`jax.debug.callback`, `jax.pure_callback`,
     `jax.experimental.io_callback`) with different signatures and ordering guarantees.
+    The other removed modules are reported with their replacement: their APIs moved
+    or changed (`xmap` has no drop-in replacement).
     """
 
     code = "ODL903"
     name = "removed-jax-modules"
-    summary = "A removed jax module (jax.config, jax.experimental.host_callback) is imported"
-    triggers = (("jax.config",), ("host_callback",))
+    summary = "A removed jax module (jax.config, jax.experimental.host_callback, ...) is imported"
+    triggers = triggers_for("ODL903")
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL903"
 
@@ -123,7 +134,16 @@ class RemovedJaxModules(DeprecatedApiRule):
             except ImportError:
                 tap = jax.debug.print
         """),
-        # the config object, the new callback APIs
+        # the modules that moved: reported with where they went
+        Flag("""
+            from jax.experimental import optimizers
+            import jax.experimental.stax as stax
+
+            opt_init, opt_update, get_params = optimizers.adam(1e-3)
+        """, count=2, message="`jax.experimental.optimizers` was removed in jax 0.3.16: "
+                              "ImportError: cannot import name 'optimizers' from 'jax.experimental'; "
+                              "use `jax.example_libraries.optimizers`"),
+        # the config object, the new callback APIs, the modules' new homes
         Pass("""
             import jax
             from jax import config
@@ -132,5 +152,11 @@ class RemovedJaxModules(DeprecatedApiRule):
             jax.config.update("jax_enable_x64", True)
             config.update("jax_debug_nans", True)
             jax.debug.callback(print, 1)
+        """),
+        Pass("""
+            from jax.example_libraries import optimizers, stax
+            from jax import export
+
+            opt_init, opt_update, get_params = optimizers.adam(1e-3)
         """),
     )
