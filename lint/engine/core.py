@@ -174,13 +174,16 @@ def _libcst_parse(source: str, path: str, complaint: Finding | None,
                   parser: IncrementalParser | None = None) -> cst.Module | Finding:
     """CPython's complaint, when it has one, names the error the way `python` would."""
     try:
-        return parser.parse(source) if parser is not None else cst.parse_module(source)
+        module = parser.parse(source) if parser is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return complaint or syntax_finding(path, error.raw_line, error.raw_column + 1, error.message)
     except cst.CSTValidationError as error:  # e.g. a str literal next to a bytes literal
         return complaint or syntax_finding(path, 1, 1, str(error))
     except RecursionError:
         return syntax_finding(path, 1, 1, TOO_DEEP)
+    if source.endswith("\r") and not module.has_trailing_newline:  # LibCST misses a final bare `\r`
+        module = module.with_changes(has_trailing_newline=True)
+    return module
 
 
 def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:

@@ -13,6 +13,7 @@ block before them could claim, text that only parses in context), the whole file
 from __future__ import annotations
 
 import libcst as cst
+from odelint.files import lines
 
 
 class IncrementalParser:
@@ -93,7 +94,7 @@ class IncrementalParser:
 
 def _flush_left(text: str) -> bool:
     """Only empty lines and comments at column 0: lines no indented block can claim."""
-    return all(line in ("\n", "\r\n", "\r") or line.startswith("#") for line in text.splitlines(keepends=True))
+    return all(line in ("\n", "\r\n", "\r") or line.startswith("#") for line in lines.split(text))
 
 
 def _lines(module: cst.Module, lines) -> str:

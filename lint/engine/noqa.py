@@ -16,6 +16,7 @@ import tokenize
 from collections.abc import Iterable
 
 from odelint.api.finding import Finding
+from odelint.files import lines as text_lines
 
 NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 FILE_NOQA = re.compile(r"^#\s*odelint\s*:\s*noqa(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$",
@@ -49,7 +50,10 @@ def file_directive(comment: str) -> frozenset[str] | None:
 
 
 def suppresses(codes: frozenset[str] | None, code: str) -> bool:
-    return codes is not None and code not in UNSUPPRESSIBLE and (codes is ALL or "*" in codes or code in codes)
+    """Whether a directive's codes cover `code`: as flake8 matches them, a named code covers
+    every code it begins (`# noqa: ODL2` covers ODL201)."""
+    return codes is not None and code not in UNSUPPRESSIBLE and (
+        codes is ALL or "*" in codes or any(code.startswith(named) for named in codes))
 
 
 class Comments:
@@ -61,7 +65,7 @@ class Comments:
         if python and _tokenize(source, self):
             return
         self.by_line, self.own_line = {}, set()
-        for number, line in enumerate(source.splitlines(), start=1):  # requirements, TOML, or untokenizable
+        for number, line in enumerate(text_lines.bare(source), start=1):  # requirements, TOML, or untokenizable
             position = line.find("#")
             if position >= 0:
                 self.by_line[number] = line[position:]
@@ -87,7 +91,7 @@ class Comments:
 def _tokenize(source: str, comments: Comments) -> bool:
     last_line = 0
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text_lines.with_newlines(source)).readline):
             if token.type == tokenize.COMMENT:
                 line = token.start[0]
                 comments.by_line[line] = token.string
@@ -127,13 +131,13 @@ def add_noqa(source: str, findings: Iterable[Finding], python: bool = True) -> s
         return source
     unsafe = _lines_ending_in_tokens(source) if python else set()
     comments = Comments(source, python)
-    lines = source.splitlines(keepends=True)
+    lines = text_lines.split(source)
     for number, codes in sorted(wanted.items()):
         index = number - 1
         if not 0 <= index < len(lines) or number in unsafe:
             continue
         line = lines[index]
-        body = line.rstrip("\r\n")
+        body = text_lines.strip_break(line)
         ending = line[len(body):]
         if body.rstrip().endswith("\\"):
             continue
@@ -154,10 +158,10 @@ def _lines_ending_in_tokens(source: str) -> set[int]:
     """Line numbers whose end falls inside a multi-line token (a triple-quoted string)."""
     inside: set[int] = set()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text_lines.with_newlines(source)).readline):
             start, end = token.start[0], token.end[0]
             if end > start:
                 inside.update(range(start, end))
     except (tokenize.TokenError, SyntaxError):
-        return set(range(1, source.count("\n") + 2))
+        return set(range(1, len(text_lines.split(source)) + 2))
     return inside

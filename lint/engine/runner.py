@@ -158,9 +158,11 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     elif new_text != text:
         import difflib
 
+        from odelint.files import lines
+
         outcome.new_data = encode(source, new_text)
         outcome.diff = "".join(difflib.unified_diff(
-            text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+            lines.split(text), lines.split(new_text),
             fromfile=f"a/{task.path}", tofile=f"b/{task.path}"))
     if outcome.new_data is not None:
         outcome.read_digest = hashlib.sha256(data).hexdigest()

@@ -298,11 +298,13 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, s
             from odelint.files.notebook import cell_lines
 
             return cell_lines(stdin[1] if stdin is not None and path == stdin[0] else path, cell)
+        from odelint.files import lines
+
         if stdin is not None and path == stdin[0]:
-            return stdin[1].decode("utf-8", errors="replace").splitlines()
+            return lines.bare(stdin[1].decode("utf-8", errors="replace"))
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return handle.read().splitlines()
+            with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+                return lines.bare(handle.read())
         except OSError:
             return None
 

@@ -1,0 +1,147 @@
+"""Regression tests for issue 22's line-handling defects: lines end where Python ends them
+(never at `\\v`, `\\f`, `\\x1c`, U+2028...), CR-only files, notebook imports that must land in
+a cell that runs Python, `%%time` cells."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from odelint.engine import noqa
+from odelint.engine.core import fix_source, lint_source
+from odelint.faces import cli
+from odelint.files import lines, notebook
+
+REMOVED = "y = jax.tree_map(f, t)"  # ODL901, fixed to jax.tree.map
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["check", "--no-cache", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# ---- item 1: only \n, \r\n and \r end a line
+
+@pytest.mark.parametrize("odd", ["\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_add_noqa_never_puts_the_comment_inside_a_string(odd: str) -> None:
+    source = f'import jax\ns = "a{odd}b"; {REMOVED}\nz = 1\n'
+    findings = lint_source(source, "m.py").findings
+    assert [(f.code, f.span.line) for f in findings] == [("ODL901", 2)]
+    added = noqa.add_noqa(source, findings)
+    assert added == f'import jax\ns = "a{odd}b"; {REMOVED}  # noqa: ODL901\nz = 1\n'
+    assert lint_source(added, "m.py").findings == []
+    assert noqa.add_noqa(added, lint_source(added, "m.py").findings) == added
+
+
+def test_split_follows_python() -> None:
+    assert lines.split("a\r\nb\rc\nd\ve\x1cf") == ["a\r\n", "b\r", "c\n", "d\ve\x1cf"]
+    assert lines.bare("a\r\nb\r\r") == ["a", "b", ""]
+    assert lines.split("") == [] and lines.split("\n") == ["\n"]
+
+
+def test_snippet_shows_the_whole_line_with_an_odd_character(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_bytes(f'import jax\ns = "a\x1cb"; {REMOVED}\n'.encode())
+    code, out, _ = run(capsys, "m.py")
+    assert code == 1
+    assert f' 2 | s = "a\x1cb"; {REMOVED}' in out.split("\n")
+
+
+def test_disable_for_this_line_in_the_editor_lands_at_the_line_end() -> None:
+    from odelint.faces.server_text import minimal_edit
+
+    source = f'import jax\ns = "a\u2028b"; {REMOVED}\n'
+    finding = lint_source(source, "m.py").findings[0]
+    edit = minimal_edit(source, noqa.add_noqa(source, [finding]))
+    assert edit is not None and edit.new_text == "  # noqa: ODL901"
+    assert (edit.start.line, edit.start.character) == (1, len(f's = "a\u2028b"; {REMOVED}'))
+
+
+# ---- item 14: CR-only line endings
+
+CR_SOURCE = f"import jax\r{REMOVED}\rz = jax.tree_map(g, t)  # noqa\r"
+
+
+def test_noqa_is_honoured_in_a_cr_only_file() -> None:
+    assert [(f.code, f.span.line) for f in lint_source(CR_SOURCE, "m.py").findings] == [("ODL901", 2)]
+    comments = noqa.Comments(CR_SOURCE)
+    assert comments.by_line == {3: "# noqa"}
+
+
+def test_add_noqa_is_idempotent_in_a_cr_only_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_bytes(CR_SOURCE.encode())
+    run(capsys, "--add-noqa", "m.py")
+    once = (tmp_path / "m.py").read_bytes()
+    assert once == f"import jax\r{REMOVED}  # noqa: ODL901\rz = jax.tree_map(g, t)  # noqa\r".encode()
+    run(capsys, "--add-noqa", "m.py")
+    assert (tmp_path / "m.py").read_bytes() == once
+
+
+@pytest.mark.parametrize("ending", ["\r", "\r\n", "\n"])
+def test_fix_keeps_the_final_line_break(ending: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_bytes(f"import jax{ending}{REMOVED}{ending}".encode())
+    code, _, _ = run(capsys, "--fix", "m.py")
+    assert code == 0
+    assert (tmp_path / "m.py").read_bytes() == f"import jax{ending}y = jax.tree.map(f, t){ending}".encode()
+    assert fix_source(f"import jax\r{REMOVED}\r", "m.py").source.endswith("\r")
+
+
+def _notebook(*cells: str) -> bytes:
+    document = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": lines.split(text)} for text in cells],
+                "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    return (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode()
+
+
+def test_notebook_cells_with_bare_cr_are_reported_at_the_right_cell_and_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nb.ipynb").write_bytes(_notebook("import jax\rx = 1\r", f"a = 1\rb = 2\r{REMOVED}\r"))
+    code, out, _ = run(capsys, "--quiet", "nb.ipynb")
+    assert code == 1
+    assert out.startswith("nb.ipynb:cell 2:3:5: ODL901")
+
+
+# ---- item 2: an import a notebook fix adds runs Python, in or before the cell that needs it
+
+IMPORTS = "from equinox.nn import MLP\nfrom optax import adam as Adam\n"
+USE = "def main(key):\n    model = MLP(2, 2, 8, 1, key=key)\n    return Adam(1e-3).init(model)\n"
+
+
+@pytest.mark.parametrize("magic", ["%%bash\necho hi\n", "%%writefile out.txt\nhello\n", "%%capture\nprint(1)\n"])
+def test_an_added_import_never_lands_in_a_cell_magic_or_an_earlier_cell(
+        magic: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nb.ipynb").write_bytes(_notebook(IMPORTS, magic, USE))
+    code, _, _ = run(capsys, "--fix", "nb.ipynb")
+    assert code == 0
+    cells = ["".join(cell["source"]) for cell in json.loads((tmp_path / "nb.ipynb").read_bytes())["cells"]]
+    assert cells[0] == IMPORTS and cells[1] == magic
+    assert cells[2] == "import equinox as eqx\n" + USE.replace(
+        "init(model)", "init(eqx.filter(model, eqx.is_array))")
+
+
+def test_an_added_import_goes_after_the_time_line_of_a_time_cell() -> None:
+    book = notebook.read(_notebook(IMPORTS, "%%time\n" + USE))
+    fixed = fix_source(book.source, "nb.ipynb").source
+    texts = book.cell_texts(fixed)
+    assert texts[0] == IMPORTS
+    assert texts[1].startswith("%%time\nimport equinox as eqx\ndef main(key):")
+
+
+# ---- item 21: %%time / %%timeit bodies are Python
+
+@pytest.mark.parametrize("magic", ["%%time", "%%timeit -n 1", "\n%%time"])
+def test_time_cells_are_linted(magic: str) -> None:
+    book = notebook.read(_notebook("import jax\n", f"{magic}\n{REMOVED}\n"))
+    findings = lint_source(book.source, "nb.ipynb").findings
+    assert [book.locate(f.span.line) for f in findings] == [(2, magic.count("\n") + 2)]
+    foreign = notebook.read(_notebook("import jax\n", f"%%bash\n{REMOVED}\n"))
+    assert lint_source(foreign.source, "nb.ipynb").findings == []
