@@ -29,7 +29,7 @@ from odelint.engine.incremental import IncrementalParser
 from odelint.faces import server_notebook
 from odelint.faces.server_text import Lines, minimal_edit
 from odelint.files.config import ConfigError, ConfigResolver, Overrides
-from pygls.exceptions import JsonRpcException, JsonRpcParseError
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
@@ -70,8 +70,15 @@ class _Protocol(LanguageServerProtocol):
             return _ANSWERED
 
     def handle_message(self, message) -> None:
-        if message is not _ANSWERED:
-            super().handle_message(message)
+        if message is _ANSWERED:
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
+            # pygls drops it; the spec wants InvalidRequest for every request after `shutdown`
+            self._send_response(message.id, error=JsonRpcInvalidRequest(
+                f"the server has shut down; {method} is not served (send `exit`)").to_response_error())
+            return
+        super().handle_message(message)
 
 
 class OdelintServer(LanguageServer):
