@@ -145,3 +145,76 @@ def test_time_cells_are_linted(magic: str) -> None:
     assert [book.locate(f.span.line) for f in findings] == [(2, magic.count("\n") + 2)]
     foreign = notebook.read(_notebook("import jax\n", f"%%bash\n{REMOVED}\n"))
     assert lint_source(foreign.source, "nb.ipynb").findings == []
+
+
+# ---- item 20: Ruff's habits on the command line
+
+ADAM = ("import equinox as eqx\nimport jax\nimport optax\n\n"
+        "model = eqx.nn.MLP(2, 2, 16, 2, key=jax.random.PRNGKey(0))\n"
+        "optim = optax.adam(1e-3)\nopt_state = optim.init(model)\n" + REMOVED + "\n")  # ODL201 and ODL901
+
+
+@pytest.fixture
+def adam(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(ADAM)
+    return tmp_path
+
+
+def _codes(out: str) -> list[str]:
+    return [line.split()[1] for line in out.splitlines() if line.startswith("train.py:")]
+
+
+def test_repeated_selection_flags_accumulate(adam: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _codes(run(capsys, "--select", "ODL201", "--select", "ODL901", "train.py")[1]) == ["ODL201", "ODL901"]
+    assert _codes(run(capsys, "--ignore", "ODL201", "--ignore", "ODL901", "train.py")[1]) == []
+    assert _codes(run(capsys, "--select", "ODL7", "--extend-select", "ODL201", "--extend-select", "ODL901",
+                      "train.py")[1]) == ["ODL201", "ODL901"]
+
+
+def test_stdin_filename_alone_reads_stdin(adam: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (adam / "other.py").write_text("import jax\nz = jax.tree_map(f, t)\n")
+    monkeypatch.setattr("sys.stdin", _Stdin(b"import jax\n" + REMOVED.encode() + b"\n"))
+    code, out, _ = run(capsys, "--stdin-filename", "piped.py")
+    assert code == 1
+    assert out.startswith("piped.py:2:5: ODL901") and "other.py" not in out
+
+
+def test_fix_on_stdin_reports_what_remains_on_stderr(adam: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    source = "import jax\nimport optax\n" + REMOVED + "\noptim = optax.adamw(1e-3)\nu = optim.update(g, None)\n"
+    monkeypatch.setattr("sys.stdin", _Stdin(source.encode()))
+    code, out, err = run(capsys, "--fix", "-")
+    assert out == source.replace("jax.tree_map", "jax.tree.map")  # stdout: the fixed code only
+    assert code == 1
+    assert "-:5:5: ODL203" in err and "Found 2 findings (1 fixed, 1 remaining)." in err
+
+
+class _Stdin:
+    def __init__(self, data: bytes) -> None:
+        import io
+
+        self.buffer = io.BytesIO(data)
+
+
+def test_a_mistyped_command_is_an_error_with_a_suggestion(adam: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["chek", "."])
+    err = capsys.readouterr().err
+    assert code == 2 and err == "odelint: error: unknown command 'chek'; did you mean `odelint check`?\n"
+    (adam / "chek").mkdir()  # a folder of that name is a path, as before
+    assert cli.main(["chek"]) == 0
+
+
+def test_a_noqa_prefix_suppresses_under_check_as_under_flake8() -> None:
+    source = ADAM.replace("init(model)", "init(model)  # noqa: ODL2").replace(REMOVED, REMOVED + "  # noqa:ODL9")
+    assert lint_source(source, "train.py").findings == []
+    assert [f.code for f in lint_source(source.replace("ODL2\n", "ODL3\n"), "train.py").findings] == ["ODL201"]
+
+
+def test_add_noqa_says_how_many_comments_it_added(adam: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--add-noqa", "train.py")
+    assert code == 0
+    assert out == "Added 2 noqa directives.\n"
+    code, out, _ = run(capsys, "--add-noqa", "train.py")
+    assert out == "Added 0 noqa directives.\n"

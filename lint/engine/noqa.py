@@ -154,6 +154,11 @@ def add_noqa(source: str, findings: Iterable[Finding], python: bool = True) -> s
     return "".join(lines)
 
 
+def added(before: str, after: str) -> int:
+    """How many lines `add_noqa` gave a comment (it never adds or removes a line)."""
+    return sum(old != new for old, new in zip(text_lines.split(before), text_lines.split(after)))
+
+
 def _lines_ending_in_tokens(source: str) -> set[int]:
     """Line numbers whose end falls inside a multi-line token (a triple-quoted string)."""
     inside: set[int] = set()

@@ -140,6 +140,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
             findings, crashes, new_text = result.findings, result.crashes, text
             if task.mode == ADD_NOQA:
                 new_text = noqa.add_noqa(text, findings, python)
+                outcome.applied = noqa.added(text, new_text)
                 if new_text != text:
                     findings = engine.lint_source(new_text, task.path, task.codes, python=python,
                                                   versions=task.versions).findings

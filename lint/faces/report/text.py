@@ -14,7 +14,8 @@ SNIPPET_WIDTH = 160
 
 def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] | None] = lambda path: None,
            unsafe_fixes: bool = False, quiet: bool = False, fixed: int = 0, internal_errors: int = 0,
-           show_fixes: bool = False, paint: Paint = plain, files: int | None = None, **_) -> str:
+           show_fixes: bool = False, paint: Paint = plain, files: int | None = None, summary: bool = True,
+           **_) -> str:
     out: list[str] = []
     for finding in findings:
         marker = paint(" [*]", "fix") if _offered(finding, unsafe_fixes) else ""
@@ -26,8 +27,8 @@ def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] |
             out.extend(_snippet(finding, lines, paint))
             if show_fixes and finding.fix is not None:
                 out.append(paint(f"   = fix ({finding.fix.safety.value}): {finding.fix.description}", "fix"))
-    if not quiet:
-        out.append(paint(summary(findings, unsafe_fixes, fixed=fixed, internal_errors=internal_errors, files=files),
+    if not quiet and summary:
+        out.append(paint(summarise(findings, unsafe_fixes, fixed=fixed, internal_errors=internal_errors, files=files),
                          "summary"))
     return "\n".join(out) + ("\n" if out else "")
 
@@ -62,7 +63,7 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def summary(findings: Sequence[Finding], unsafe_fixes: bool, *, fixed: int = 0, internal_errors: int = 0,
+def summarise(findings: Sequence[Finding], unsafe_fixes: bool, *, fixed: int = 0, internal_errors: int = 0,
             files: int | None = None) -> str:
     """Ruff's summary: what was found (and fixed), what could not be checked, what `--fix` can do.
     "All checks passed!" only when every file was read and nothing is left to report, and
