@@ -186,7 +186,7 @@ def test_sarif_output_is_valid_sarif_2_1_0(project: Path) -> None:
 
 def test_github_annotations(project: Path) -> None:
     lines = odelint("check", "pkg", "--format", "github", cwd=project).stdout.splitlines()
-    assert lines[0].startswith("::error title=odelint (ODL201),file=pkg/train.py,line=6,col=24,endLine=6,"
+    assert lines[0].startswith("::warning title=odelint (ODL201),file=pkg/train.py,line=6,col=24,endLine=6,"
                                "endColumn=29::ODL201 `optim.init` gets")
     assert len(lines) == 3
 

@@ -218,3 +218,58 @@ def test_add_noqa_says_how_many_comments_it_added(adam: Path, capsys: pytest.Cap
     assert out == "Added 2 noqa directives.\n"
     code, out, _ = run(capsys, "--add-noqa", "train.py")
     assert out == "Added 0 noqa directives.\n"
+
+
+# ---- item 21: output habits, one severity, docs that render
+
+def test_concise_format_is_one_line_per_finding(adam: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for flag in ("--output-format", "--format"):
+        code, out, _ = run(capsys, flag, "concise", "train.py")
+        assert code == 1
+        lines = out.splitlines()
+        assert [line.split()[1] for line in lines[:2]] == ["ODL201", "ODL901"]
+        assert lines[0].startswith("train.py:7:24: ODL201 [*] ") and lines[1].startswith("train.py:8:5: ODL901 [*] ")
+        assert lines[2] == "Found 2 findings." and not any(" | " in line for line in lines)
+
+
+def test_one_severity_in_sarif_github_and_the_server(adam: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from odelint.faces.server_lsp import diagnostic
+    from odelint.faces.server_text import Lines
+
+    (adam / "broken.py").write_text("def f(:\n")
+    _, out, _ = run(capsys, "--format", "sarif", "train.py", "broken.py")
+    [sarif] = json.loads(out)["runs"]
+    levels = {result["ruleId"]: result["level"] for result in sarif["results"]}
+    assert levels == {"ODL000": "error", "ODL201": "warning", "ODL901": "warning"}
+    assert {rule["id"]: rule["defaultConfiguration"]["level"] for rule in sarif["tool"]["driver"]["rules"]} == levels
+    _, out, _ = run(capsys, "--format", "github", "train.py", "broken.py")
+    assert [line.split(" ", 1)[0] for line in out.splitlines()] == ["::error", "::warning", "::warning"]
+    from lsprotocol import types
+
+    findings = lint_source(ADAM, "train.py").findings + lint_source("def f(:\n", "broken.py").findings
+    shown = {f.code: diagnostic(f, Lines(ADAM)).severity for f in findings}
+    assert shown == {"ODL201": types.DiagnosticSeverity.Warning, "ODL901": types.DiagnosticSeverity.Warning,
+                     "ODL000": types.DiagnosticSeverity.Error}
+
+
+def test_no_rule_page_turns_into_a_code_block() -> None:
+    """A docstring line indented less than the rest stops the dedent: Markdown then shows the
+    whole page as code (ODL707 did)."""
+    from odelint.api.registry import all_rules
+
+    for rule in all_rules():
+        headings = [line for line in rule.docs().split("\n") if line.lstrip().startswith("## ")]
+        assert headings and all(line.startswith("## ") for line in headings), rule.code
+
+
+def test_readme_fix_column_agrees_with_the_rules_listing() -> None:
+    from odelint.api import docs
+    from odelint.api.registry import rule_infos
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    rows = {cells[1]: cells[3] for line in readme.splitlines()
+            if len(cells := [cell.strip() for cell in line.split("|")]) > 4 and cells[1].startswith("ODL")}
+    for rule in rule_infos():
+        if rule.code in rows:
+            assert rows[rule.code] == (rule.fix_safety.value if rule.fix_safety else "–"), rule.code
+    assert docs.fix_label  # the listing's label is built from the same fix_safety

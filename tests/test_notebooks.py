@@ -166,7 +166,7 @@ def test_machine_formats_carry_the_cell(project: Path, capsys, fmt: str) -> None
         assert location["logicalLocations"][0]["name"] == "cell 3"
         assert result["properties"] == {"cell": 3}
     else:
-        assert out.startswith("::error title=odelint (ODL201),file=train.ipynb,line=3,col=24,")
+        assert out.startswith("::warning title=odelint (ODL201),file=train.ipynb,line=3,col=24,")
         assert "::cell 3: ODL201 " in out
 
 

@@ -16,6 +16,17 @@ class Safety(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
+# One severity everywhere (the server's diagnostics, SARIF levels, GitHub annotations): a
+# finding is a warning the author decides about; a file that does not parse (ODL000) or cannot
+# be read (ODL001) is an error, since nothing in it was checked.
+ERROR, WARNING = "error", "warning"
+ERROR_CODES = frozenset({"ODL000", "ODL001"})
+
+
+def severity(code: str) -> str:
+    return ERROR if code in ERROR_CODES else WARNING
+
+
 @dataclasses.dataclass(frozen=True, order=True)
 class Span:
     """1-based line and column of the start, and the end (exclusive column), as editors show them."""
@@ -75,6 +86,10 @@ class Finding:
     @property
     def fixable(self) -> bool:
         return self.fix is not None
+
+    @property
+    def severity(self) -> str:
+        return severity(self.code)
 
     @property
     def fix_safety(self) -> str | None:

@@ -286,7 +286,7 @@ def _output(args: argparse.Namespace) -> Iterator[tuple[TextIO, colour.Paint]]:
     from odelint.faces import colour
 
     if not args.output_file:
-        yield sys.stdout, colour.painter(args.format == "text" and colour.wanted(sys.stdout))
+        yield sys.stdout, colour.painter(args.format in ("text", "concise") and colour.wanted(sys.stdout))
         return
     folder = os.path.dirname(os.path.abspath(args.output_file))
     try:
@@ -337,7 +337,7 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, s
     # Files that could not be read or linted are findings too (ODL001), in every format.
     shown = sorted([*result.findings, *(IoErrorRule.finding(path, reason) for path, reason in result.errors)],
                    key=Finding.sort_key)
-    if args.format == "text" and args.statistics:
+    if args.format in ("text", "concise") and args.statistics:
         stream.write(text_report.statistics(shown, unsafe_shown))
     else:
         stream.write(report.render(args.format, shown, lines_of=lines_of, unsafe_fixes=unsafe_shown,
@@ -345,9 +345,9 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, s
                                    fixed=result.fixes_applied, internal_errors=len(result.internal_errors),
                                    show_fixes=args.show_fixes and not args.fix, paint=paint, files=result.files,
                                    summary=not args.add_noqa))
-    if args.format == "text" and args.show_fixes and args.fix:
+    if args.format in ("text", "concise") and args.show_fixes and args.fix:
         stream.write(text_report.fixed_listing(result.fixed_by_file))
-    if args.format == "text" and not args.quiet and args.add_noqa:
+    if args.format in ("text", "concise") and not args.quiet and args.add_noqa:
         added = result.fixes_applied
         print(f"Added {added} noqa directive{'' if added == 1 else 's'}.", file=stream)
 

@@ -20,7 +20,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from odelint import __version__
 from odelint.api import docs
-from odelint.api.finding import Finding, Safety
+from odelint.api.finding import ERROR, Finding, Safety
 from odelint.api.registry import SyntaxErrorRule, all_rules, file_patterns, rules_by_code
 from odelint.engine import noqa
 from odelint.engine.collector import IdleCollector
@@ -324,8 +324,7 @@ def diagnostic(finding: Finding, lines: Lines) -> types.Diagnostic:
     return types.Diagnostic(
         range=types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character)),
         message=finding.message,
-        severity=types.DiagnosticSeverity.Error if finding.code == SyntaxErrorRule.code
-        else types.DiagnosticSeverity.Warning,
+        severity=types.DiagnosticSeverity.Error if finding.severity == ERROR else types.DiagnosticSeverity.Warning,
         code=finding.code,
         code_description=types.CodeDescription(href=docs.url(rule)) if rule is not None else None,
         source="odelint",

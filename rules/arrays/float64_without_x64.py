@@ -40,7 +40,7 @@ class Float64WithoutX64(Rule):
     `jax.random` call, `x.astype(jnp.float64)` on a JAX array and `jnp.float64(...)` in a
     file that never enables 64-bit mode (no `jax_enable_x64`, `JAX_ENABLE_X64` or
     `jax.enable_x64` / `jax.experimental.enable_x64` anywhere in it). NumPy's own
-`np.float64(x)` is a 64-bit NumPy scalar and is not flagged. Also flags
+    `np.float64(x)` is a 64-bit NumPy scalar and is not flagged. Also flags
     `jax.config.update("jax_enable_x64", True)` placed after code of the same block (the
     module's top level, or one function body) that already created JAX arrays, unless the
     same block switches it off again later (a deliberate 64-bit section after a 32-bit run).

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from odelint import __version__
 from odelint.api.docs import DOCS_URL, url
-from odelint.api.finding import Finding
+from odelint.api.finding import Finding, severity
 from odelint.api.registry import rule_infos
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -32,7 +32,7 @@ def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (
             "shortDescription": {"text": summary},
             "fullDescription": {"text": rule.docs() if rule else summary},
             "helpUri": url(rule) if rule else DOCS_URL,
-            "defaultConfiguration": {"level": "error"},
+            "defaultConfiguration": {"level": severity(code)},
             "properties": {"fixable": bool(rule and rule.fix_safety)},
         })
     index = {code: position for position, code in enumerate(codes)}
@@ -43,7 +43,7 @@ def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (
             "region": {"startLine": f.span.line, "startColumn": f.span.column,
                        "endLine": f.span.end_line, "endColumn": max(f.span.end_column, f.span.column)},
         }}
-        result: dict = {"ruleId": f.code, "ruleIndex": index[f.code], "level": "error",
+        result: dict = {"ruleId": f.code, "ruleIndex": index[f.code], "level": f.severity,
                         "message": {"text": f.message}, "locations": [location]}
         if f.cell is not None:  # a notebook: the region's lines count within this cell
             location["logicalLocations"] = [{"name": f"cell {f.cell}", "fullyQualifiedName": f"{_uri(f.path)}:cell "

@@ -15,14 +15,14 @@ SNIPPET_WIDTH = 160
 def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] | None] = lambda path: None,
            unsafe_fixes: bool = False, quiet: bool = False, fixed: int = 0, internal_errors: int = 0,
            show_fixes: bool = False, paint: Paint = plain, files: int | None = None, summary: bool = True,
-           **_) -> str:
+           snippets: bool = True, **_) -> str:
     out: list[str] = []
     for finding in findings:
         marker = paint(" [*]", "fix") if _offered(finding, unsafe_fixes) else ""
         span = finding.span
         position = paint(f"{where(finding)}:{span.line}:{span.column}:", "path")
         out.append(f"{position} {paint(finding.code, 'code')}{marker} {finding.message}")
-        if not quiet:
+        if not quiet and snippets:
             lines = lines_of(finding.path) if finding.cell is None else lines_of(finding.path, finding.cell)
             out.extend(_snippet(finding, lines, paint))
             if show_fixes and finding.fix is not None:
