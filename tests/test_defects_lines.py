@@ -273,3 +273,64 @@ def test_readme_fix_column_agrees_with_the_rules_listing() -> None:
         if rule.code in rows:
             assert rows[rule.code] == (rule.fix_safety.value if rule.fix_safety else "–"), rule.code
     assert docs.fix_label  # the listing's label is built from the same fix_safety
+
+
+# ---- item 21: related locations ("the key was first used here")
+
+REUSE = ("import jax\n\ndef draw(key):\n    a = jax.random.normal(key, (2,))\n"
+         "    b = jax.random.uniform(key, (2,))\n    return a + b\n")
+
+
+def test_key_reuse_carries_where_the_key_was_first_used() -> None:
+    [finding] = lint_source(REUSE, "m.py").findings
+    assert finding.code == "ODL704" and finding.span.line == 5
+    [related] = finding.related
+    assert (related.span.line, related.span.column) == (4, 9)
+    assert related.message == "the key `key` was first used here, by `jax.random.normal`"
+    from odelint.api.finding import Finding
+
+    assert Finding.from_dict(finding.to_dict()).related == finding.related  # through caches and workers
+
+
+def test_related_locations_in_text_json_and_sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text(REUSE)
+    _, out, _ = run(capsys, "m.py")
+    assert "   = note: m.py:4:9: the key `key` was first used here, by `jax.random.normal`" in out.splitlines()
+    _, out, _ = run(capsys, "--format", "json", "m.py")
+    [shown] = json.loads(out)
+    assert shown["related"] == [{"message": "the key `key` was first used here, by `jax.random.normal`",
+                                 "cell": None, "line": 4, "column": 9, "end_line": 4, "end_column": 37}]
+    _, out, _ = run(capsys, "--format", "sarif", "m.py")
+    [result] = json.loads(out)["runs"][0]["results"]
+    [location] = result["relatedLocations"]
+    assert location["message"]["text"].startswith("the key `key` was first used here")
+    assert location["physicalLocation"]["region"]["startLine"] == 4
+
+
+def test_a_related_location_in_another_cell_names_that_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    cells = ("import jax\nkey = jax.random.key(0)\n", "a = jax.random.normal(key, (2,))\n",
+             "b = jax.random.uniform(key, (2,))\n")
+    (tmp_path / "nb.ipynb").write_bytes(_notebook(*cells))
+    _, out, _ = run(capsys, "--format", "json", "nb.ipynb")
+    [shown] = json.loads(out)
+    assert (shown["cell"], shown["line"]) == (3, 1)
+    assert [(related["cell"], related["line"]) for related in shown["related"]] == [(2, 1)]
+    _, out, _ = run(capsys, "nb.ipynb")
+    assert any(line.startswith("   = note: nb.ipynb:cell 2:1:5: the key `key` was first used here")
+               for line in out.splitlines())
+
+
+def test_the_server_sends_related_information() -> None:
+    from odelint.faces.server_lsp import diagnostic
+    from odelint.faces.server_text import Lines
+
+    [finding] = lint_source(REUSE, "m.py").findings
+    lines = Lines(REUSE)
+    shown = diagnostic(finding, lines, lambda related: ("file:///m.py", lines))
+    [info] = shown.related_information or []
+    assert info.location.uri == "file:///m.py" and info.location.range.start.line == 3
+    assert info.message.startswith("the key `key` was first used here")

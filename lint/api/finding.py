@@ -70,6 +70,26 @@ class Fix:
     build: Callable[[], Edits]
 
 
+@dataclasses.dataclass(frozen=True)
+class Related:
+    """Another place that explains a finding ("the key was first used here"); in a notebook
+    it may lie in another cell than the finding."""
+
+    message: str
+    span: Span
+    node: cst.CSTNode | None = dataclasses.field(default=None, repr=False, compare=False)
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"message": self.message, "cell": self.cell, "line": self.span.line, "column": self.span.column,
+                "end_line": self.span.end_line, "end_column": self.span.end_column}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Related:
+        return cls(data["message"], Span(data["line"], data["column"], data["end_line"], data["end_column"]),
+                   cell=data.get("cell"))
+
+
 @dataclasses.dataclass
 class Finding:
     """One reported problem. `node` and `fix` live only inside the process that parsed the file."""
@@ -82,6 +102,7 @@ class Finding:
     fix: Fix | None = None
     node: cst.CSTNode | None = dataclasses.field(default=None, repr=False, compare=False)
     cell: int | None = None  # in a notebook: the cell (1-based) the span's lines count within
+    related: tuple[Related, ...] = ()  # other places in the same file that explain it
 
     @property
     def fixable(self) -> bool:
@@ -113,6 +134,7 @@ class Finding:
             "fixable": self.fixable,
             "fix_safety": self.fix_safety,
             "fix_description": self.fix.description if self.fix else None,
+            "related": [related.to_dict() for related in self.related],
         }
 
     @classmethod
@@ -125,6 +147,7 @@ class Finding:
             span=Span(data["line"], data["column"], data["end_line"], data["end_column"]),
             path=data["path"],
             cell=data.get("cell"),
+            related=tuple(Related.from_dict(related) for related in data.get("related") or ()),
         )
         if data.get("fixable"):
             finding.fix = Fix(Safety(data["fix_safety"]), data.get("fix_description") or "", _detached)

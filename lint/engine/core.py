@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
-from odelint.analysis.scopes import build_scope_index
+from odelint.analysis.scopes import ScopeIndex, build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
 from odelint.api.rule import NO_VERSIONS, BaseRule, FileContext, Rule, TextRule, all_node_types
@@ -256,20 +256,38 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
             continue
         result.findings.extend(rule.findings)
     if result.findings:
-        _locate(module, source, result.findings, [index.top_of(visited_at.get(id(f))) for f in result.findings])
+        _locate(module, source, result.findings, [index.top_of(visited_at.get(id(f))) for f in result.findings],
+                index)
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
 
 
-def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None]) -> None:
+def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None],
+            index: ScopeIndex) -> None:
     """Positions are computed only for files that have findings, and only around them."""
     located = [(finding, top) for finding, top in zip(findings, tops) if finding.node is not None]
-    positions = locate(module, source, [(finding.node, top) for finding, top in located])
+    wanted: list[tuple[cst.CSTNode, int | None]] = [(finding.node, top) for finding, top in located]  # type: ignore[misc]
+    for finding in findings:
+        wanted.extend((related.node, _top_of(index, related.node)) for related in finding.related if related.node)
+    positions = locate(module, source, wanted)
+
+    def span(node: cst.CSTNode | None) -> Span | None:
+        where = positions.get(node) if node is not None else None
+        return None if where is None else Span(where.start.line, where.start.column + 1, where.end.line,
+                                               where.end.column + 1)
+
     for finding, _ in located:
-        where = positions.get(finding.node)
-        if where is not None:
-            finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+        finding.span = span(finding.node) or finding.span
+    for finding in findings:
+        if finding.related:
+            finding.related = tuple(dataclasses.replace(related, span=span(related.node) or related.span)
+                                    for related in finding.related)
+
+
+def _top_of(index: ScopeIndex, node: cst.CSTNode) -> int | None:
+    """The top-level statement a related node lies in (None: the whole module is positioned)."""
+    return next((index.top_of(site.order) for candidate, site in index.of_type(type(node)) if candidate is node), None)
 
 
 def _crash(code: str, path: str, error: BaseException) -> RuleCrash:

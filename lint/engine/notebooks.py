@@ -15,12 +15,17 @@ def place(findings: Iterable[Finding], notebook: Notebook) -> list[Finding]:
     """The findings with the cell they are in and lines counted within that cell."""
     placed = []
     for finding in findings:
-        cell, line = notebook.locate(finding.span.line)
-        shift = finding.span.line - line
-        span = finding.span
-        placed.append(dataclasses.replace(finding, cell=cell, span=Span(
-            line, span.column, max(line, span.end_line - shift), span.end_column)))
+        cell, span = _in_cell(finding.span, notebook)
+        related = tuple(dataclasses.replace(related, cell=where, span=within)
+                        for related in finding.related for where, within in [_in_cell(related.span, notebook)])
+        placed.append(dataclasses.replace(finding, cell=cell, span=span, related=related))
     return placed
+
+
+def _in_cell(span: Span, notebook: Notebook) -> tuple[int, Span]:
+    cell, line = notebook.locate(span.line)
+    shift = span.line - line
+    return cell, Span(line, span.column, max(line, span.end_line - shift), span.end_column)
 
 
 def cell_diff(path: str, changed: dict[int, tuple[str, str]]) -> str:

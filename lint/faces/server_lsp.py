@@ -20,7 +20,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from odelint import __version__
 from odelint.api import docs
-from odelint.api.finding import ERROR, Finding, Safety
+from odelint.api.finding import ERROR, Finding, Related, Safety, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, file_patterns, rules_by_code
 from odelint.engine import noqa
 from odelint.engine.collector import IdleCollector
@@ -195,7 +195,8 @@ class OdelintServer(LanguageServer):
                                             severity=types.DiagnosticSeverity.Error, source="odelint")]
         else:
             lines = Lines(linted.text, self.encoding)
-            diagnostics = [diagnostic(finding, lines) for finding in linted.findings]
+            diagnostics = [diagnostic(finding, lines, lambda related: (linted.uri, lines))
+                           for finding in linted.findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=linted.uri, diagnostics=diagnostics, version=linted.version))
 
@@ -316,13 +317,26 @@ def offered(finding: Finding, unsafe: bool) -> bool:
     return finding.fix is not None and (unsafe or finding.fix.safety is Safety.SAFE)
 
 
-def diagnostic(finding: Finding, lines: Lines) -> types.Diagnostic:
-    span = finding.span
+def lsp_range(span: Span, lines: Lines) -> types.Range:
     start = lines.position(span.line, span.column)
     end = lines.position(span.end_line, span.end_column)
+    return types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character))
+
+
+def diagnostic(finding: Finding, lines: Lines,
+               where: Callable[[Related], tuple[str, Lines] | None] | None = None) -> types.Diagnostic:
+    """The finding as LSP shows it; `where` gives the document (URI and lines) a related
+    location lies in, for `relatedInformation` ("the key was first used here")."""
     rule = rules_by_code().get(finding.code)
+    related = []
+    for other in finding.related if where is not None else ():
+        document = where(other)
+        if document is not None:
+            related.append(types.DiagnosticRelatedInformation(
+                types.Location(document[0], lsp_range(other.span, document[1])), other.message))
     return types.Diagnostic(
-        range=types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character)),
+        range=lsp_range(finding.span, lines),
+        related_information=related or None,
         message=finding.message,
         severity=types.DiagnosticSeverity.Error if finding.severity == ERROR else types.DiagnosticSeverity.Warning,
         code=finding.code,

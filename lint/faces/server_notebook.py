@@ -104,7 +104,8 @@ async def refresh(ls: OdelintServer, uri: str) -> LintedNotebook | None:
     for finding in state.placed:
         number = finding.cell or 0
         if number in uris:
-            by_cell[uris[number]].append(_lsp().diagnostic(finding, state.lines(number, ls.encoding)))
+            by_cell[uris[number]].append(_lsp().diagnostic(finding, state.lines(number, ls.encoding), lambda related: (
+                uris[related.cell], state.lines(related.cell, ls.encoding)) if related.cell in uris else None))
     previous = ls.notebooks.get(unquote(uri))
     for cell_uri in set(previous.uris.values() if previous else ()) - set(by_cell):
         by_cell[cell_uri] = []  # a cell deleted, or no longer Python: clear what it showed

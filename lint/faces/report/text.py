@@ -25,6 +25,8 @@ def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] |
         if not quiet and snippets:
             lines = lines_of(finding.path) if finding.cell is None else lines_of(finding.path, finding.cell)
             out.extend(_snippet(finding, lines, paint))
+            out.extend(paint(f"   = note: {where(finding, related.cell)}:{related.span.line}:{related.span.column}: "
+                             f"{related.message}", "gutter") for related in finding.related)
             if show_fixes and finding.fix is not None:
                 out.append(paint(f"   = fix ({finding.fix.safety.value}): {finding.fix.description}", "fix"))
     if not quiet and summary:
@@ -33,9 +35,11 @@ def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] |
     return "\n".join(out) + ("\n" if out else "")
 
 
-def where(finding: Finding) -> str:
-    """`train.py`, or `nb.ipynb:cell 3` for a notebook (its lines count within the cell)."""
-    return finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
+def where(finding: Finding, cell: int | None = None) -> str:
+    """`train.py`, or `nb.ipynb:cell 3` for a notebook (its lines count within the cell);
+    `cell` names another cell of the finding's notebook (a related location's)."""
+    cell = finding.cell if cell is None else cell
+    return finding.path if cell is None else f"{finding.path}:cell {cell}"
 
 
 def _offered(finding: Finding, unsafe_fixes: bool) -> bool:
