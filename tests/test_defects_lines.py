@@ -334,3 +334,47 @@ def test_the_server_sends_related_information() -> None:
     [info] = shown.related_information or []
     assert info.location.uri == "file:///m.py" and info.location.range.start.line == 3
     assert info.message.startswith("the key `key` was first used here")
+
+
+# ---- item 21: ODL002, unused noqa (off by default, as Ruff's RUF100)
+
+STALE = (f"import jax\n\n{REMOVED}  # noqa: ODL901\nz = 1  # noqa: ODL201, E501\nw = 2  # noqa: ODL201\n"
+         "v = 3  # noqa\nu = 4  # noqa: ODL201 kept for the old optimiser\n")
+
+
+def test_unused_noqa_is_off_by_default_and_found_when_selected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text(STALE)
+    code, out, _ = run(capsys, "m.py")
+    assert code == 0 and "All checks passed!" in out
+    code, out, _ = run(capsys, "--extend-select", "ODL002", "--output-format", "concise", "m.py")
+    assert code == 1
+    assert out.splitlines()[:3] == [
+        "m.py:4:8: ODL002 [*] `# noqa` names ODL201, but no ODL201 finding is on this line",
+        "m.py:5:8: ODL002 [*] `# noqa` names ODL201, but no ODL201 finding is on this line",
+        "m.py:7:8: ODL002 `# noqa` names ODL201, but no ODL201 finding is on this line"]  # other words: no fix
+
+
+def test_fix_removes_unused_noqa_codes_and_is_idempotent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.odelint]\nextend-select = ["ODL002"]\n')
+    (tmp_path / "m.py").write_text(STALE)
+    code, out, _ = run(capsys, "--fix", "m.py")
+    assert (tmp_path / "m.py").read_text() == STALE.replace("# noqa: ODL201, E501", "# noqa: E501").replace(
+        "w = 2  # noqa: ODL201\n", "w = 2\n")
+    assert code == 1 and "Found 3 findings (2 fixed, 1 remaining)." in out
+    once = (tmp_path / "m.py").read_text()
+    run(capsys, "--fix", "m.py")
+    assert (tmp_path / "m.py").read_text() == once
+
+
+def test_only_selectors_that_name_odl002_turn_it_on() -> None:
+    from odelint.files.selection import Layer, resolve
+
+    codes = ["ODL000", "ODL002", "ODL201"]
+    assert resolve(codes, []) == {"ODL000", "ODL201"}
+    assert resolve(codes, [Layer(None, ("ODL002",), ())]) == set(codes)
+    assert resolve(codes, [Layer(("ALL",), (), ())]) == set(codes)
+    assert resolve(codes, [Layer(("ODL2",), (), ())]) == {"ODL201"}

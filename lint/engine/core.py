@@ -92,10 +92,22 @@ def lint_source(source: str, path: str, codes: Collection[str] | None = None,
     read it instead of parsing again."""
     python = is_python_file(path) if python is None else python
     rules = rules_for(path, codes, python)
+    unused = apply_noqa and _checks_unused_noqa(codes)  # ODL002 must see what the directives suppress
     if python:
-        return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate,
-                            parser, versions, tree)
-    return _lint_text(source, path, rules, apply_noqa, gate, versions)
+        result = _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes,
+                              apply_noqa and not unused, gate, parser, versions, tree)
+    else:
+        result = _lint_text(source, path, rules, apply_noqa and not unused, gate, versions)
+    if unused and codes is not None:
+        idle = noqa.unused(result.findings, source, codes, python)
+        kept = noqa.unsuppressed(result.findings, source, python)
+        result.findings = sorted([*kept, *noqa.unused_findings(idle, path)], key=Finding.sort_key)
+    return result
+
+
+def _checks_unused_noqa(codes: Collection[str] | None) -> bool:
+    """ODL002 runs only when selected (it is off by default, as Ruff's RUF100)."""
+    return codes is not None and noqa.UNUSED_CODE in codes
 
 
 def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_noqa: bool = True,
@@ -302,11 +314,33 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
     """Apply fixes until nothing fixable is left (at most MAX_FIX_ROUNDS rounds).
 
     `only` restricts the first round to the fix of one finding (an editor quick fix).
-    A round whose result would not parse is dropped and reported as a crash.
+    A round whose result would not parse is dropped and reported as a crash. Unused noqa
+    codes (ODL002, when selected) are removed from the text once the tree's fixes are made.
     """
+    python = is_python_file(path) if python is None else python
+    if only is not None and only.code == noqa.UNUSED_CODE:
+        fixed = FixResult(source, [])
+    else:
+        fixed = _fix_tree(source, path, codes, unsafe, only, python, versions)
+    if not _checks_unused_noqa(codes) or (only is not None and only.code != noqa.UNUSED_CODE):
+        return fixed
+    assert codes is not None
+    raw = lint_source(fixed.source, path, codes, python, apply_noqa=False, versions=versions).findings
+    idle = [entry for entry in noqa.unused(raw, fixed.source, codes, python)
+            if only is None or entry.line == only.span.line]
+    new_source, removed = noqa.remove_unused(fixed.source, idle)
+    if removed:
+        fixed.applied_codes[noqa.UNUSED_CODE] += removed
+        fixed.applied += removed
+    fixed.source = new_source
+    fixed.findings = lint_source(new_source, path, codes, python, versions=versions).findings
+    return fixed
+
+
+def _fix_tree(source: str, path: str, codes: Collection[str] | None, unsafe: bool, only: Finding | None,
+              python: bool, versions: Mapping[str, Version | None]) -> FixResult:
     from odelint.engine import fix as fixing  # only fixing needs it
 
-    python = is_python_file(path) if python is None else python
     current = source
     applied: Counter[str] = Counter()
     crashes: list[RuleCrash] = []
@@ -315,7 +349,7 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
         crashes.extend(round_crashes)
         if module is None:
             return FixResult(current, findings, applied.total(), crashes, applied)
-        candidates = findings
+        candidates = [f for f in findings if f.code != noqa.UNUSED_CODE]  # fixed as text, afterwards
         if only is not None:
             if round_number > 0:
                 return FixResult(current, findings, applied.total(), crashes, applied)

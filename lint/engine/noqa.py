@@ -10,12 +10,13 @@ only for files that have findings and mention "noqa".
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
-from odelint.api.finding import Finding
+from odelint.api.finding import Edits, Finding
 from odelint.files import lines as text_lines
 
 NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -170,3 +171,91 @@ def _lines_ending_in_tokens(source: str) -> set[int]:
     except (tokenize.TokenError, SyntaxError):
         return set(range(1, len(text_lines.split(source)) + 2))
     return inside
+
+
+UNUSED_CODE = "ODL002"
+_FULL_CODE = re.compile(r"ODL[0-9]{3}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Unused:
+    """A line-level directive naming odelint codes that suppress nothing on its line."""
+
+    line: int
+    column: int  # 0-based, where the comment starts
+    comment: str
+    codes: tuple[str, ...]
+
+    @property
+    def removable(self) -> bool:
+        """Whether the comment is the directive alone, so dropping its last code may drop it."""
+        match = NOQA.match(self.comment)
+        return match is not None and not self.comment[match.end():].strip()
+
+
+def unused(findings: Iterable[Finding], source: str, enabled: Collection[str], python: bool = True) -> list[Unused]:
+    """The directives whose named odelint codes match no finding on their line. `findings`
+    are every finding before suppression. Only full codes of enabled rules count: another
+    linter's codes, a bare `# noqa` and codes of rules that did not run may serve someone else."""
+    if "noqa" not in source.lower():
+        return []
+    comments = Comments(source, python)
+    found: dict[int, set[str]] = {}
+    for finding in findings:
+        found.setdefault(finding.span.line, set()).add(finding.code)
+    texts = text_lines.bare(source)
+    result = []
+    for line, comment in sorted(comments.by_line.items()):
+        codes = directive(comment)
+        if codes is None or codes is ALL or line in comments.own_line or line > len(texts):
+            continue
+        named = [code.upper() for code in _CODE.findall(NOQA.search(comment).group("codes") or "")]  # type: ignore[union-attr]
+        idle = tuple(code for code in named if _FULL_CODE.fullmatch(code) and code != UNUSED_CODE
+                     and code in enabled and not any(seen.startswith(code) for seen in found.get(line, ())))
+        if idle:
+            result.append(Unused(line, texts[line - 1].rfind(comment), comment, idle))
+    return result
+
+
+def unused_findings(entries: Iterable[Unused], path: str) -> list[Finding]:
+    from odelint.api.finding import Fix, Safety, Span
+
+    findings = []
+    for entry in entries:
+        named = ", ".join(entry.codes)
+        which = f"no {named} finding is" if len(entry.codes) == 1 else "none of them has a finding"
+        fix = Fix(Safety.SAFE, f"remove {named} from the `# noqa`", _as_text) if entry.removable or len(
+            entry.codes) < len(directive(entry.comment) or ()) else None
+        findings.append(Finding(UNUSED_CODE, "unused-noqa", f"`# noqa` names {named}, but {which} on this line",
+                                Span(entry.line, entry.column + 1, entry.line, entry.column + 1 + len(entry.comment)),
+                                path, fix=fix))
+    return findings
+
+
+def _as_text() -> Edits:
+    raise RuntimeError("an unused noqa is removed from the text (odelint.engine.noqa.remove_unused), not the tree")
+
+
+def remove_unused(source: str, entries: Iterable[Unused]) -> tuple[str, int]:
+    """The source without the unused codes (a directive left with none goes, with the blanks
+    before it), and how many directives changed."""
+    lines = text_lines.split(source)
+    changed = 0
+    for entry in entries:
+        line = lines[entry.line - 1]
+        body, ending = text_lines.strip_break(line), text_lines.ending(line)
+        if not body[entry.column:].startswith(entry.comment):
+            continue
+        match = NOQA.match(entry.comment)
+        named = _CODE.findall(match.group("codes") or "") if match else []
+        kept = [code for code in named if code.upper() not in entry.codes]
+        if kept:
+            comment = NOQA.sub(f"# noqa: {', '.join(kept)}", entry.comment, count=1)
+            body = body[:entry.column] + comment + body[entry.column + len(entry.comment):]
+        elif entry.removable:
+            body = body[:entry.column].rstrip()
+        else:
+            continue
+        lines[entry.line - 1] = body + ending
+        changed += 1
+    return "".join(lines), changed
