@@ -378,3 +378,33 @@ def test_only_selectors_that_name_odl002_turn_it_on() -> None:
     assert resolve(codes, [Layer(None, ("ODL002",), ())]) == set(codes)
     assert resolve(codes, [Layer(("ALL",), (), ())]) == set(codes)
     assert resolve(codes, [Layer(("ODL2",), (), ())]) == {"ODL201"}
+
+
+# ---- item 21: --show-files and --show-settings
+
+def test_show_files_lists_what_would_be_linted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(REMOVED + "\n")
+    (tmp_path / "nb.ipynb").write_bytes(_notebook("x = 1\n"))
+    (tmp_path / "notes.md").write_text("# notes\n")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "site.py").write_text("x = 1\n")
+    code, out, _ = run(capsys, "--show-files")
+    assert code == 0 and out == "nb.ipynb\npkg/train.py\n"
+
+
+def test_show_settings_prints_the_resolved_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.odelint]\nignore = ["ODL2"]\nunsafe-fixes = true\n')
+    (tmp_path / "train.py").write_text(REMOVED + "\n")
+    code, out, _ = run(capsys, "--show-settings", "--extend-select", "ODL002")
+    assert code == 0
+    shown = dict(line.split(":", 1) for line in out.splitlines())
+    assert shown["Resolved settings for"].strip() == "train.py"
+    assert shown["Settings path"].strip() == str(tmp_path / "pyproject.toml")
+    enabled = shown["enabled rules"].strip().split(", ")
+    assert "ODL002" in enabled and "ODL901" in enabled and not any(code.startswith("ODL2") for code in enabled)
+    assert shown["unsafe-fixes"].strip() == "true"

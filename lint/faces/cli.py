@@ -78,6 +78,10 @@ def _check_parser(sub) -> None:
     output.add_argument("--show-fixes", action="store_true", help="show each finding's fix; with --fix, list what "
                         "was fixed")
     output.add_argument("--no-show-fixes", dest="show_fixes", action="store_false")
+    output.add_argument("--show-files", action="store_true", help="list the files that would be linted; lint "
+                        "nothing")
+    output.add_argument("--show-settings", action="store_true", help="print the settings of the first file that "
+                        "would be linted; lint nothing")
     output.add_argument("-q", "--quiet", action="store_true", help="findings only: no snippets, no summary")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     output.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when any fix was applied")
@@ -247,6 +251,16 @@ def _check_once(args: argparse.Namespace) -> int:
     resolver = ConfigResolver(overrides, known_codes())
     mode = _mode(args)
     paths = args.paths or (["-"] if args.stdin_filename else ["."])  # as Ruff: a name for stdin means stdin
+    if args.show_files or args.show_settings:
+        from odelint.faces import show
+
+        if args.show_settings:
+            show.settings(paths, resolver, sys.stdout)
+            return EXIT_CLEAN
+        errors = show.files(paths, resolver, sys.stdout)
+        for path, reason in errors:
+            print(f"odelint: error: {path}: {reason}", file=sys.stderr)
+        return EXIT_ERROR if errors else EXIT_CLEAN
     stdin = None
     if "-" in paths:
         stdin = (args.stdin_filename or "-", sys.stdin.buffer.read())
