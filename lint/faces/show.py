@@ -22,13 +22,14 @@ def files(paths: Sequence[str], resolver: ConfigResolver, stream: TextIO) -> lis
 
 
 def settings(paths: Sequence[str], resolver: ConfigResolver, stream: TextIO) -> None:
-    """Print the settings that govern the first file the run would lint (else the current folder)."""
+    """Print the settings that govern the first Python file the run would lint (else the current folder)."""
     from odelint.api.registry import file_patterns
     from odelint.files.discover import discover
     from odelint.files.notebook import SUFFIX
 
     found = discover([path for path in paths if path != "-"], resolver, (*file_patterns(), f"*{SUFFIX}"))
-    first = min((target.path for target in found.targets), default=resolver.cwd)
+    first = min((target.path for target in found.targets), default=resolver.cwd,
+                key=lambda path: (not path.endswith((".py", ".pyi", SUFFIX)), path))  # Python before data files
     chosen = resolver.for_path(first)
     enabled = sorted(chosen.enabled(first))
     rows = [
