@@ -408,3 +408,25 @@ def test_show_settings_prints_the_resolved_settings(tmp_path: Path, monkeypatch:
     enabled = shown["enabled rules"].strip().split(", ")
     assert "ODL002" in enabled and "ODL901" in enabled and not any(code.startswith("ODL2") for code in enabled)
     assert shown["unsafe-fixes"].strip() == "true"
+
+
+# ---- item 20: a configuration error is reported once, at its line in the file
+
+@pytest.mark.parametrize(("table", "line", "reason"), [
+    ('select = ["ODL201"]\nignroe = ["X"]\n', 6, "unknown key(s) in [tool.odelint]: ignroe"),
+    ('select = ["ODL201"\n', 5, "invalid TOML"),
+    ('select = ["ODL201"]\nignore = ["ODL777"]\n', 6, "unknown rule code or prefix 'ODL777'"),
+])
+def test_a_configuration_error_is_reported_once_at_its_line(
+        table: str, line: int, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.odelint]\n' + table)
+    (tmp_path / "pkg").mkdir()
+    for name in ("a.py", "pkg/b.py"):
+        (tmp_path / name).write_text(REMOVED + "\n")
+    for args in ((".",), ("a.py", "pkg/b.py")):
+        code, out, err = run(capsys, *args)
+        assert code == 2 and err == ""
+        [shown] = [text for text in out.splitlines() if ": ODL001 " in text]
+        assert shown.startswith(f"pyproject.toml:{line}:1: ODL001 {reason}")

@@ -81,8 +81,8 @@ class IoErrorRule(BaseRule):
     examples = (Pass("x = 1\n"),)
 
     @classmethod
-    def finding(cls, path: str, reason: str) -> Finding:
-        return Finding(cls.code, cls.name, reason, Span(1, 1, 1, 1), path)
+    def finding(cls, path: str, reason: str, line: int = 1) -> Finding:
+        return Finding(cls.code, cls.name, reason, Span(line, 1, line, 1), path)
 
 
 class UnusedNoqaRule(BaseRule):

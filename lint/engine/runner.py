@@ -24,7 +24,7 @@ from odelint.engine.collector import fewer_collections
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
-from odelint.files.discover import Target, discover
+from odelint.files.discover import Target, discover, shown_path
 from odelint.files.fileio import SourceError, atomic_write, decode, encode
 from odelint.files.kinds import NOT_LINTED, NOTEBOOK, PYTHON, TEXT, kind_of
 from odelint.files.notebook import SUFFIX, Notebook, NotebookError, NotPythonNotebook
@@ -90,6 +90,7 @@ class RunResult:
     files: int = 0
     stdout_data: bytes | None = None  # fixed stdin, for `--fix -`
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (path, why): warnings
+    config_errors: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # (path, why) -> line
 
 
 def process(task: Task) -> Outcome:
@@ -242,6 +243,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     result = RunResult()
     discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{SUFFIX}"))
     result.errors.extend(discovered.errors)
+    result.config_errors.update(discovered.config_errors)
     targets = list(discovered.targets)
     if stdin is not None:
         targets.append(Target(stdin[0], True))
@@ -253,8 +255,11 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     for target in targets:
         try:
             settings = resolver.for_path(target.path if target.path != "-" else resolver.cwd)
-        except ConfigError as error:
-            result.errors.append((target.path, str(error)))
+        except ConfigError as error:  # reported once, at the configuration file's line
+            where = shown_path(error.path) if error.path else target.path
+            if (where, error.reason) not in result.config_errors:
+                result.config_errors[(where, error.reason)] = error.line
+                result.errors.append((where, error.reason))
             continue
         codes = settings.enabled(target.path)
         kind = kind_of(target.path)

@@ -274,7 +274,8 @@ def _check_once(args: argparse.Namespace) -> int:
     for path, reason in result.skipped:
         print(f"odelint: warning: {path}: {reason}", file=sys.stderr)
     for path, reason in result.errors:
-        print(f"odelint: error: {path}: {reason}", file=sys.stderr)
+        if (path, reason) not in result.config_errors:  # a configuration error is reported once, as ODL001
+            print(f"odelint: error: {path}: {reason}", file=sys.stderr)
     for path, message in result.internal_errors:
         print(f"odelint: error: {path}: {message}", file=sys.stderr)
     if stdin is not None and mode == runner.FIX:
@@ -349,7 +350,8 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, s
             return None
 
     # Files that could not be read or linted are findings too (ODL001), in every format.
-    shown = sorted([*result.findings, *(IoErrorRule.finding(path, reason) for path, reason in result.errors)],
+    shown = sorted([*result.findings, *(IoErrorRule.finding(path, reason, result.config_errors.get((path, reason), 1))
+                                        for path, reason in result.errors)],
                    key=Finding.sort_key)
     if args.format in ("text", "concise") and args.statistics:
         stream.write(text_report.statistics(shown, unsafe_shown))
