@@ -430,3 +430,17 @@ def test_a_configuration_error_is_reported_once_at_its_line(
         assert code == 2 and err == ""
         [shown] = [text for text in out.splitlines() if ": ODL001 " in text]
         assert shown.startswith(f"pyproject.toml:{line}:1: ODL001 {reason}")
+
+
+# ---- issue 23 item 5: one notebook implementation for the command line and the server
+
+def test_the_file_and_the_editor_share_one_program() -> None:
+    cells = (IMPORTS, "%%bash\necho hi\n", "%%time\n" + USE)
+    book = notebook.read(_notebook(*cells))
+    program = notebook.Program.of(enumerate(cells))  # what the server builds from open cell documents
+    assert isinstance(book, notebook.Program)
+    assert (program.source, program.cells) == (book.source, book.cells)
+    fixed = fix_source(program.source, "nb.ipynb").source
+    assert program.changed(fixed) == book.changed(fixed) == {
+        3: (cells[2], "%%time\nimport equinox as eqx\n" + USE.replace("init(model)",
+                                                                       "init(eqx.filter(model, eqx.is_array))"))}

@@ -73,12 +73,18 @@ class Cell:
 
 
 @dataclasses.dataclass
-class Notebook:
-    raw: str       # the file's text (without a byte order mark)
-    document: dict
+class Program:
+    """Code cells joined into one Python program, and a changed program turned back into
+    cells: the one implementation the command line (a notebook file) and the language server
+    (a notebook open in an editor) share."""
+
     cells: list[Cell]
     source: str    # the joined Python program
-    bom: bool = False
+
+    @classmethod
+    def of(cls, code_cells: Iterable[tuple[int, str]]) -> Program:
+        """The program of (position in the notebook, source) of each code cell."""
+        return cls(*join(code_cells))
 
     def locate(self, line: int) -> tuple[int, int]:
         """(cell number, line within the cell) of a program line (1-based)."""
@@ -154,15 +160,24 @@ class Notebook:
         else:
             raise NotebookError("the notebook has no Python cell to hold the change")
 
+    def changed(self, program: str) -> dict[int, tuple[str, str]]:
+        """{cell number: (old text, new text)} of the cells `program` changes (NotebookError
+        when a change would touch IPython syntax or move lines between cells)."""
+        texts = self.cell_texts(program)
+        return {cell.number: (cell.text, texts[cell.index]) for cell in self.cells if texts[cell.index] != cell.text}
+
+
+@dataclasses.dataclass
+class Notebook(Program):
+    """A notebook file: its program, and what writing a changed program back needs."""
+
+    raw: str = ""  # the file's text (without a byte order mark)
+    document: dict = dataclasses.field(default_factory=dict)
+    bom: bool = False
+
     def rewrite(self, program: str) -> tuple[bytes, dict[int, tuple[str, str]]]:
         """The notebook's new bytes, and {cell number: (old text, new text)} of changed cells."""
-        texts = self.cell_texts(program)
-        changed: dict[int, tuple[str, str]] = {}
-        for cell in self.cells:
-            new = texts[cell.index]
-            if new == cell.text:
-                continue
-            changed[cell.number] = (cell.text, new)
+        changed = self.changed(program)
         if not changed:
             return self._encode(self.raw), {}
         style = self._style()
@@ -221,7 +236,7 @@ def read(data: bytes) -> Notebook:
         raise NotPythonNotebook(f"its kernel language is {language}, not Python; skipped")
     code = [(index, _source(cell.get("source", ""), index)) for index, cell in enumerate(document["cells"])
             if isinstance(cell, dict) and cell.get("cell_type") == "code"]
-    return Notebook(raw, document, *join(code), bom=data.startswith(codecs.BOM_UTF8))
+    return Notebook(*join(code), raw=raw, document=document, bom=data.startswith(codecs.BOM_UTF8))
 
 
 def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:
