@@ -157,7 +157,7 @@ def add_noqa(source: str, findings: Iterable[Finding], python: bool = True) -> s
 
 def added(before: str, after: str) -> int:
     """How many lines `add_noqa` gave a comment (it never adds or removes a line)."""
-    return sum(old != new for old, new in zip(text_lines.split(before), text_lines.split(after)))
+    return sum(old != new for old, new in zip(text_lines.split(before), text_lines.split(after), strict=True))
 
 
 def _lines_ending_in_tokens(source: str) -> set[int]:

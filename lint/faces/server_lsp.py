@@ -15,6 +15,7 @@ import fnmatch
 import json
 import os
 from collections.abc import Callable
+from typing import cast
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -220,7 +221,8 @@ class OdelintServer(LanguageServer):
     def report_server_error(self, error: Exception, source) -> None:
         """A message that is not JSON gets JSON-RPC's parse error (with no id to answer to)."""
         if isinstance(error, json.JSONDecodeError):
-            self.protocol._send_response(None, error=JsonRpcParseError(str(error)).to_response_error())
+            no_id = cast("str | int", None)  # JSON-RPC answers a message it cannot read with id null
+            self.protocol._send_response(no_id, error=JsonRpcParseError(str(error)).to_response_error())
             return
         super().report_server_error(error, source)
 
@@ -329,8 +331,8 @@ def diagnostic(finding: Finding, lines: Lines,
     location lies in, for `relatedInformation` ("the key was first used here")."""
     rule = rules_by_code().get(finding.code)
     related = []
-    for other in finding.related if where is not None else ():
-        document = where(other)
+    for other in finding.related:
+        document = where(other) if where is not None else None
         if document is not None:
             related.append(types.DiagnosticRelatedInformation(
                 types.Location(document[0], lsp_range(other.span, document[1])), other.message))
@@ -399,11 +401,14 @@ def build(debounce: float) -> OdelintServer:
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True))
     async def code_action(ls: OdelintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         if server_notebook.is_cell(ls, params.text_document.uri):
-            return await server_notebook.code_actions(ls, params.text_document.uri, params.range, params.context.only)
+            return await server_notebook.code_actions(
+                ls, params.text_document.uri, params.range,
+                list(params.context.only) if params.context.only is not None else None)
         linted = await ls.current(params.text_document.uri)
         if linted is None or linted.config_error is not None:
             return None
-        return await ls.code_actions(linted, params.range, params.context.only)
+        only = list(params.context.only) if params.context.only is not None else None
+        return await ls.code_actions(linted, params.range, only)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
     async def code_action_resolve(ls: OdelintServer, params: types.CodeAction) -> types.CodeAction:
