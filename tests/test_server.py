@@ -344,3 +344,73 @@ async def test_editor_with_resolve_support_gets_edits_lazily(editor: LanguageCli
     change(editor, uri, ADAM + "\n", 2)
     await published(editor, uri, 2)
     assert (await editor.code_action_resolve_async(fix)).edit is None
+
+
+async def _framed(client: RawClient, body: bytes, length: int) -> None:
+    client.process.stdin.write(b"Content-Length: %d\r\n\r\n" % length + body)
+    await client.process.stdin.drain()
+
+
+@pytest.mark.parametrize("wrong", [-7, +40])
+async def test_a_wrong_content_length_costs_only_that_message(tmp_path, wrong: int):
+    """Too short leaves the body's tail in front of the next header; too long waits for bytes
+    that never come. Either way the server keeps answering, and shutdown/exit still work."""
+    client = await RawClient.start()
+    try:
+        await client.initialize(tmp_path.as_uri())
+        body = b'{"jsonrpc": "2.0", "id": 2, "method": "odelint/no-such-method", "params": {}}'
+        await _framed(client, body, len(body) + wrong)
+        if wrong > 0:  # the whole object arrived and nothing more: it is answered, not waited on
+            assert (await client.wait_for(lambda m: m.get("id") == 2))["error"]["code"] == -32601
+        await client.send({"id": 3, "method": "odelint/no-such-method", "params": {}})
+        assert (await client.wait_for(lambda m: m.get("id") == 3))["error"]["code"] == -32601
+        uri = (tmp_path / "train.py").as_uri()
+        await client.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": ADAM}}})
+        shown = await client.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+        assert [d["code"] for d in shown["params"]["diagnostics"]] == ["ODL201"]
+        await client.send({"id": 5, "method": "shutdown"})
+        await client.wait_for(lambda m: m.get("id") == 5)
+        await client.send({"method": "exit"})
+        assert await asyncio.wait_for(client.process.wait(), 30) == 0
+    finally:
+        await client.close()
+
+
+async def test_a_too_long_message_followed_by_another_is_split_at_the_next_header(tmp_path):
+    client = await RawClient.start()
+    try:
+        await client.initialize(tmp_path.as_uri())
+        first = b'{"jsonrpc": "2.0", "id": 2, "method": "odelint/no-such-method", "params": {}}'
+        second = b'{"jsonrpc": "2.0", "id": 3, "method": "odelint/no-such-method", "params": {}}'
+        client.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(first) + 30, first)
+                                   + b"Content-Length: %d\r\n\r\n%s" % (len(second), second))
+        await client.process.stdin.drain()
+        assert (await client.wait_for(lambda m: m.get("id") == 2))["error"]["code"] == -32601
+        assert (await client.wait_for(lambda m: m.get("id") == 3))["error"]["code"] == -32601
+    finally:
+        await client.close()
+
+
+async def test_requests_after_shutdown_are_invalid_and_exit_codes_follow_the_spec(tmp_path):
+    client = await RawClient.start()
+    try:
+        await client.initialize(tmp_path.as_uri())
+        await client.send({"id": 2, "method": "shutdown"})
+        await client.wait_for(lambda m: m.get("id") == 2)
+        await client.send({"id": 3, "method": "textDocument/codeAction", "params": {
+            "textDocument": {"uri": "file:///x.py"}, "range": {"start": {"line": 0, "character": 0},
+                                                              "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": []}}})
+        assert (await client.wait_for(lambda m: m.get("id") == 3))["error"]["code"] == -32600
+        await client.send({"method": "exit"})
+        assert await asyncio.wait_for(client.process.wait(), 30) == 0
+    finally:
+        await client.close()
+    client = await RawClient.start()
+    try:
+        await client.initialize(tmp_path.as_uri())
+        await client.send({"method": "exit"})
+        assert await asyncio.wait_for(client.process.wait(), 30) == 1
+    finally:
+        await client.close()

@@ -114,3 +114,21 @@ async def test_quick_fix_and_noqa_actions_edit_only_the_cell(client: LanguageCli
         context=types.CodeActionContext(diagnostics=[], only=["source.fixAll.odelint"])))
     [fix_all] = actions
     assert list(fix_all.edit.changes) == [cell_uri(uri, 1)]  # the setup cell with its magics is untouched
+
+
+async def test_fix_all_puts_an_added_import_in_the_cell_that_needs_it_not_a_bash_cell(
+        client: LanguageClient, tmp_path) -> None:
+    uri = (tmp_path / "bash.ipynb").as_uri()
+    code = types.NotebookCellKind.Code
+    imports = "from equinox.nn import MLP\nfrom optax import adam as Adam\n"
+    use = "def main(key):\n    model = MLP(2, 2, 8, 1, key=key)\n    return Adam(1e-3).init(model)\n"
+    open_notebook(client, uri, [(code, "python", imports), (code, "python", "%%bash\necho hi\n"),
+                                (code, "python", use)])
+    [diagnostic] = await published(client, cell_uri(uri, 2), None)
+    assert diagnostic.code == "ODL201"
+    [fix_all] = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(cell_uri(uri, 2)), range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[], only=["source.fixAll.odelint"])))
+    assert list(fix_all.edit.changes) == [cell_uri(uri, 2)]  # neither the imports' cell nor the bash cell
+    assert _apply(use, fix_all.edit.changes[cell_uri(uri, 2)]) == "import equinox as eqx\n" + use.replace(
+        "init(model)", "init(eqx.filter(model, eqx.is_array))")

@@ -16,6 +16,17 @@ class Safety(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
+# One severity everywhere (the server's diagnostics, SARIF levels, GitHub annotations): a
+# finding is a warning the author decides about; a file that does not parse (ODL000) or cannot
+# be read (ODL001) is an error, since nothing in it was checked.
+ERROR, WARNING = "error", "warning"
+ERROR_CODES = frozenset({"ODL000", "ODL001"})
+
+
+def severity(code: str) -> str:
+    return ERROR if code in ERROR_CODES else WARNING
+
+
 @dataclasses.dataclass(frozen=True, order=True)
 class Span:
     """1-based line and column of the start, and the end (exclusive column), as editors show them."""
@@ -59,6 +70,26 @@ class Fix:
     build: Callable[[], Edits]
 
 
+@dataclasses.dataclass(frozen=True)
+class Related:
+    """Another place that explains a finding ("the key was first used here"); in a notebook
+    it may lie in another cell than the finding."""
+
+    message: str
+    span: Span
+    node: cst.CSTNode | None = dataclasses.field(default=None, repr=False, compare=False)
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"message": self.message, "cell": self.cell, "line": self.span.line, "column": self.span.column,
+                "end_line": self.span.end_line, "end_column": self.span.end_column}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Related:
+        return cls(data["message"], Span(data["line"], data["column"], data["end_line"], data["end_column"]),
+                   cell=data.get("cell"))
+
+
 @dataclasses.dataclass
 class Finding:
     """One reported problem. `node` and `fix` live only inside the process that parsed the file."""
@@ -71,10 +102,15 @@ class Finding:
     fix: Fix | None = None
     node: cst.CSTNode | None = dataclasses.field(default=None, repr=False, compare=False)
     cell: int | None = None  # in a notebook: the cell (1-based) the span's lines count within
+    related: tuple[Related, ...] = ()  # other places in the same file that explain it
 
     @property
     def fixable(self) -> bool:
         return self.fix is not None
+
+    @property
+    def severity(self) -> str:
+        return severity(self.code)
 
     @property
     def fix_safety(self) -> str | None:
@@ -98,6 +134,7 @@ class Finding:
             "fixable": self.fixable,
             "fix_safety": self.fix_safety,
             "fix_description": self.fix.description if self.fix else None,
+            "related": [related.to_dict() for related in self.related],
         }
 
     @classmethod
@@ -110,6 +147,7 @@ class Finding:
             span=Span(data["line"], data["column"], data["end_line"], data["end_column"]),
             path=data["path"],
             cell=data.get("cell"),
+            related=tuple(Related.from_dict(related) for related in data.get("related") or ()),
         )
         if data.get("fixable"):
             finding.fix = Fix(Safety(data["fix_safety"]), data.get("fix_description") or "", _detached)

@@ -13,7 +13,7 @@ import importlib
 import os
 
 from odelint.api import rule_index
-from odelint.api.finding import Finding, Span
+from odelint.api.finding import Finding, Safety, Span
 from odelint.api.rule import PYTHON_FILES, BaseRule, Pass, validate_rule
 from odelint.api.rule_index import RuleInfo
 
@@ -81,11 +81,46 @@ class IoErrorRule(BaseRule):
     examples = (Pass("x = 1\n"),)
 
     @classmethod
-    def finding(cls, path: str, reason: str) -> Finding:
-        return Finding(cls.code, cls.name, reason, Span(1, 1, 1, 1), path)
+    def finding(cls, path: str, reason: str, line: int = 1) -> Finding:
+        return Finding(cls.code, cls.name, reason, Span(line, 1, line, 1), path)
 
 
-ENGINE_RULES: tuple[type[BaseRule], ...] = (SyntaxErrorRule, IoErrorRule)
+class UnusedNoqaRule(BaseRule):
+    """Reports `# noqa` codes that suppress nothing (off by default).
+
+    ## What it does
+    Reports a line-level `# noqa: ODLnnn` whose odelint code matches no finding on its line,
+    as Ruff's RUF100 does. Only full codes of rules that are enabled count: a bare `# noqa`,
+    another linter's codes (`E501`) and codes of rules that did not run may serve someone
+    else. It runs only when selected: `--extend-select ODL002`, or
+    `extend-select = ["ODL002"]` in `[tool.odelint]`.
+
+    ## Why is this bad?
+    A stale `# noqa` hides the next real finding on its line: once the code is fixed or
+    moved, the comment keeps silencing a rule that would now have something to say.
+
+    ## Example
+    ```python
+    opt_state = optim.init(eqx.filter(model, eqx.is_array))  # noqa: ODL201
+    ```
+
+    ## Use instead
+    ```python
+    opt_state = optim.init(eqx.filter(model, eqx.is_array))
+    ```
+
+    ## Fix safety
+    Safe: `--fix` removes the unused codes, and the comment when it named nothing else.
+    """
+
+    code = "ODL002"
+    name = "unused-noqa"
+    summary = "A `# noqa` code suppresses nothing on its line"
+    fix_safety = Safety.SAFE
+    examples = (Pass("x = 1\n"),)
+
+
+ENGINE_RULES: tuple[type[BaseRule], ...] = (SyntaxErrorRule, IoErrorRule, UnusedNoqaRule)
 
 
 @functools.cache

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
-from odelint.api.finding import Edits, Finding, Fix, Safety, Span
+from odelint.api.finding import Edits, Finding, Fix, Related, Safety, Span
 from packaging.version import Version
 
 if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading their metadata
@@ -188,9 +188,12 @@ class Rule(BaseRule):
                     found[node_type] = attribute
         return found
 
-    def report(self, node: cst.CSTNode, message: str, *, fix: Fix | None = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, *, fix: Fix | None = None,
+               related: Sequence[tuple[cst.CSTNode, str]] = ()) -> None:
+        """Report `node`; `related` are (node, message) of other places that explain it."""
         self.findings.append(Finding(self.code, self.name, message, Span(0, 0, 0, 0), self.context.path,
-                                     fix=fix, node=node))
+                                     fix=fix, node=node, related=tuple(
+                                         Related(text, Span(0, 0, 0, 0), node=where) for where, text in related)))
 
     def fix(self, description: str, build: Callable[[], Edits], *, safe: bool = True) -> Fix:
         return Fix(Safety.SAFE if safe else Safety.UNSAFE, description, build)

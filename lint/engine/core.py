@@ -92,10 +92,22 @@ def lint_source(source: str, path: str, codes: Collection[str] | None = None,
     read it instead of parsing again."""
     python = is_python_file(path) if python is None else python
     rules = rules_for(path, codes, python)
+    unused = apply_noqa and _checks_unused_noqa(codes)  # ODL002 must see what the directives suppress
     if python:
-        return _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes, apply_noqa, gate,
-                            parser, versions, tree, options)
-    return _lint_text(source, path, rules, apply_noqa, gate, versions)
+        result = _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes,
+                              apply_noqa and not unused, gate, parser, versions, tree, options)
+    else:
+        result = _lint_text(source, path, rules, apply_noqa and not unused, gate, versions)
+    if unused and codes is not None:
+        idle = noqa.unused(result.findings, source, codes, python)
+        kept = noqa.unsuppressed(result.findings, source, python)
+        result.findings = sorted([*kept, *noqa.unused_findings(idle, path)], key=Finding.sort_key)
+    return result
+
+
+def _checks_unused_noqa(codes: Collection[str] | None) -> bool:
+    """ODL002 runs only when selected (it is off by default, as Ruff's RUF100)."""
+    return codes is not None and noqa.UNUSED_CODE in codes
 
 
 def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_noqa: bool = True,
@@ -182,13 +194,16 @@ def _libcst_parse(source: str, path: str, complaint: Finding | None,
                   parser: IncrementalParser | None = None) -> cst.Module | Finding:
     """CPython's complaint, when it has one, names the error the way `python` would."""
     try:
-        return parser.parse(source) if parser is not None else cst.parse_module(source)
+        module = parser.parse(source) if parser is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return complaint or syntax_finding(path, error.raw_line, error.raw_column + 1, error.message)
     except cst.CSTValidationError as error:  # e.g. a str literal next to a bytes literal
         return complaint or syntax_finding(path, 1, 1, str(error))
     except RecursionError:
         return syntax_finding(path, 1, 1, TOO_DEEP)
+    if source.endswith("\r") and not module.has_trailing_newline:  # LibCST misses a final bare `\r`
+        module = module.with_changes(has_trailing_newline=True)
+    return module
 
 
 def _compiles(text: str) -> bool:
@@ -332,19 +347,29 @@ def _tops(index: ScopeIndex, findings: list[Finding], visited_at: dict[int, int]
 
 def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None],
             parser: IncrementalParser | None) -> None:
-    """Positions are computed only for files that have findings, and only around them."""
+    """Positions are computed only for files that have findings, and only around them (and
+    around the related locations findings name: their statement is searched for)."""
     located = [(finding, node, top) for finding, top in zip(findings, tops, strict=True)
                if (node := finding.node) is not None]
-    wanted = [(node, top) for _, node, top in located]
+    wanted: list[tuple[cst.CSTNode, int | None]] = [(node, top) for _, node, top in located]
+    wanted += [(related.node, None) for finding in findings for related in finding.related if related.node]
     if parser is None:
         positions = locate(module, source, wanted)
     else:
         positions = locate(module, source, wanted, text_lines=parser.text_lines(module), memo=parser.positions)
         parser.positions.keep_only(module)
+
+    def span(node: cst.CSTNode | None) -> Span | None:
+        where = positions.get(node) if node is not None else None
+        return None if where is None else Span(where.start.line, where.start.column + 1, where.end.line,
+                                               where.end.column + 1)
+
     for finding, node, _ in located:
-        where = positions.get(node)
-        if where is not None:
-            finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+        finding.span = span(node) or finding.span
+    for finding in findings:
+        if finding.related:
+            finding.related = tuple(dataclasses.replace(related, span=span(related.node) or related.span)
+                                    for related in finding.related)
 
 
 def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: Sequence[type[BaseRule]],
@@ -390,10 +415,34 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
     `only` restricts the first round to the fix of one finding (an editor quick fix).
     A round whose result would not parse is dropped and reported as a crash.
     `frozen` line ranges are never rewritten; they follow the text from round to round.
+    Unused noqa codes (ODL002, when selected) are removed from the text once the tree's fixes
+    are made.
     """
+    python = is_python_file(path) if python is None else python
+    if only is not None and only.code == noqa.UNUSED_CODE:
+        fixed = FixResult(source, [])
+    else:
+        fixed = _fix_tree(source, path, codes, unsafe, only, python, versions, frozen, options)
+    if not _checks_unused_noqa(codes) or (only is not None and only.code != noqa.UNUSED_CODE):
+        return fixed
+    assert codes is not None
+    raw = lint_source(fixed.source, path, codes, python, apply_noqa=False, versions=versions, options=options).findings
+    idle = [entry for entry in noqa.unused(raw, fixed.source, codes, python)
+            if only is None or entry.line == only.span.line]
+    new_source, removed = noqa.remove_unused(fixed.source, idle)
+    if removed:
+        fixed.applied_codes[noqa.UNUSED_CODE] += removed
+        fixed.applied += removed
+    fixed.source = new_source
+    fixed.findings = lint_source(new_source, path, codes, python, versions=versions, options=options).findings
+    return fixed
+
+
+def _fix_tree(source: str, path: str, codes: Collection[str] | None, unsafe: bool, only: Finding | None,
+              python: bool, versions: Mapping[str, Version | None], frozen: Sequence[tuple[int, int]],
+              options: frozenset[str]) -> FixResult:
     from odelint.engine import fix as fixing  # only fixing needs it
 
-    python = is_python_file(path) if python is None else python
     current = source
     applied: Counter[str] = Counter()
     crashes: list[RuleCrash] = []
@@ -402,7 +451,7 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
         crashes.extend(round_crashes)
         if module is None:
             return FixResult(current, findings, applied.total(), crashes, applied)
-        candidates = findings
+        candidates = [f for f in findings if f.code != noqa.UNUSED_CODE]  # fixed as text, afterwards
         if only is not None:
             if round_number > 0:
                 return FixResult(current, findings, applied.total(), crashes, applied)

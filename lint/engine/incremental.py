@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import libcst as cst
 from odelint.engine.positions import StatementPositions
+from odelint.files import lines
 
 
 class IncrementalParser:
@@ -134,7 +135,7 @@ def _line_breaks(text: str) -> int:
 
 def _flush_left(text: str) -> bool:
     """Only empty lines and comments at column 0: lines no indented block can claim."""
-    return all(line in ("\n", "\r\n", "\r") or line.startswith("#") for line in text.splitlines(keepends=True))
+    return all(line in ("\n", "\r\n", "\r") or line.startswith("#") for line in lines.split(text))
 
 
 def _lines(module: cst.Module, lines) -> str:

@@ -10,12 +10,14 @@ only for files that have findings and mention "noqa".
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
-from odelint.api.finding import Finding
+from odelint.api.finding import Edits, Finding
+from odelint.files import lines as text_lines
 
 NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 FILE_NOQA = re.compile(r"^#\s*odelint\s*:\s*noqa(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$",
@@ -49,7 +51,10 @@ def file_directive(comment: str) -> frozenset[str] | None:
 
 
 def suppresses(codes: frozenset[str] | None, code: str) -> bool:
-    return codes is not None and code not in UNSUPPRESSIBLE and (codes is ALL or "*" in codes or code in codes)
+    """Whether a directive's codes cover `code`: as flake8 matches them, a named code covers
+    every code it begins (`# noqa: ODL2` covers ODL201)."""
+    return codes is not None and code not in UNSUPPRESSIBLE and (
+        codes is ALL or "*" in codes or any(code.startswith(named) for named in codes))
 
 
 class Comments:
@@ -61,7 +66,7 @@ class Comments:
         if python and _tokenize(source, self):
             return
         self.by_line, self.own_line = {}, set()
-        for number, line in enumerate(source.splitlines(), start=1):  # requirements, TOML, or untokenizable
+        for number, line in enumerate(text_lines.bare(source), start=1):  # requirements, TOML, or untokenizable
             position = line.find("#")
             if position >= 0:
                 self.by_line[number] = line[position:]
@@ -87,7 +92,7 @@ class Comments:
 def _tokenize(source: str, comments: Comments) -> bool:
     last_line = 0
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text_lines.with_newlines(source)).readline):
             if token.type == tokenize.COMMENT:
                 line = token.start[0]
                 comments.by_line[line] = token.string
@@ -127,13 +132,13 @@ def add_noqa(source: str, findings: Iterable[Finding], python: bool = True) -> s
         return source
     unsafe = _lines_ending_in_tokens(source) if python else set()
     comments = Comments(source, python)
-    lines = source.splitlines(keepends=True)
+    lines = text_lines.split(source)
     for number, codes in sorted(wanted.items()):
         index = number - 1
         if not 0 <= index < len(lines) or number in unsafe:
             continue
         line = lines[index]
-        body = line.rstrip("\r\n")
+        body = text_lines.strip_break(line)
         ending = line[len(body):]
         if body.rstrip().endswith("\\"):
             continue
@@ -150,14 +155,107 @@ def add_noqa(source: str, findings: Iterable[Finding], python: bool = True) -> s
     return "".join(lines)
 
 
+def added(before: str, after: str) -> int:
+    """How many lines `add_noqa` gave a comment (it never adds or removes a line)."""
+    return sum(old != new for old, new in zip(text_lines.split(before), text_lines.split(after), strict=True))
+
+
 def _lines_ending_in_tokens(source: str) -> set[int]:
     """Line numbers whose end falls inside a multi-line token (a triple-quoted string)."""
     inside: set[int] = set()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text_lines.with_newlines(source)).readline):
             start, end = token.start[0], token.end[0]
             if end > start:
                 inside.update(range(start, end))
     except (tokenize.TokenError, SyntaxError):
-        return set(range(1, source.count("\n") + 2))
+        return set(range(1, len(text_lines.split(source)) + 2))
     return inside
+
+
+UNUSED_CODE = "ODL002"
+_FULL_CODE = re.compile(r"ODL[0-9]{3}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Unused:
+    """A line-level directive naming odelint codes that suppress nothing on its line."""
+
+    line: int
+    column: int  # 0-based, where the comment starts
+    comment: str
+    codes: tuple[str, ...]
+
+    @property
+    def removable(self) -> bool:
+        """Whether the comment is the directive alone, so dropping its last code may drop it."""
+        match = NOQA.match(self.comment)
+        return match is not None and not self.comment[match.end():].strip()
+
+
+def unused(findings: Iterable[Finding], source: str, enabled: Collection[str], python: bool = True) -> list[Unused]:
+    """The directives whose named odelint codes match no finding on their line. `findings`
+    are every finding before suppression. Only full codes of enabled rules count: another
+    linter's codes, a bare `# noqa` and codes of rules that did not run may serve someone else."""
+    if "noqa" not in source.lower():
+        return []
+    comments = Comments(source, python)
+    found: dict[int, set[str]] = {}
+    for finding in findings:
+        found.setdefault(finding.span.line, set()).add(finding.code)
+    texts = text_lines.bare(source)
+    result = []
+    for line, comment in sorted(comments.by_line.items()):
+        codes = directive(comment)
+        if codes is None or codes is ALL or line in comments.own_line or line > len(texts):
+            continue
+        named = [code.upper() for code in _CODE.findall(NOQA.search(comment).group("codes") or "")]  # type: ignore[union-attr]
+        idle = tuple(code for code in named if _FULL_CODE.fullmatch(code) and code != UNUSED_CODE
+                     and code in enabled and not any(seen.startswith(code) for seen in found.get(line, ())))
+        if idle:
+            result.append(Unused(line, texts[line - 1].rfind(comment), comment, idle))
+    return result
+
+
+def unused_findings(entries: Iterable[Unused], path: str) -> list[Finding]:
+    from odelint.api.finding import Fix, Safety, Span
+
+    findings = []
+    for entry in entries:
+        named = ", ".join(entry.codes)
+        which = f"no {named} finding is" if len(entry.codes) == 1 else "none of them has a finding"
+        fix = Fix(Safety.SAFE, f"remove {named} from the `# noqa`", _as_text) if entry.removable or len(
+            entry.codes) < len(directive(entry.comment) or ()) else None
+        findings.append(Finding(UNUSED_CODE, "unused-noqa", f"`# noqa` names {named}, but {which} on this line",
+                                Span(entry.line, entry.column + 1, entry.line, entry.column + 1 + len(entry.comment)),
+                                path, fix=fix))
+    return findings
+
+
+def _as_text() -> Edits:
+    raise RuntimeError("an unused noqa is removed from the text (odelint.engine.noqa.remove_unused), not the tree")
+
+
+def remove_unused(source: str, entries: Iterable[Unused]) -> tuple[str, int]:
+    """The source without the unused codes (a directive left with none goes, with the blanks
+    before it), and how many directives changed."""
+    lines = text_lines.split(source)
+    changed = 0
+    for entry in entries:
+        line = lines[entry.line - 1]
+        body, ending = text_lines.strip_break(line), text_lines.ending(line)
+        if not body[entry.column:].startswith(entry.comment):
+            continue
+        match = NOQA.match(entry.comment)
+        named = _CODE.findall(match.group("codes") or "") if match else []
+        kept = [code for code in named if code.upper() not in entry.codes]
+        if kept:
+            comment = NOQA.sub(f"# noqa: {', '.join(kept)}", entry.comment, count=1)
+            body = body[:entry.column] + comment + body[entry.column + len(entry.comment):]
+        elif entry.removable:
+            body = body[:entry.column].rstrip()
+        else:
+            continue
+        lines[entry.line - 1] = body + ending
+        changed += 1
+    return "".join(lines), changed

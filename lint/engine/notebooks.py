@@ -1,5 +1,6 @@
-"""Findings and fixes for a notebook: the engine runs on the joined program; this module
-moves its findings into cells and turns a changed program into changed cells."""
+"""Findings for a notebook, shared by the command line and the language server: the engine
+runs on the joined program (odelint.files.notebook.Program); this module moves its findings
+(and their related locations) into cells and shows a changed program as per-cell diffs."""
 
 from __future__ import annotations
 
@@ -8,19 +9,24 @@ import difflib
 from collections.abc import Iterable
 
 from odelint.api.finding import Finding, Span
-from odelint.files.notebook import Notebook
+from odelint.files.notebook import Program
 
 
-def place(findings: Iterable[Finding], notebook: Notebook) -> list[Finding]:
+def place(findings: Iterable[Finding], notebook: Program) -> list[Finding]:
     """The findings with the cell they are in and lines counted within that cell."""
     placed = []
     for finding in findings:
-        cell, line = notebook.locate(finding.span.line)
-        shift = finding.span.line - line
-        span = finding.span
-        placed.append(dataclasses.replace(finding, cell=cell, span=Span(
-            line, span.column, max(line, span.end_line - shift), span.end_column)))
+        cell, span = _in_cell(finding.span, notebook)
+        related = tuple(dataclasses.replace(related, cell=where, span=within)
+                        for related in finding.related for where, within in [_in_cell(related.span, notebook)])
+        placed.append(dataclasses.replace(finding, cell=cell, span=span, related=related))
     return placed
+
+
+def _in_cell(span: Span, notebook: Program) -> tuple[int, Span]:
+    cell, line = notebook.locate(span.line)
+    shift = span.line - line
+    return cell, Span(line, span.column, max(line, span.end_line - shift), span.end_column)
 
 
 def cell_diff(path: str, changed: dict[int, tuple[str, str]]) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from odelint.api.registry import SyntaxErrorRule
 from odelint.api.rule import BaseRule
 from odelint.engine.core import rules_for
+from odelint.engine.noqa import UNUSED_CODE
 
 
 def relevant_codes(text: str, path: str, python: bool) -> frozenset[str]:
@@ -32,4 +33,6 @@ def relevant_codes(text: str, path: str, python: bool) -> frozenset[str]:
     codes = {rule.code for rule in rules_for(path, None, python) if triggered(rule)}
     if python:
         codes.add(SyntaxErrorRule.code)
+    if "noqa" in text.lower():
+        codes.add(UNUSED_CODE)
     return frozenset(codes)

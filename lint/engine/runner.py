@@ -24,7 +24,7 @@ from odelint.engine.collector import fewer_collections
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
-from odelint.files.discover import Target, discover
+from odelint.files.discover import Target, discover, shown_path
 from odelint.files.fileio import SourceError, atomic_write, decode, encode
 from odelint.files.kinds import NOT_LINTED, NOTEBOOK, PYTHON, TEXT, kind_of
 from odelint.files.notebook import SUFFIX, Notebook, NotebookError, NotPythonNotebook
@@ -91,6 +91,7 @@ class RunResult:
     files: int = 0
     stdout_data: bytes | None = None  # fixed stdin, for `--fix -`
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (path, why): warnings
+    config_errors: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # (path, why) -> line
 
 
 def process(task: Task) -> Outcome:
@@ -144,6 +145,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
             findings, crashes, new_text = result.findings, result.crashes, text
             if task.mode == ADD_NOQA:
                 new_text = noqa.add_noqa(text, findings, python)
+                outcome.applied = noqa.added(text, new_text)
                 if new_text != text:
                     findings = engine.lint_source(new_text, task.path, task.codes, python=python,
                                                   versions=task.versions, options=task.options).findings
@@ -164,9 +166,11 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     elif new_text != text:
         import difflib
 
+        from odelint.files import lines
+
         outcome.new_data = encode(source, new_text)
         outcome.diff = "".join(difflib.unified_diff(
-            text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+            lines.split(text), lines.split(new_text),
             fromfile=f"a/{task.path}", tofile=f"b/{task.path}"))
     if outcome.new_data is not None:
         outcome.read_digest = hashlib.sha256(data).hexdigest()
@@ -255,6 +259,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     result = RunResult()
     discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{SUFFIX}"))
     result.errors.extend(discovered.errors)
+    result.config_errors.update(discovered.config_errors)
     targets = list(discovered.targets)
     if stdin is not None:
         targets.append(Target(stdin[0], True))
@@ -266,8 +271,11 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     for target in targets:
         try:
             settings = resolver.for_path(target.path if target.path != "-" else resolver.cwd)
-        except ConfigError as error:
-            result.errors.append((target.path, str(error)))
+        except ConfigError as error:  # reported once, at the configuration file's line
+            where = shown_path(error.path) if error.path else target.path
+            if (where, error.reason) not in result.config_errors:
+                result.config_errors[(where, error.reason)] = error.line
+                result.errors.append((where, error.reason))
             continue
         codes = settings.enabled(target.path)
         kind = kind_of(target.path)

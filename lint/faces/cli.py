@@ -48,9 +48,11 @@ def _check_parser(sub) -> None:
     fixing.add_argument("--diff", action="store_true", help="print the fixes as a diff; change nothing")
     fixing.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every reported line")
     rules = check.add_argument_group("rule selection")
-    rules.add_argument("--select", type=_codes, help="codes or prefixes to enable (replaces the config's)")
-    rules.add_argument("--extend-select", type=_codes, default=[], help="codes or prefixes to add")
-    rules.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    # Repeated, they accumulate (as Ruff's do): `--select ODL2 --select ODL7` enables both.
+    rules.add_argument("--select", type=_codes, action="extend", help="codes or prefixes to enable (replaces the "
+                       "config's)")
+    rules.add_argument("--extend-select", type=_codes, action="extend", default=[], help="codes or prefixes to add")
+    rules.add_argument("--ignore", type=_codes, action="extend", default=[], help="codes or prefixes to disable")
     rules.add_argument("--per-file-ignores", action="append", default=[], metavar="GLOB:CODES",
                        help="e.g. 'tests/*:ODL201,ODL202' (repeatable)")
     rules.add_argument("--target-version", action="append", default=[], metavar="PACKAGE==VERSION",
@@ -78,6 +80,10 @@ def _check_parser(sub) -> None:
     output.add_argument("--show-fixes", action="store_true", help="show each finding's fix; with --fix, list what "
                         "was fixed")
     output.add_argument("--no-show-fixes", dest="show_fixes", action="store_false")
+    output.add_argument("--show-files", action="store_true", help="list the files that would be linted; lint "
+                        "nothing")
+    output.add_argument("--show-settings", action="store_true", help="print the settings of the first file that "
+                        "would be linted; lint nothing")
     output.add_argument("-q", "--quiet", action="store_true", help="findings only: no snippets, no summary")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     output.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when any fix was applied")
@@ -112,16 +118,31 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+COMMANDS = ("check", "rule", "rules", "clean", *EXTRA_COMMANDS)
+
+
 def _normalise(argv: list[str]) -> list[str]:
-    """`odelint PATHS` and `odelint --fix PATHS` mean `odelint check ...`."""
-    commands = {"check", "rule", "rules", "clean", *EXTRA_COMMANDS}
-    if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help", "--version")):
+    """`odelint PATHS` and `odelint --fix PATHS` mean `odelint check ...`; a first word that
+    is neither a command nor an existing path but is close to a command is a typo
+    (`odelint chek .`), not a request to lint everything else on the line."""
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        first = argv[0] if argv else ""
+        if first and not first.startswith("-") and first != "-" and not os.path.lexists(first):
+            import difflib
+
+            close = difflib.get_close_matches(first, COMMANDS, n=1, cutoff=0.6)
+            if close:
+                raise UsageError(f"unknown command {first!r}; did you mean `odelint {close[0]}`?")
         return ["check", *argv]
     return argv
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
+    try:
+        args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as error:
+        print(f"odelint: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
     parser = build_parser(args_list[0])
     args = parser.parse_args(args_list)
     try:
@@ -232,7 +253,17 @@ def _check_once(args: argparse.Namespace) -> int:
     overrides = _overrides(args)
     resolver = ConfigResolver(overrides, known_codes())
     mode = _mode(args)
-    paths = args.paths or ["."]
+    paths = args.paths or (["-"] if args.stdin_filename else ["."])  # as Ruff: a name for stdin means stdin
+    if args.show_files or args.show_settings:
+        from odelint.faces import show
+
+        if args.show_settings:
+            show.settings(paths, resolver, sys.stdout)
+            return EXIT_CLEAN
+        errors = show.files(paths, resolver, sys.stdout)
+        for path, reason in errors:
+            print(f"odelint: error: {path}: {reason}", file=sys.stderr)
+        return EXIT_ERROR if errors else EXIT_CLEAN
     stdin = None
     if "-" in paths:
         stdin = (args.stdin_filename or "-", sys.stdin.buffer.read())
@@ -246,12 +277,16 @@ def _check_once(args: argparse.Namespace) -> int:
     for path, reason in result.skipped:
         print(f"odelint: warning: {path}: {reason}", file=sys.stderr)
     for path, reason in result.errors:
-        print(f"odelint: error: {path}: {reason}", file=sys.stderr)
+        if (path, reason) not in result.config_errors:  # a configuration error is reported once, as ODL001
+            print(f"odelint: error: {path}: {reason}", file=sys.stderr)
     for path, message in result.internal_errors:
         print(f"odelint: error: {path}: {message}", file=sys.stderr)
     if stdin is not None and mode == runner.FIX:
-        sys.stdout.buffer.write(result.stdout_data if result.stdout_data is not None else stdin[1])
+        fixed = result.stdout_data if result.stdout_data is not None else stdin[1]
+        sys.stdout.buffer.write(fixed)
         sys.stdout.flush()
+        # standard output is the fixed code; what is left to report goes to standard error (as Ruff)
+        _print_findings(args, result, (stdin[0], fixed), unsafe_shown, sys.stderr, colour_plain())
         return _exit_code(args, mode, result)
     with _output(args) as (stream, paint):
         if mode == runner.DIFF:
@@ -269,7 +304,7 @@ def _output(args: argparse.Namespace) -> Iterator[tuple[TextIO, colour.Paint]]:
     from odelint.faces import colour
 
     if not args.output_file:
-        yield sys.stdout, colour.painter(args.format == "text" and colour.wanted(sys.stdout))
+        yield sys.stdout, colour.painter(args.format in ("text", "concise") and colour.wanted(sys.stdout))
         return
     folder = os.path.dirname(os.path.abspath(args.output_file))
     try:
@@ -279,6 +314,12 @@ def _output(args: argparse.Namespace) -> Iterator[tuple[TextIO, colour.Paint]]:
         raise UsageError(f"cannot write --output-file {args.output_file}: {error.strerror or error}") from None
     with handle:
         yield handle, colour.plain
+
+
+def colour_plain() -> colour.Paint:
+    from odelint.faces import colour
+
+    return colour.plain
 
 
 def _settings_unsafe(resolver: ConfigResolver) -> bool:
@@ -301,28 +342,33 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, s
             from odelint.files.notebook import cell_lines
 
             return cell_lines(stdin[1] if stdin is not None and path == stdin[0] else path, cell)
+        from odelint.files import lines
+
         if stdin is not None and path == stdin[0]:
-            return stdin[1].decode("utf-8", errors="replace").splitlines()
+            return lines.bare(stdin[1].decode("utf-8", errors="replace"))
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return handle.read().splitlines()
+            with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+                return lines.bare(handle.read())
         except OSError:
             return None
 
     # Files that could not be read or linted are findings too (ODL001), in every format.
-    shown = sorted([*result.findings, *(IoErrorRule.finding(path, reason) for path, reason in result.errors)],
+    shown = sorted([*result.findings, *(IoErrorRule.finding(path, reason, result.config_errors.get((path, reason), 1))
+                                        for path, reason in result.errors)],
                    key=Finding.sort_key)
-    if args.format == "text" and args.statistics:
+    if args.format in ("text", "concise") and args.statistics:
         stream.write(text_report.statistics(shown, unsafe_shown))
     else:
         stream.write(report.render(args.format, shown, lines_of=lines_of, unsafe_fixes=unsafe_shown,
                                    quiet=args.quiet, errors=result.errors + result.internal_errors,
                                    fixed=result.fixes_applied, internal_errors=len(result.internal_errors),
-                                   show_fixes=args.show_fixes and not args.fix, paint=paint, files=result.files))
-    if args.format == "text" and args.show_fixes and args.fix:
+                                   show_fixes=args.show_fixes and not args.fix, paint=paint, files=result.files,
+                                   summary=not args.add_noqa))
+    if args.format in ("text", "concise") and args.show_fixes and args.fix:
         stream.write(text_report.fixed_listing(result.fixed_by_file))
-    if args.format == "text" and not args.quiet and args.add_noqa:
-        print(f"Added noqa directives to {len(result.changed)} file(s).", file=stream)
+    if args.format in ("text", "concise") and not args.quiet and args.add_noqa:
+        added = result.fixes_applied
+        print(f"Added {added} noqa directive{'' if added == 1 else 's'}.", file=stream)
 
 
 def _exit_code(args, mode: str, result: runner.RunResult) -> int:

@@ -21,8 +21,8 @@ def run(args: argparse.Namespace) -> int:
               "`pip install '.[server]'` in its checkout)", file=sys.stderr)
         return 2
     from odelint.engine.collector import fewer_collections
+    from odelint.faces.server_framing import serve_stdio
 
     server = build(max(args.debounce, 0.0))
     fewer_collections()
-    server.start_io()
-    return 0
+    return serve_stdio(server)

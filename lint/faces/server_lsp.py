@@ -15,12 +15,13 @@ import fnmatch
 import json
 import os
 from collections.abc import Callable, Sequence
+from typing import cast
 from urllib.parse import unquote
 
 from lsprotocol import types
 from odelint import __version__
 from odelint.api import docs
-from odelint.api.finding import Finding, Safety
+from odelint.api.finding import ERROR, Finding, Related, Safety, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, file_patterns, rules_by_code
 from odelint.engine import noqa
 from odelint.engine.collector import IdleCollector
@@ -29,7 +30,7 @@ from odelint.engine.incremental import IncrementalParser
 from odelint.faces import server_notebook
 from odelint.faces.server_text import Lines, minimal_edit
 from odelint.files.config import ConfigError, ConfigResolver, Overrides
-from pygls.exceptions import JsonRpcException, JsonRpcParseError
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
@@ -70,8 +71,15 @@ class _Protocol(LanguageServerProtocol):
             return _ANSWERED
 
     def handle_message(self, message) -> None:
-        if message is not _ANSWERED:
-            super().handle_message(message)
+        if message is _ANSWERED:
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
+            # pygls drops it; the spec wants InvalidRequest for every request after `shutdown`
+            self._send_response(message.id, error=JsonRpcInvalidRequest(
+                f"the server has shut down; {method} is not served (send `exit`)").to_response_error())
+            return
+        super().handle_message(message)
 
 
 class OdelintServer(LanguageServer):
@@ -188,7 +196,8 @@ class OdelintServer(LanguageServer):
                                             severity=types.DiagnosticSeverity.Error, source="odelint")]
         else:
             lines = Lines(linted.text, self.encoding)
-            diagnostics = [diagnostic(finding, lines) for finding in linted.findings]
+            diagnostics = [diagnostic(finding, lines, lambda related: (linted.uri, lines))
+                           for finding in linted.findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=linted.uri, diagnostics=diagnostics, version=linted.version))
 
@@ -212,8 +221,8 @@ class OdelintServer(LanguageServer):
     def report_server_error(self, error: Exception, source) -> None:
         """A message that is not JSON gets JSON-RPC's parse error (with no id to answer to)."""
         if isinstance(error, json.JSONDecodeError):
-            # JSON-RPC answers with `"id": null` here; pygls' annotation of msg_id leaves null out
-            self.protocol._send_response(None, error=JsonRpcParseError(str(error)).to_response_error())  # type: ignore[arg-type]
+            no_id = cast("str | int", None)  # JSON-RPC answers a message it cannot read with id null
+            self.protocol._send_response(no_id, error=JsonRpcParseError(str(error)).to_response_error())
             return
         super().report_server_error(error, source)
 
@@ -310,16 +319,28 @@ def offered(finding: Finding, unsafe: bool) -> bool:
     return finding.fix is not None and (unsafe or finding.fix.safety is Safety.SAFE)
 
 
-def diagnostic(finding: Finding, lines: Lines) -> types.Diagnostic:
-    span = finding.span
+def lsp_range(span: Span, lines: Lines) -> types.Range:
     start = lines.position(span.line, span.column)
     end = lines.position(span.end_line, span.end_column)
+    return types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character))
+
+
+def diagnostic(finding: Finding, lines: Lines,
+               where: Callable[[Related], tuple[str, Lines] | None] | None = None) -> types.Diagnostic:
+    """The finding as LSP shows it; `where` gives the document (URI and lines) a related
+    location lies in, for `relatedInformation` ("the key was first used here")."""
     rule = rules_by_code().get(finding.code)
+    related = []
+    for other in finding.related:
+        document = where(other) if where is not None else None
+        if document is not None:
+            related.append(types.DiagnosticRelatedInformation(
+                types.Location(document[0], lsp_range(other.span, document[1])), other.message))
     return types.Diagnostic(
-        range=types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character)),
+        range=lsp_range(finding.span, lines),
+        related_information=related or None,
         message=finding.message,
-        severity=types.DiagnosticSeverity.Error if finding.code == SyntaxErrorRule.code
-        else types.DiagnosticSeverity.Warning,
+        severity=types.DiagnosticSeverity.Error if finding.severity == ERROR else types.DiagnosticSeverity.Warning,
         code=finding.code,
         code_description=types.CodeDescription(href=link) if rule is not None and (link := docs.url(rule)) else None,
         source="odelint",
@@ -380,11 +401,14 @@ def build(debounce: float) -> OdelintServer:
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True))
     async def code_action(ls: OdelintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         if server_notebook.is_cell(ls, params.text_document.uri):
-            return await server_notebook.code_actions(ls, params.text_document.uri, params.range, params.context.only)
+            return await server_notebook.code_actions(
+                ls, params.text_document.uri, params.range,
+                list(params.context.only) if params.context.only is not None else None)
         linted = await ls.current(params.text_document.uri)
         if linted is None or linted.config_error is not None:
             return None
-        return await ls.code_actions(linted, params.range, params.context.only)
+        only = list(params.context.only) if params.context.only is not None else None
+        return await ls.code_actions(linted, params.range, only)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
     async def code_action_resolve(ls: OdelintServer, params: types.CodeAction) -> types.CodeAction:

@@ -21,7 +21,7 @@ from odelint.engine import noqa
 from odelint.engine.core import fix_source
 from odelint.engine.notebooks import place
 from odelint.faces.server_text import Lines, minimal_edit
-from odelint.files.notebook import Notebook, NotebookError, join
+from odelint.files.notebook import NotebookError, Program
 from pygls.uris import to_fs_path
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class LintedNotebook:
     """One lint of one version of a notebook: the program's findings and where each cell lies."""
 
     version: int
-    notebook: Notebook
+    notebook: Program
     uris: dict[int, str]      # cell number -> cell document URI
     linted: Linted            # findings in program lines
     placed: list[Finding]     # the same findings, in cell lines
@@ -59,7 +59,7 @@ def is_cell(ls: OdelintServer, uri: str) -> bool:
     return ls.workspace.get_notebook_document(cell_uri=uri) is not None
 
 
-def _snapshot(ls: OdelintServer, uri: str) -> tuple[int, Notebook, dict[int, str]] | None:
+def _snapshot(ls: OdelintServer, uri: str) -> tuple[int, Program, dict[int, str]] | None:
     """(version, the joined program, {cell number: cell document URI}) of the open notebook."""
     document = ls.workspace.get_notebook_document(notebook_uri=uri)
     if document is None:
@@ -71,7 +71,7 @@ def _snapshot(ls: OdelintServer, uri: str) -> tuple[int, Notebook, dict[int, str
             continue
         code.append((index, text.source))
         uris[index + 1] = cell.document
-    return document.version, Notebook("", {}, *join(code)), uris
+    return document.version, Program.of(code), uris
 
 
 def _path(ls: OdelintServer, uri: str) -> str:
@@ -105,7 +105,8 @@ async def refresh(ls: OdelintServer, uri: str) -> LintedNotebook | None:
     for finding in state.placed:
         number = finding.cell or 0
         if number in uris:
-            by_cell[uris[number]].append(_lsp().diagnostic(finding, state.lines(number, ls.encoding)))
+            by_cell[uris[number]].append(_lsp().diagnostic(finding, state.lines(number, ls.encoding), lambda related: (
+                uris[related.cell], state.lines(related.cell, ls.encoding)) if related.cell in uris else None))
     previous = ls.notebooks.get(unquote(uri))
     for cell_uri in set(previous.uris.values() if previous else ()) - set(by_cell):
         by_cell[cell_uri] = []  # a cell deleted, or no longer Python: clear what it showed
@@ -168,15 +169,15 @@ def _edit(ls: OdelintServer, state: LintedNotebook, program: str) -> types.Works
     """The program's change as one minimal text edit per changed cell (None when a change
     would touch IPython syntax, or nothing changed)."""
     try:
-        texts = state.notebook.cell_texts(program)
+        changed = state.notebook.changed(program)
     except NotebookError as error:
         ls.log(f"odelint: {state.linted.path}: {error}")
         return None
     changes: dict[str, list[types.TextEdit]] = {}
-    for cell in state.notebook.cells:
-        edit = minimal_edit(cell.text, texts[cell.index], ls.encoding)
+    for number, (old, new) in changed.items():
+        edit = minimal_edit(old, new, ls.encoding)
         if edit is not None:
-            changes[state.uris[cell.number]] = [types.TextEdit(
+            changes[state.uris[number]] = [types.TextEdit(
                 range=types.Range(types.Position(edit.start.line, edit.start.character),
                                   types.Position(edit.end.line, edit.end.character)),
                 new_text=edit.new_text)]

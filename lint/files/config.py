@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,18 @@ if TYPE_CHECKING:
 
 
 class ConfigError(Exception):
-    """A configuration that cannot be used; the message names the file and the problem."""
+    """A configuration that cannot be used; the message names the file and the problem.
+    `path` and `line` say where in a configuration file it lies, when known."""
+
+    def __init__(self, message: str, path: str | None = None, line: int = 1) -> None:
+        super().__init__(message)
+        self.path, self.line = path, line
+
+    @property
+    def reason(self) -> str:
+        """The message without the file's name in front (shown at the file's own position)."""
+        text = str(self)
+        return text[len(self.path) + 2:] if self.path and text.startswith(f"{self.path}: ") else text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,19 +204,41 @@ def read_config_file(path: str, codes: Sequence[str]) -> dict | None:
     import tomllib  # only where there is a configuration file to read
     try:
         with open(path, "rb") as handle:
-            document = tomllib.load(handle)
+            data = handle.read()
+        document = tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+        found = re.search(r"at line (\d+)", str(error))
+        line = int(found.group(1)) if found else max(1, data.count(b"\n"))
+        raise ConfigError(f"{path}: invalid TOML: {error}", path, line) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not valid UTF-8") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
-    if os.path.basename(path) != "pyproject.toml":
-        return parse_table(document, path, codes)
-    tool = document.get("tool", {})
-    if not isinstance(tool, Mapping) or "odelint" not in tool:
-        return None
-    return parse_table(tool["odelint"], path, codes)
+    try:
+        if os.path.basename(path) != "pyproject.toml":
+            return parse_table(document, path, codes)
+        tool = document.get("tool", {})
+        if not isinstance(tool, Mapping) or "odelint" not in tool:
+            return None
+        return parse_table(tool["odelint"], path, codes)
+    except ConfigError as error:
+        raise ConfigError(str(error), path, _line_of(data.decode("utf-8"), str(error))) from None
+
+
+def _line_of(text: str, message: str) -> int:
+    """The line of what a message names (the key `ignroe`, the selector 'ODL777'), looked for
+    from the [tool.odelint] header on; that header's line when nothing is found."""
+    lines = text.split("\n")
+    start = next((number for number, line in enumerate(lines) if line.strip() == "[tool.odelint]"), 0)
+    named = re.findall(r"`([^`]+)`|'([^']+)'", message)
+    unknown = message.partition("unknown key(s) in [tool.odelint]: ")[2].split(" (known")[0]
+    candidates = [part for found in named for part in found if part] + [key for key in unknown.split(", ") if key]
+    for candidate in candidates:
+        key = re.compile(rf"\s*[\"']?{re.escape(candidate.split('.')[0])}[\"']?\s*=")
+        for number in range(start, len(lines)):
+            if key.match(lines[number]) or candidate in lines[number]:
+                return number + 1
+    return start + 1
 
 
 def parse_config_options(values: Sequence[str], codes: Sequence[str]) -> tuple[str | None, dict]:

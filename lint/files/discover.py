@@ -25,6 +25,7 @@ class Target:
 class Discovery:
     targets: list[Target]
     errors: list[tuple[str, str]]  # (path, reason)
+    config_errors: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # of errors: -> line
 
 
 class GitIgnore:
@@ -106,9 +107,15 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
             if not _force_excluded(path, resolver):
                 add(path, True)
             continue
-        for file_path in _walk(path, resolver, gitignore, patterns, found.errors):
+        for file_path in _walk(path, resolver, gitignore, patterns, found.errors, found.config_errors):
             add(file_path, False)
     return found
+
+
+def shown_path(path: str) -> str:
+    """A path as reports show files: relative when under the current folder."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def _force_excluded(path: str, resolver: ConfigResolver) -> bool:
@@ -121,15 +128,18 @@ def _force_excluded(path: str, resolver: ConfigResolver) -> bool:
 
 
 def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Sequence[str],
-          errors: list[tuple[str, str]]) -> Iterator[str]:
+          errors: list[tuple[str, str]], config_errors: dict[tuple[str, str], int]) -> Iterator[str]:
     def on_error(error: OSError) -> None:
         errors.append((error.filename or top, error.strerror or str(error)))
 
     for folder, dirs, files in os.walk(top, onerror=on_error):
         try:
             settings = resolver.for_path(folder)
-        except ConfigError as error:
-            errors.append((folder, str(error)))
+        except ConfigError as error:  # once per configuration file, at its line
+            where = (shown_path(error.path), error.reason) if error.path else (folder, str(error))
+            if where not in config_errors:
+                config_errors[where] = error.line
+                errors.append(where)
             dirs[:] = []
             continue
         base = settings.relative(folder)

@@ -4,7 +4,9 @@ one Python program, and the program's changes written back into the cells.
 Each code cell becomes a run of lines of one program, so names defined in one cell are
 known in the next (the kernel runs them in one namespace). IPython syntax that is not
 Python (`%magic`, `%%cell magic`, `!shell`, `obj?`, `x = !cmd`) is masked by a placeholder
-line, so line numbers stay put, no rule sees it and no fix may touch it. Writing back
+line, so line numbers stay put, no rule sees it and no fix may touch it. A `%%time` or
+`%%timeit` cell runs its body as Python, so only its first line is masked (as Ruff does).
+Lines end where Python ends them (`\n`, `\r\n`, `\r`; odelint.files.lines). Writing back
 replaces only the `source` of cells whose text changed and re-serialises in the file's own
 JSON layout, after checking that this layout reproduces the file byte for byte.
 """
@@ -20,13 +22,16 @@ import re
 import tokenize
 from collections.abc import Iterable
 
+from odelint.files import lines as text_lines
+
 SUFFIX = ".ipynb"
 MASK = "# odelint: IPython magic"
 _SHELL_OR_MAGIC = re.compile(r"^[ \t]*(?:%|!|\?)")
 _ASSIGNED = re.compile(r"^(?P<target>[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*)[ \t]*=[ \t]*(?:%|!)")
 _HELP = re.compile(r"^[ \t]*[A-Za-z_][\w.]*(?:\(\))?\?\??[ \t]*$")  # `jnp.sum?`, `f??`
 _INDENT = re.compile(r"^[ \t]*")
-_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+_CELL_MAGIC = re.compile(r"^[ \t]*%%(?P<name>\w*)")
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit"})  # the cell's body (after the magic line) is Python
 
 
 class NotebookError(Exception):
@@ -42,8 +47,8 @@ def is_notebook(path: str) -> bool:
 
 
 def lines(text: str) -> list[str]:
-    """Lines with their endings, split on `\\n` only, as Python counts them in a cell."""
-    return _LINE.findall(text)
+    """Lines with their endings, as Python counts them in a cell."""
+    return text_lines.split(text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +59,8 @@ class Cell:
     first_line: int         # its first line in the joined program (1-based)
     text: str               # its source as the notebook holds it
     masked: frozenset[int]  # lines of the cell (0-based) replaced by a placeholder
+    header: int = 0         # leading lines that must stay first (a `%%time` line)
+    foreign: bool = False   # a cell magic (`%%bash`, `%%writefile`): no Python line at all
     shows_error: bool = False  # its saved output is an error: a demonstration no fix may rewrite
 
     @property
@@ -67,12 +74,18 @@ class Cell:
 
 
 @dataclasses.dataclass
-class Notebook:
-    raw: str       # the file's text (without a byte order mark)
-    document: dict
+class Program:
+    """Code cells joined into one Python program, and a changed program turned back into
+    cells: the one implementation the command line (a notebook file) and the language server
+    (a notebook open in an editor) share."""
+
     cells: list[Cell]
     source: str    # the joined Python program
-    bom: bool = False
+
+    @classmethod
+    def of(cls, code_cells: Iterable[tuple[int, str]]) -> Program:
+        """The program of (position in the notebook, source) of each code cell."""
+        return cls(*join(code_cells))
 
     def locate(self, line: int) -> tuple[int, int]:
         """(cell number, line within the cell) of a program line (1-based)."""
@@ -92,21 +105,24 @@ class Notebook:
     def cell_lines(self, number: int) -> list[str]:
         for cell in self.cells:
             if cell.number == number:
-                return [line.rstrip("\n") for line in lines(cell.text)]
+                return text_lines.bare(cell.text)
         return []
 
     def cell_texts(self, program: str) -> dict[int, str]:
         """Each code cell's text (by cell index) once the program has become `program`.
 
-        Lines are matched to the old program; lines inserted at a boundary between two
-        cells go to the end of the earlier one (an import added after the first cell's
-        imports). Raises NotebookError when a change touches a masked line."""
+        Lines are matched to the old program. Lines inserted at a boundary between two cells
+        (an import added after the first cell's imports) go to the top of the next cell that
+        runs Python (after its `%%time` line), never into an earlier cell, which has already
+        run, nor into a cell magic (`%%bash`); at the very end, to the last Python cell.
+        Raises NotebookError when a change touches a masked line."""
         old_lines = lines(self.source)
         new_lines = lines(program)
         owner = [cell for cell in self.cells for _ in range(cell.line_count)]
-        masked = {cell.first_line - 1 + number: line if line.endswith("\n") else line + "\n"
+        masked = {cell.first_line - 1 + number: line if text_lines.ending(line) else line + "\n"
                   for cell in self.cells for number, line in enumerate(lines(cell.text)) if number in cell.masked}
         placed: dict[int, list[str]] = {cell.index: [] for cell in self.cells}
+        heads: dict[int, list[str]] = {cell.index: [] for cell in self.cells}  # lines for a cell's top
         matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
         for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
             if tag == "equal":
@@ -125,25 +141,49 @@ class Notebook:
                 continue
             if len(spanned) > 1:
                 raise NotebookError("a fix would move lines from one cell to another; not applied")
-            cell = owner[old_start] if old_start < old_end else owner[max(old_start - 1, 0)]
-            placed[cell.index].extend(new_lines[new_start:new_end])
+            if old_start < old_end or (0 < old_start < len(owner) and owner[old_start - 1] is owner[old_start]):
+                placed[owner[min(old_start, len(owner) - 1)].index].extend(new_lines[new_start:new_end])
+            else:
+                self._insert_at_boundary(old_start, new_lines[new_start:new_end], placed, heads)
         texts = {}
         for cell in self.cells:
-            text = "".join(placed[cell.index])
-            if not cell.text.endswith("\n") and text.endswith("\n"):
+            held = placed[cell.index]
+            text = "".join([*held[:cell.header], *heads[cell.index], *held[cell.header:]])
+            if not text_lines.ending(cell.text) and text.endswith("\n"):
                 text = text[:-1]
             texts[cell.index] = text
         return texts
 
+    def _insert_at_boundary(self, old_line: int, new: list[str], placed: dict[int, list[str]],
+                            heads: dict[int, list[str]]) -> None:
+        """Lines inserted before program line `old_line` (0-based), which starts a cell or ends the program."""
+        python = [cell for cell in self.cells if not cell.foreign]
+        later = [cell for cell in python if cell.first_line - 1 >= old_line and cell.line_count]
+        if later:
+            heads[later[0].index].extend(new)
+        elif python:
+            placed[python[-1].index].extend(new)
+        else:
+            raise NotebookError("the notebook has no Python cell to hold the change")
+
+    def changed(self, program: str) -> dict[int, tuple[str, str]]:
+        """{cell number: (old text, new text)} of the cells `program` changes (NotebookError
+        when a change would touch IPython syntax or move lines between cells)."""
+        texts = self.cell_texts(program)
+        return {cell.number: (cell.text, texts[cell.index]) for cell in self.cells if texts[cell.index] != cell.text}
+
+
+@dataclasses.dataclass
+class Notebook(Program):
+    """A notebook file: its program, and what writing a changed program back needs."""
+
+    raw: str = ""  # the file's text (without a byte order mark)
+    document: dict = dataclasses.field(default_factory=dict)
+    bom: bool = False
+
     def rewrite(self, program: str) -> tuple[bytes, dict[int, tuple[str, str]]]:
         """The notebook's new bytes, and {cell number: (old text, new text)} of changed cells."""
-        texts = self.cell_texts(program)
-        changed: dict[int, tuple[str, str]] = {}
-        for cell in self.cells:
-            new = texts[cell.index]
-            if new == cell.text:
-                continue
-            changed[cell.number] = (cell.text, new)
+        changed = self.changed(program)
         if not changed:
             return self._encode(self.raw), {}
         style = self._style()
@@ -207,7 +247,7 @@ def read(data: bytes) -> Notebook:
               and isinstance(cell.get("outputs"), list) and any(
                   isinstance(output, dict) and output.get("output_type") == "error" for output in cell["outputs"])}
     cells = [dataclasses.replace(cell, shows_error=True) if cell.index in failed else cell for cell in cells]
-    return Notebook(raw, document, cells, program, bom=data.startswith(codecs.BOM_UTF8))
+    return Notebook(cells, program, raw=raw, document=document, bom=data.startswith(codecs.BOM_UTF8))
 
 
 def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:
@@ -215,8 +255,14 @@ def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:
     cells: list[Cell] = []
     parts: list[str] = []
     for index, text in code_cells:
-        masked, program_lines = _mask(lines(text))
-        cells.append(Cell(index, len(parts) + 1, text, frozenset(masked)))
+        cell_lines = lines(text)
+        magic = _cell_magic(cell_lines)
+        header = 0
+        if magic in PYTHON_CELL_MAGICS:
+            header = next(number for number, line in enumerate(cell_lines) if line.strip()) + 1
+        masked, program_lines = _mask(cell_lines, header)
+        cells.append(Cell(index, len(parts) + 1, text, frozenset(masked), header,
+                          magic is not None and magic not in PYTHON_CELL_MAGICS))
         parts.extend(program_lines)
     return cells, "".join(parts)
 
@@ -240,22 +286,30 @@ def _source(value, index: int) -> str:
     raise NotebookError(f"not a valid notebook: cell {index + 1} has a `source` that is neither text nor lines")
 
 
-def _mask(cell_lines: list[str]) -> tuple[list[int], list[str]]:
-    """(masked line numbers, the cell as program lines, each ending in a newline).
+def _cell_magic(cell_lines: list[str]) -> str | None:
+    """The name of the cell magic the cell starts with (`bash` for `%%bash`), or None."""
+    first = next((line for line in cell_lines if line.strip()), "")
+    match = _CELL_MAGIC.match(first)
+    return match.group("name") if match else None
+
+
+def _mask(cell_lines: list[str], header: int = 0) -> tuple[list[int], list[str]]:
+    """(masked line numbers, the cell as program lines, each ending in a line break); the
+    first `header` lines (a `%%time` line and the blank lines before it) are masked outright.
 
     Only a line that starts a statement can be IPython syntax: Python's tokenizer, fed the
     already masked lines one at a time, says whether a line continues a string, a bracket or
     a backslash (a `% b` line inside brackets is Python). If the tokenizer gives up (a cell that is
     not Python anyway), the remaining lines are judged alone."""
-    program = [line if line.endswith("\n") else line + "\n" for line in cell_lines]
-    first = next((line for line in program if line.strip()), "")
-    if first.lstrip().startswith("%%"):  # a cell magic: the whole cell is another language
+    program = [line if text_lines.ending(line) else line + "\n" for line in cell_lines]
+    if not header and _cell_magic(program) is not None:  # a cell magic: the whole cell is another language
         return list(range(len(program))), [f"{MASK}\n"] * len(program)
-    masked: list[int] = []
-    state = {"next": 0, "depth": 0, "fresh": True, "continued": False}
+    masked: list[int] = list(range(header))
+    program[:header] = [f"{MASK}\n"] * header
+    state = {"next": header, "depth": 0, "fresh": True, "continued": False}
 
     def judge(number: int, starts_statement: bool) -> None:
-        body = program[number].rstrip("\n")
+        body = text_lines.strip_break(program[number])
         if state["continued"]:  # the rest of a magic that ends in a backslash
             program[number] = f"{MASK}\n"
         elif not starts_statement:
@@ -275,7 +329,7 @@ def _mask(cell_lines: list[str]) -> tuple[list[int], list[str]]:
             return ""
         state["next"] += 1
         judge(number, bool(state["fresh"]) and state["depth"] == 0)
-        return program[number]
+        return text_lines.with_newlines(program[number])
 
     try:
         for token in tokenize.generate_tokens(readline):

@@ -43,7 +43,7 @@ class Float64WithoutX64(Rule):
     not run in 64-bit mode: x64 switched on in a `conftest.py` above the file, in the
     `__init__.py` of a package the file belongs to, or (for tests) `JAX_ENABLE_X64=1` in
     pytest's `env` settings (pyproject.toml, pytest.ini, tox.ini, setup.cfg). NumPy's own
-`np.float64(x)` is a 64-bit NumPy scalar and is not flagged. Also flags
+    `np.float64(x)` is a 64-bit NumPy scalar and is not flagged. Also flags
     `jax.config.update("jax_enable_x64", True)` placed after code of the same block (the
     module's top level, or one function body) that already created JAX arrays, unless the
     same block switches it off again later (a deliberate 64-bit section after a 32-bit run).

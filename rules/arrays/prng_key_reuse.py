@@ -112,6 +112,7 @@ class PrngKeyReuse(Rule):
             if reuse.deliberate is not None and not strict:
                 continue
             second = source_of(self.context.module, reuse.second.func)
+            related: list[tuple[cst.CSTNode, str]] = []
             if reuse.in_loop and reuse.first is reuse.second:
                 where = (f"the loop consumes the key `{reuse.name}` on every iteration without splitting it "
                          f"there: `{second}` gets the same key each time")
@@ -119,8 +120,9 @@ class PrngKeyReuse(Rule):
                 first = source_of(self.context.module, reuse.first.func)
                 later = " on a later loop iteration" if reuse.in_loop else ""
                 where = f"`{second}` gets the key `{reuse.name}`{later} after `{first}` already consumed it"
+                related.append((reuse.first, f"the key `{reuse.name}` was first used here, by `{first}`"))
             self.report(reuse.second, f"{where}; the same key gives the same random numbers: give each use its "
-                                      f"own key from `jax.random.split({reuse.name})`")
+                                      f"own key from `jax.random.split({reuse.name})`", related=related)
         for call in uses.constant_keys_in_loops:
             if id(call) not in uses.drawn_constant_keys and not strict:
                 continue  # handed to a function that may draw nothing from it (a carry initialiser)

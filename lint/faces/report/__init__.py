@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 # format name -> the module whose `render(findings, **context)` writes it
 FORMATS: dict[str, str] = {
     "text": "odelint.faces.report.text",
+    "concise": "odelint.faces.report.concise",
     "json": "odelint.faces.report.json_format",
     "sarif": "odelint.faces.report.sarif",
     "github": "odelint.faces.report.github",

@@ -1,4 +1,5 @@
-"""GitHub Actions workflow commands: one `::error ...::` annotation per finding."""
+"""GitHub Actions workflow commands: one `::warning ...::` annotation per finding (`::error`
+for a file that does not parse or cannot be read), the severity every face shows."""
 
 from __future__ import annotations
 
@@ -22,5 +23,5 @@ def render(findings: Sequence[Finding], **_) -> str:
                  f"endLine={f.span.end_line},endColumn={f.span.end_column}")
         cell = f"cell {f.cell}: " if f.cell is not None else ""  # its lines count within the cell
         title = _property(f"odelint ({f.code})")
-        lines.append(f"::error title={title},{where}::{_data(f'{cell}{f.code} {f.message}')}")
+        lines.append(f"::{f.severity} title={title},{where}::{_data(f'{cell}{f.code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")

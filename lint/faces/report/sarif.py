@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from odelint import __version__
 from odelint.api.docs import pages_url, url
-from odelint.api.finding import Finding
+from odelint.api.finding import Finding, Span, severity
 from odelint.api.registry import rule_infos
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -17,6 +17,18 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 def _uri(path: str) -> str:
     path = path.replace(os.sep, "/")
     return path[2:] if path.startswith("./") else path
+
+
+def _location(path: str, span: Span, cell: int | None) -> dict:
+    location: dict = {"physicalLocation": {
+        "artifactLocation": {"uri": _uri(path)},
+        "region": {"startLine": span.line, "startColumn": span.column,
+                   "endLine": span.end_line, "endColumn": max(span.end_column, span.column)},
+    }}
+    if cell is not None:  # a notebook: the region's lines count within this cell
+        location["logicalLocations"] = [{"name": f"cell {cell}", "fullyQualifiedName": f"{_uri(path)}:cell {cell}",
+                                         "kind": "module"}]
+    return location
 
 
 def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (), **_) -> str:
@@ -32,23 +44,21 @@ def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (
             "shortDescription": {"text": summary},
             "fullDescription": {"text": rule.docs() if rule else summary},
             **({"helpUri": link} if (link := url(rule) if rule else pages_url()) else {}),
-            "defaultConfiguration": {"level": "error"},
+            "defaultConfiguration": {"level": severity(code)},
             "properties": {"fixable": bool(rule and rule.fix_safety)},
         })
     index = {code: position for position, code in enumerate(codes)}
     results = []
     for f in findings:
-        location: dict = {"physicalLocation": {
-            "artifactLocation": {"uri": _uri(f.path)},
-            "region": {"startLine": f.span.line, "startColumn": f.span.column,
-                       "endLine": f.span.end_line, "endColumn": max(f.span.end_column, f.span.column)},
-        }}
-        result: dict = {"ruleId": f.code, "ruleIndex": index[f.code], "level": "error",
+        location = _location(f.path, f.span, f.cell)
+        result: dict = {"ruleId": f.code, "ruleIndex": index[f.code], "level": f.severity,
                         "message": {"text": f.message}, "locations": [location]}
-        if f.cell is not None:  # a notebook: the region's lines count within this cell
-            location["logicalLocations"] = [{"name": f"cell {f.cell}", "fullyQualifiedName": f"{_uri(f.path)}:cell "
-                                             f"{f.cell}", "kind": "module"}]
+        if f.cell is not None:
             result["properties"] = {"cell": f.cell}
+        if f.related:
+            result["relatedLocations"] = [{"id": number, "message": {"text": related.message},
+                                           **_location(f.path, related.span, related.cell)}
+                                          for number, related in enumerate(f.related)]
         results.append(result)
     notifications = [{"level": "error", "message": {"text": f"{path}: {reason}"}} for path, reason in errors]
     document = {

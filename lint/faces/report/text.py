@@ -12,29 +12,34 @@ from odelint.faces.colour import Paint, plain
 SNIPPET_WIDTH = 160
 
 
-def render(findings: Sequence[Finding], *, lines_of: Callable[..., list[str] | None] = lambda path, cell=None: None,
+def render(findings: Sequence[Finding], *, lines_of: Callable[..., list[str] | None] = lambda *where: None,
            unsafe_fixes: bool = False, quiet: bool = False, fixed: int = 0, internal_errors: int = 0,
-           show_fixes: bool = False, paint: Paint = plain, files: int | None = None, **_) -> str:
+           show_fixes: bool = False, paint: Paint = plain, files: int | None = None, summary: bool = True,
+           snippets: bool = True, **_) -> str:
     out: list[str] = []
     for finding in findings:
         marker = paint(" [*]", "fix") if _offered(finding, unsafe_fixes) else ""
         span = finding.span
         position = paint(f"{where(finding)}:{span.line}:{span.column}:", "path")
         out.append(f"{position} {paint(finding.code, 'code')}{marker} {finding.message}")
-        if not quiet:
+        if not quiet and snippets:
             lines = lines_of(finding.path) if finding.cell is None else lines_of(finding.path, finding.cell)
             out.extend(_snippet(finding, lines, paint))
+            out.extend(paint(f"   = note: {where(finding, related.cell)}:{related.span.line}:{related.span.column}: "
+                             f"{related.message}", "gutter") for related in finding.related)
             if show_fixes and finding.fix is not None:
                 out.append(paint(f"   = fix ({finding.fix.safety.value}): {finding.fix.description}", "fix"))
-    if not quiet:
-        out.append(paint(summary(findings, unsafe_fixes, fixed=fixed, internal_errors=internal_errors, files=files),
+    if not quiet and summary:
+        out.append(paint(summarise(findings, unsafe_fixes, fixed=fixed, internal_errors=internal_errors, files=files),
                          "summary"))
     return "\n".join(out) + ("\n" if out else "")
 
 
-def where(finding: Finding) -> str:
-    """`train.py`, or `nb.ipynb:cell 3` for a notebook (its lines count within the cell)."""
-    return finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
+def where(finding: Finding, cell: int | None = None) -> str:
+    """`train.py`, or `nb.ipynb:cell 3` for a notebook (its lines count within the cell);
+    `cell` names another cell of the finding's notebook (a related location's)."""
+    cell = finding.cell if cell is None else cell
+    return finding.path if cell is None else f"{finding.path}:cell {cell}"
 
 
 def _offered(finding: Finding, unsafe_fixes: bool) -> bool:
@@ -62,7 +67,7 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def summary(findings: Sequence[Finding], unsafe_fixes: bool, *, fixed: int = 0, internal_errors: int = 0,
+def summarise(findings: Sequence[Finding], unsafe_fixes: bool, *, fixed: int = 0, internal_errors: int = 0,
             files: int | None = None) -> str:
     """Ruff's summary: what was found (and fixed), what could not be checked, what `--fix` can do.
     "All checks passed!" only when every file was read and nothing is left to report, and
