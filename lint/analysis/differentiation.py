@@ -16,7 +16,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_for, keyword_arg, positional_args
 from odelint.analysis.classes import enclosing_class
 from odelint.analysis.facts import Facts, loaded_names
@@ -334,15 +334,11 @@ def _argnums_given(call: cst.Call) -> cst.BaseExpression | None:
     return given.value if given is not None else None
 
 
-def _argnums(node: cst.BaseExpression | None) -> set[int] | None:
+def _argnums(node: cst.BaseExpression | None) -> frozenset[int] | None:
     """jax's `argnums`: default 0, an int or a tuple of ints; None when it is not a literal."""
     if node is None:
-        return {0}
-    if isinstance(node, cst.Integer):
-        return {int(node.value)}
-    if isinstance(node, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Integer) for e in node.elements):
-        return {int(e.value.value) for e in node.elements}  # type: ignore[attr-defined]
-    return None
+        return frozenset({0})
+    return literals.integers(node)
 
 
 def _spelling(node: cst.BaseExpression) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site
 from odelint.api.finding import NeedImport
@@ -493,8 +493,9 @@ class Facts:
     def _subscript_kind(self, node: cst.Subscript, site: Site) -> Kind:
         if isinstance(node.value, cst.Call) and len(node.slice) == 1:
             index = node.slice[0].slice
-            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-                found = self._unpacked_call_kind(node.value, (int(index.value.value),), site)
+            position = literals.integer(index.value) if isinstance(index, cst.Index) else None
+            if position is not None and position >= 0:
+                found = self._unpacked_call_kind(node.value, (position,), site)
                 if found is not Kind.UNKNOWN:
                     return found
         inner = self.kind(node.value, site)

@@ -18,7 +18,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
@@ -124,10 +124,11 @@ class Tracing(Reach):
                 if given is None:
                     continue
                 if keyword.endswith("argnames"):
-                    static_names = frozenset(_strings(given.value))
+                    static_names = literals.strings(given.value) or frozenset()
                 else:
-                    numbers = _integers(given.value)
-                    static_positions = None if numbers is None else frozenset(numbers)
+                    params = function.params
+                    count = len(params.posonly_params) + len(params.params) - offset
+                    static_positions = literals.positions(given.value, count)
             in_axes = keyword_arg(options, "in_axes")
             if in_axes is not None and isinstance(in_axes.value, (cst.Tuple, cst.List)):
                 unmapped = frozenset(i for i, e in enumerate(in_axes.value.elements)
@@ -250,19 +251,3 @@ def _body_functions(call: cst.Call, body: jax_api.TracedBody) -> list[cst.BaseEx
         if arg is not None and isinstance(arg.value, (cst.List, cst.Tuple)):
             found.extend(element.value for element in arg.value.elements)
     return found
-
-
-def _integers(node: cst.BaseExpression) -> set[int] | None:
-    if isinstance(node, cst.Integer):
-        return {int(node.value)}
-    if isinstance(node, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Integer) for e in node.elements):
-        return {int(e.value.value) for e in node.elements}  # type: ignore[attr-defined]
-    return None
-
-
-def _strings(node: cst.BaseExpression) -> list[str]:
-    if isinstance(node, cst.SimpleString):
-        return [node.evaluated_value] if isinstance(node.evaluated_value, str) else []
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return [s for e in node.elements for s in _strings(e.value)]
-    return []

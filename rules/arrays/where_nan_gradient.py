@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.intervals import INF, guard, number
+from odelint.analysis.intervals import INF, guard
+from odelint.analysis.literals import number
 from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule

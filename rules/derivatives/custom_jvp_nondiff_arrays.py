@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import literals
 from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of
 from odelint.analysis.classes import instance_class, method_of
 from odelint.analysis.facts import loaded_names
@@ -261,8 +262,8 @@ class CustomJvpNondiffArrays(Rule):
         """`jnp.dtype`, `np.dtype`, and their `Optional[...]` / `X | None` forms."""
         if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
             sides = (annotation.left, annotation.right)
-            return all(_is_none(side) or self._is_dtype_type(side, scope) for side in sides) \
-                and not all(_is_none(side) for side in sides)
+            return all(literals.is_none(side) or self._is_dtype_type(side, scope) for side in sides) \
+                and not all(literals.is_none(side) for side in sides)
         optional = isinstance(annotation, cst.Subscript) and \
             self.facts.qualname(annotation.value, scope) == "typing.Optional"
         if optional:
@@ -697,15 +698,12 @@ def _positions(node: cst.BaseExpression, params: list[cst.Param]) -> list[int]:
     found = set()
     for item in items:
         value = item.value
-        if isinstance(value, cst.Integer):
-            found.add(int(value.value))
-        elif isinstance(value, cst.SimpleString) and value.evaluated_value in names:
-            found.add(names.index(value.evaluated_value))  # type: ignore[arg-type]
+        position, name = literals.integer(value), literals.string(value)
+        if position is not None:
+            found.add(position)
+        elif name in names:
+            found.add(names.index(name))
     return sorted(found)
-
-
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def _may_hold_array(binding: Binding) -> bool:

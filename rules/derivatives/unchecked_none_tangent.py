@@ -6,6 +6,7 @@ import dataclasses
 import functools
 
 import libcst as cst
+from odelint.analysis import literals
 from odelint.analysis.scopes import Binding, Scope, Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
@@ -408,9 +409,10 @@ def _extracted(binding: Binding, source: str) -> tuple[tuple[int, ...], cst.Name
         return None
     if isinstance(value, (cst.Tuple, cst.List)) and path and path[0] < len(value.elements):
         value, path = value.elements[path[0]].value, path[1:]
-    if (isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index)
-            and isinstance(value.slice[0].slice.value, cst.Integer)):
-        path = (int(value.slice[0].slice.value.value), *path)
+    index = (literals.integer(value.slice[0].slice.value) if isinstance(value, cst.Subscript) and len(value.slice) == 1
+             and isinstance(value.slice[0].slice, cst.Index) else None)
+    if index is not None and isinstance(value, cst.Subscript):
+        path = (index, *path)
         value = value.value
     if isinstance(value, cst.Name) and value.value == source and path:
         return path, value

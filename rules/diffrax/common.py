@@ -11,6 +11,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
+from odelint.analysis import literals
 from odelint.analysis.calls import argument_at, calls_within, keyword_arg
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Scope, Site
@@ -75,7 +76,7 @@ class Solve:
     def is_none(self, name: str) -> bool:
         """Is the argument passed as the literal `None`?"""
         arg = self.argument(name)
-        return arg is not None and is_none(arg.value)
+        return arg is not None and literals.is_none(arg.value)
 
     def adjoint(self) -> Setting:
         return self.setting("adjoint", api()["adjoints"]["default"])
@@ -118,12 +119,8 @@ def constructed(facts: Facts, node: cst.BaseExpression, scope: Scope, seen: froz
     return None
 
 
-def is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
 def is_truthy_literal(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Name):
         return node.value == "True"
-    return isinstance(node, cst.Integer) and int(node.value, 0) != 0
+    return bool(literals.integer(node))
 

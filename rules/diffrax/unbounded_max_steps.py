@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import literals
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.differentiation import REVERSE, differentiation
 from odelint.analysis.scopes import Site
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api, is_none, solves
+from odelint.rules.diffrax.common import Setting, Solve, api, solves
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -105,7 +106,7 @@ class UnboundedMaxSteps(Rule):
             return False
         # RecursiveCheckpointAdjoint(checkpoints=n) bounds the memory itself
         checkpoints = argument_at(adjoint.call, "checkpoints", 0) if adjoint.call is not None else None
-        return checkpoints is None or is_none(checkpoints.value)
+        return checkpoints is None or literals.is_none(checkpoints.value)
 
     examples = (
         Flag("""
