@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -103,3 +104,61 @@ def test_the_scan_sees_lazy_and_relative_imports() -> None:
     assert "odelint.analysis.sketch" in imports_of("odelint.engine.core")  # imported inside a function
     assert violations("engine", (), ("odelint.analysis",)) != []
     assert len([name for name in MODULES if _layer(name) == "rules"]) > 30
+
+
+# -- rules hold no API names of their own ----------------------------------------------------
+
+QUALIFIED = re.compile(r"^(jax|jaxlib|jaxtyping|equinox|optax|diffrax|lineax|optimistix|numpy|functools|typing|abc)"
+                       r"(\.[A-Za-z_]\w*)+\.?$")
+METADATA = frozenset({"code", "name", "summary", "triggers", "examples", "fixtures"})
+
+
+def _prose(tree: ast.Module) -> set[int]:
+    """Nodes of docstrings, examples (`Flag`/`Pass`), metadata, f-strings and message pieces:
+    the literals a rule may hold (a call with a string holding a backtick builds a message)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
+            skipped.add(id(body[0].value))
+        inside = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Flag", "Pass"):
+            inside = node
+        elif isinstance(node, ast.Call) and any(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                                                and "`" in a.value for a in node.args):
+            inside = node
+        elif isinstance(node, ast.JoinedStr):
+            inside = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+                isinstance(t, ast.Name) and t.id in METADATA
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+            inside = node
+        if inside is not None:
+            skipped.update(id(inner) for inner in ast.walk(inside))
+    return skipped
+
+
+def qualified_literals(path: pathlib.Path) -> list[str]:
+    """`file:line: 'name'` for each string that is a qualified name outside prose."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    prose = _prose(tree)
+    return [f"{path.name}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
+            and QUALIFIED.match(node.value)]
+
+
+def test_rules_hold_no_qualified_names_of_their_own() -> None:
+    """Every API name a rule asks about lives in the model's tables (lint/analysis/data,
+    `[names]` by role): a new spelling of an API is one line there, not a hunt through rules."""
+    found = [f"{path.parent.name}/{line}" for path in sorted((ROOT / "rules").rglob("*.py"))
+             for line in qualified_literals(path)]
+    assert found == []
+
+
+def test_the_name_scan_sees_a_name_set(tmp_path: pathlib.Path) -> None:
+    rule = tmp_path / "rule.py"
+    rule.write_text('"""Docs name `jax.jit`."""\nCOMPILERS = frozenset({"jax.jit", "equinox.filter_jit"})\n'
+                    'summary = "jax.jit recompiles"\nmessage = f"use {x} jax.lax.scan"\n')
+    assert [line.rpartition(": ")[2] for line in qualified_literals(rule)] == ["'jax.jit'", "'equinox.filter_jit'"]
+

@@ -25,7 +25,7 @@ from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
 
 # The transforms that differentiate, what they differentiate with respect to ("argnums":
 # jax's `argnums`, default 0; "first": Equinox's filter_* transforms; "all": jvp/vjp/linearize
-# primals) and in which modes, outermost first: all from rules/data/jax_api.toml.
+# primals) and in which modes, outermost first: all from lint/analysis/data/jax_api.toml.
 FORWARD, REVERSE = "forward", "reverse"
 
 

@@ -201,7 +201,7 @@ class Facts:
 
     def module_type(self, node: cst.BaseExpression, scope: Scope) -> ModuleClass | None:
         """The Equinox module class a type expression names: a class of this file, or a
-        library's (`equinox.nn.MLP`, `diffrax.PIDController`, from rules/data), else None."""
+        library's (`equinox.nn.MLP`, `diffrax.PIDController`, from lint/analysis/data), else None."""
         qualname = self.qualname(node, scope)
         if qualname == "equinox.Module":
             return ModuleClass(None, qualname)
@@ -708,7 +708,7 @@ class Facts:
     def optax_keeps_param_state(self, node: cst.BaseExpression, site: Site) -> bool:
         """Does this optimiser's `init` build state per parameter (`zeros_like` over the
         params)? False only when every part is known to be stateless (`sgd` without
-        momentum, `scale`, `clip_by_global_norm`, ...: rules/data/jax_api.toml)."""
+        momentum, `scale`, `clip_by_global_norm`, ...: lint/analysis/data/jax_api.toml)."""
         parts = self.optax_constructors(node, site)
         if not parts:
             return True

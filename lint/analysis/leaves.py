@@ -5,7 +5,7 @@ leaf (`eqx.nn.MLP`'s `activation`, a `Callable` field, a stored `jax.vmap(f)`) o
 crashes them, while Python numbers are traced like arrays. Fields declared with
 `eqx.field(static=True)` are not leaves. Classes of this file are read from their field
 annotations and `__init__` assignments; library classes (equinox.nn, diffrax, lineax,
-optimistix) from rules/data/library_modules.toml.
+optimistix) from lint/analysis/data/library_modules.toml.
 """
 
 from __future__ import annotations

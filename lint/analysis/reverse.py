@@ -3,7 +3,7 @@
 `facts.differentiated_by` answers for any mode; some failures need reverse mode only
 (`lax.while_loop` has a JVP rule but no transpose, so `jax.jvp`/`jacfwd` through it work
 while `grad`/`vjp`/`jacrev` fail). Roots are functions handed to or decorated by a transform
-whose table row says it differentiates in reverse mode (rules/data/jax_api.toml), through
+whose table row says it differentiates in reverse mode (lint/analysis/data/jax_api.toml), through
 `functools.partial` and wrappers such as `jax.jit(jax.grad(f))`; `Reach` adds what they call.
 """
 

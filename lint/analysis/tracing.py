@@ -1,7 +1,7 @@
 """Where code runs on abstract tracers, and which values there are traced.
 
 Code is traced inside a function handed to (or decorated by) a tracing transform
-(`jax.jit`, `jax.vmap`, `eqx.filter_jit`, `jax.checkpoint`, ... from rules/data/jax_api.toml),
+(`jax.jit`, `jax.vmap`, `eqx.filter_jit`, `jax.checkpoint`, ... from lint/analysis/data/jax_api.toml),
 a function given to `lax.scan`/`while_loop`/`fori_loop`/`cond`/`switch` or to a diffrax
 term, and everything those call or nest (`Reach`). There, Python `if`, `bool()`, `print` and
 `hash` see tracers, not numbers.

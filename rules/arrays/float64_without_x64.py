@@ -18,12 +18,13 @@ if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
 X64_FLAG = "jax_enable_x64"
-_WIDE_TYPES = frozenset({"jax.numpy.float64", "numpy.float64", "jax.numpy.complex128", "numpy.complex128"})
+_WIDE_TYPES = jax_api.names("wide_dtypes")
 _WIDE_NAMES = frozenset({"float64", "complex128"})
 # calling these makes a JAX array; `np.float64(x)` makes a NumPy scalar, 64-bit whatever JAX's mode
-_WIDE_CONSTRUCTORS = frozenset({"jax.numpy.float64", "jax.numpy.complex128"})
+_WIDE_CONSTRUCTORS = jax_api.names("wide_constructors")
 # `jax.enable_x64` is the 64-bit context manager of jax 0.10 (it left `jax.experimental`)
-_SWITCHES = frozenset({"jax.config.update", "jax.experimental.enable_x64", "jax.enable_x64"})
+_SWITCHES = jax_api.names("x64_switches")
+_CONFIG_UPDATE = jax_api.name("config_update")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +102,7 @@ class Float64WithoutX64(Rule):
         qualname = self.facts.qualname(node.func, site.scope)
         if qualname in _SWITCHES:
             self._mentioned = True
-            if qualname == "jax.config.update" and _names_x64(node):
+            if qualname == _CONFIG_UPDATE and _names_x64(node):
                 (self._switches if _enables_x64(node) else self._switch_offs).append(_Seen(node, site))
             return
         wide = None
@@ -280,7 +281,7 @@ def _may_be_wide(sketch: Sketch, node: ast.expr) -> bool:
 def _may_switch_late(sketch: Sketch, call: ast.Call) -> bool:
     """`jax.config.update("jax_enable_x64", ...)` not surely switching off, after (or around) a
     call of the same function that may create an array: LibCST visits in source order."""
-    if "jax.config.update" not in sketch.qualnames(call.func):
+    if _CONFIG_UPDATE not in sketch.qualnames(call.func):
         return False
     name, value = positional(call, 0), positional(call, 1)
     if not (isinstance(name, ast.Constant) and name.value == X64_FLAG) or (

@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import source_of
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
@@ -15,7 +16,7 @@ from odelint.rules.arrays.common import traced_triggers
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-DEBUG_PRINT = "jax.debug.print"
+DEBUG_PRINT = jax_api.name("debug_print")
 
 
 class PrintOfTracedValue(Rule):

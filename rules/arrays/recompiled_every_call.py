@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.facts import Kind
 from odelint.analysis.jitted import COMPILING, decorated, jitted_callee
@@ -17,7 +18,8 @@ from odelint.api.rule import Flag, Pass, Rule
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-_FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
+_FILTERED = jax_api.names("filtered_compilers")
+_PARTIAL = jax_api.name("partial")
 
 
 class RecompiledEveryCall(Rule):
@@ -131,7 +133,7 @@ class RecompiledEveryCall(Rule):
         """How `target` is a function object made anew where it is wrapped, else None."""
         if isinstance(target, cst.Lambda):
             return "a new `lambda`"
-        if isinstance(target, cst.Call) and self.facts.qualname(target.func, site.scope) == "functools.partial":
+        if isinstance(target, cst.Call) and self.facts.qualname(target.func, site.scope) == _PARTIAL:
             return "a new `functools.partial`"
         if not isinstance(target, cst.Name):
             return None
@@ -141,7 +143,7 @@ class RecompiledEveryCall(Rule):
         binding = bindings[0]
         new = binding.kind == "def" or (binding.kind == "assign" and not binding.path and (
             isinstance(binding.value, cst.Lambda) or isinstance(binding.value, cst.Call)
-            and self.facts.qualname(binding.value.func, site.scope) == "functools.partial"))
+            and self.facts.qualname(binding.value.func, site.scope) == _PARTIAL))
         if not new or (in_loop and loops(self.facts).loop_of(binding.node) is None):
             return None
         if not in_loop and site.scope.kind != FUNCTION:

@@ -17,6 +17,8 @@ from odelint.api.rule import Flag, Pass, Rule
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
+_LOOPS = jax_api.names("loops_without_reverse")
+_FORI_LOOP = jax_api.name("fori_loop")
 _RECIPE = ("use `lax.scan` with a static length, `lax.fori_loop` with Python-int bounds, or "
            "`eqx.internal.while_loop(..., kind=\"checkpointed\", max_steps=...)`")
 
@@ -75,16 +77,16 @@ class ReverseThroughWhileLoop(Rule):
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        loops = {"jax.lax.while_loop", "jax.lax.fori_loop"}
+        loops = _LOOPS
         return any(sketch.qualnames(node.func) & loops
                    for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope)
-        if qualname not in ("jax.lax.while_loop", "jax.lax.fori_loop"):
+        if qualname not in _LOOPS:
             return
         body = jax_api.traced_body(qualname)
-        if qualname == "jax.lax.fori_loop":
+        if qualname == _FORI_LOOP:
             traced = [bound for bound in (argument_at(node, "lower", 0), argument_at(node, "upper", 1))
                       if bound is not None and self.facts.traced_value(bound.value, site) is not None]
             if not traced:

@@ -16,7 +16,7 @@ from odelint.rules.arrays.common import traced_triggers
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-_STATEFUL = ("numpy.random.", "random.")
+_STATEFUL = tuple(sorted(jax_api.names("stateful_random")))
 
 
 class StatefulRandomInTracedCode(Rule):

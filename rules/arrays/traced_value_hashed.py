@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import source_of
 from odelint.analysis.facts import Kind
 from odelint.analysis.scopes import Site
@@ -15,7 +16,7 @@ from odelint.api.rule import Flag, Pass, Rule
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+_CACHES = jax_api.names("function_caches")
 _VALUE_WORDS = ("jit", "vmap", "pmap", "checkpoint", "remat", "scan", "loop", "cond", "switch", "map", "Term",
                 "numpy", "nn", "lax", "scipy", "random", "Array", "jaxtyping")
 _HASHING_WORDS = ("{", "dict", "set", "hash", "cache")

@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import source_of
 from odelint.analysis.facts import Kind
 from odelint.analysis.jitted import STATIC_KEYWORDS, jitted_callee
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 
 _UNHASHABLE_LITERALS = {"List": "list", "ListComp": "list", "Dict": "dict", "DictComp": "dict", "Set": "set",
                         "SetComp": "set"}  # by LibCST class name: module-level code never touches `cst.`
-_FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
-_STATIC_TRANSFORMS = frozenset({"jax.jit", "jax.pmap"})
+_FILTERED = jax_api.names("filtered_compilers")
+_STATIC_TRANSFORMS = jax_api.names("static_compilers")
 
 
 class UnhashableStaticArgument(Rule):

@@ -18,7 +18,8 @@ from odelint.api.rule import Flag, Pass, Rule
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-WHERE = frozenset({"jax.numpy.where", "jax.lax.select"})
+WHERE = jax_api.names("where")
+_JNP_WHERE = jax_api.name("jnp_where")
 _DIVISION = jax_api.Singular("/", ((0.0, 0.0),), 1.0, (1,))
 _FRACTIONAL_POWER = jax_api.Singular("**", ((-INF, 0.0),), 1.0, (0,))
 _NEGATIVE_POWER = jax_api.Singular("**", ((0.0, 0.0),), 1.0, (0,))
@@ -31,7 +32,7 @@ class WhereNanGradient(Rule):
     Flags `jnp.where(x OP c, a, b)` (and `lax.select`), where `OP` is a comparison with a
     number `c`, when a branch applies `sqrt`, `log`, `arcsin`, `arctan2`, a division, a
     fractional or negative power or another function from the data table of functions
-    with a non-finite derivative (rules/data/jax_api.toml, `[singular]`) to `x` itself,
+    with a non-finite derivative (lint/analysis/data/jax_api.toml, `[singular]`) to `x` itself,
     and the inputs where the guard deselects that branch include inputs where that
     derivative is infinite or NaN: `jnp.where(x > 0, jnp.sqrt(x), 0.0)` (the false side
     holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`. Inputs already guarded by an inner
@@ -107,7 +108,7 @@ class WhereNanGradient(Rule):
 
     def _double_where(self, cond: cst.BaseExpression, position: int, function: jax_api.Singular,
                       hits: list[cst.BaseExpression], site: Site) -> Edits:
-        where, imports = self.facts.reference("jax.numpy.where", site)
+        where, imports = self.facts.reference(_JNP_WHERE, site)
         placeholder = cst.Float(repr(float(function.placeholder)))
         replacements = []
         for hit in hits:

@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import source_of
 from odelint.analysis.differentiation import STOP_GRADIENT, callbacks, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Scope, Site
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 _OWN_KEYWORDS = frozenset({"sharding", "vmap_method", "vectorized", "ordered", "result_shape_dtypes"})
 # attributes of an array that are static under tracing
 _STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
-_ERRORS = {"jax.experimental.io_callback": "IO callbacks do not support JVP"}
 
 
 class CallbackWithoutStopGradient(Rule):
@@ -105,7 +105,7 @@ class CallbackWithoutStopGradient(Rule):
     def finish(self) -> None:
         for node, site, qualname, traced, reason in self._found:
             names = ", ".join(f"`{source_of(self.context.module, arg.value)}`" for arg in traced)
-            error = _ERRORS.get(qualname, "Pure callbacks do not support JVP")
+            error = jax_api.callbacks()[qualname].error
             fix = None
             if not any(arg.star for arg in traced):
                 unused = id(node) in self._unused

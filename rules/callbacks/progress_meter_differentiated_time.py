@@ -11,11 +11,12 @@ from odelint.analysis.differentiation import Differentiation, differentiation, i
 from odelint.analysis.scopes import Binding, Scope, Site
 from odelint.analysis.sketch_calls import keyword
 from odelint.api.rule import Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, api, solves
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-_NO_METER = "diffrax.NoProgressMeter"
+_NO_METER = api()["names"]["no_progress_meter"]
 
 
 class ProgressMeterDifferentiatedTime(Rule):
@@ -76,10 +77,10 @@ class ProgressMeterDifferentiatedTime(Rule):
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         """Only a `diffeqsolve` call given a `progress_meter=` is checked."""
-        return any(keyword(call, "progress_meter") is not None for call in sketch.calls_to(("diffrax.diffeqsolve",)))
+        return any(keyword(call, "progress_meter") is not None for call in solves(sketch))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        if self.facts.qualname(node.func, site.scope) != "diffrax.diffeqsolve":
+        if self.facts.qualname(node.func, site.scope) != DIFFEQSOLVE:
             return
         meter = keyword_arg(node, "progress_meter")
         if meter is None or self._harmless(meter, site.scope, set()):

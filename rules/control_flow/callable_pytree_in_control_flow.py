@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, positional_args, source_of
 from odelint.analysis.classes import instance_class, is_module_class, method_of
 from odelint.analysis.facts import loaded_names
@@ -20,12 +21,9 @@ if TYPE_CHECKING:
 # lax function -> its function arguments: (position, keyword, lambda parameters); None
 # parameters mean `lambda *a: f(*a)`; `branches` of switch is a list of such functions.
 SLOTS: dict[str, tuple[tuple[int, str, tuple[str, ...] | None], ...]] = {
-    "jax.lax.while_loop": ((0, "cond_fun", ("v",)), (1, "body_fun", ("v",))),
-    "jax.lax.fori_loop": ((2, "body_fun", ("i", "v")),),
-    "jax.lax.scan": ((0, "f", ("c", "x")),),
-    "jax.lax.cond": ((1, "true_fun", None), (2, "false_fun", None)),
-    "jax.lax.switch": ((1, "branches", None),),
-}
+    qualname: tuple((slot[0], slot[1], tuple(slot[2]) if len(slot) > 2 else None) for slot in slots)
+    for qualname, slots in jax_api.names_table("control_flow_slots").items()}
+_EQUINOX_PARTIAL = jax_api.name("equinox_partial")
 
 
 class CallablePytreeInControlFlow(Rule):
@@ -140,7 +138,7 @@ class CallablePytreeInControlFlow(Rule):
             if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].path:
                 return False
             node, site = bindings[0].value, Site(bindings[0].scope, bindings[0].order)
-        return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == "equinox.Partial"
+        return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == _EQUINOX_PARTIAL
 
     examples = (
         Flag("""

@@ -11,7 +11,7 @@ from odelint.analysis.calls import source_of
 from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Rule
-from odelint.rules.deprecated.table import DeprecatedApi, rows_for
+from odelint.analysis.deprecated_apis import DeprecatedApi, rows_for
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch

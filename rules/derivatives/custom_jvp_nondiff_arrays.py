@@ -6,7 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import literals
+from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of
 from odelint.analysis.classes import instance_class, method_of
 from odelint.analysis.facts import loaded_names
@@ -19,23 +19,19 @@ from odelint.rules.derivatives.common import Registration, Registrations, assign
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-CUSTOM = {"jax.custom_jvp": "jvp", "jax.custom_vjp": "vjp",
-          "jax.custom_derivatives.custom_jvp": "jvp", "jax.custom_derivatives.custom_vjp": "vjp"}
+CUSTOM: dict[str, str] = jax_api.names_table("custom_derivatives")
 _CUSTOM_NAMES = frozenset(CUSTOM)
-PARTIALS = frozenset({"equinox.Partial", "jax.tree_util.Partial"})
-ARRAY_TYPES = frozenset({"jax.Array", "jax.numpy.ndarray", "jaxtyping.Array", "jaxtyping.PyTree"})
-ARRAY_MAKERS = ("jax.numpy.", "jax.random.")
-# jax.numpy / jax.random functions whose result is metadata (a dtype, a shape, a flag, a
-# function or a printout), never an array: `jnp.result_type(x)` is a static dtype argument.
-NOT_ARRAYS = frozenset(f"jax.numpy.{name}" for name in (
-    "result_type", "promote_types", "dtype", "finfo", "iinfo", "issubdtype", "isdtype", "can_cast",
-    "shape", "ndim", "size", "broadcast_shapes", "einsum_path", "iscomplexobj", "isrealobj", "isscalar",
-    "iterable", "vectorize", "frompyfunc", "ufunc", "array_repr", "array_str", "get_printoptions",
-    "printoptions", "set_printoptions", "save", "savez",
-)) | {"jax.random.key_impl"}
+PARTIALS = jax_api.names("partials")
+ARRAY_TYPES = jax_api.names("array_annotations")
+ARRAY_MAKERS = tuple(sorted(jax_api.names("array_makers")))
+# jax.numpy / jax.random functions whose result is metadata, never an array
+NOT_ARRAYS = jax_api.names("metadata_functions")
 # Annotations that say a parameter holds a dtype and no array. (`DTypeLike` is not one: it
 # admits any object with a `.dtype`, arrays included.)
-DTYPE_TYPES = frozenset({"jax.numpy.dtype", "numpy.dtype"})
+DTYPE_TYPES = jax_api.names("dtype_annotations")
+_PARTIAL = jax_api.name("partial")
+_OPTIONAL = jax_api.name("optional")
+_FILTER_CUSTOM_JVP = jax_api.name("filter_custom_jvp")
 
 
 @dataclasses.dataclass
@@ -193,7 +189,7 @@ class CustomJvpNondiffArrays(Rule):
 
     def _partial_flavour(self, node: cst.BaseExpression, site: Site) -> str | None:
         """`functools.partial(jax.custom_jvp, nondiff_argnums=...)` -> "jvp"."""
-        if not isinstance(node, cst.Call) or self.facts.qualname(node.func, site.scope) != "functools.partial":
+        if not isinstance(node, cst.Call) or self.facts.qualname(node.func, site.scope) != _PARTIAL:
             return None
         args = positional_args(node)
         return CUSTOM.get(self.facts.qualname(args[0].value, site.scope) or "") if args else None
@@ -265,7 +261,7 @@ class CustomJvpNondiffArrays(Rule):
             return all(literals.is_none(side) or self._is_dtype_type(side, scope) for side in sides) \
                 and not all(literals.is_none(side) for side in sides)
         optional = isinstance(annotation, cst.Subscript) and \
-            self.facts.qualname(annotation.value, scope) == "typing.Optional"
+            self.facts.qualname(annotation.value, scope) == _OPTIONAL
         if optional:
             element = annotation.slice[0].slice if len(annotation.slice) == 1 else None
             return isinstance(element, cst.Index) and self._is_dtype_type(element.value, scope)
@@ -403,7 +399,7 @@ class CustomJvpNondiffArrays(Rule):
     def _rewrite(self, definition: _Definition, registration: Registration, calls: list[cst.Call]) -> Edits:
         function, decorator = definition.function, definition.decorator
         assert function is not None and decorator is not None and registration.rule is not None
-        reference, imports = self.facts.reference("equinox.filter_custom_jvp", definition.site)  # type: ignore[arg-type]
+        reference, imports = self.facts.reference(_FILTER_CUSTOM_JVP, definition.site)  # type: ignore[arg-type]
         params = function.params.params
         static = [params[i] for i in definition.nondiff]
         dynamic = [p for i, p in enumerate(params) if i not in definition.nondiff]

@@ -6,14 +6,16 @@ import dataclasses
 import functools
 
 import libcst as cst
-from odelint.analysis import literals
+from odelint.analysis import jax_api, literals
 from odelint.analysis.scopes import Binding, Scope, Site
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, positional_params
 
 # Calling these on `None` fails like arithmetic does.
-ARRAY_FUNCTIONS = ("jax.numpy.", "jax.lax.", "jax.nn.")
+ARRAY_FUNCTIONS = tuple(sorted(jax_api.names("array_functions")))
+_FILTER_CUSTOM_JVP = jax_api.name("filter_custom_jvp")
+_ZEROS_LIKE = jax_api.name("zeros_like")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,10 +103,10 @@ class UncheckedNoneTangent(Rule):
             return False
         binding = bindings[0]
         if binding.kind == "def":
-            return any(self.facts.qualname(d.decorator, binding.scope) == "equinox.filter_custom_jvp"
+            return any(self.facts.qualname(d.decorator, binding.scope) == _FILTER_CUSTOM_JVP
                        for d in binding.node.decorators)  # type: ignore[attr-defined]
         return (binding.kind == "assign" and not binding.path and isinstance(binding.value, cst.Call)
-                and self.facts.qualname(binding.value.func, binding.scope) == "equinox.filter_custom_jvp")
+                and self.facts.qualname(binding.value.func, binding.scope) == _FILTER_CUSTOM_JVP)
 
     def _check(self, registration: Registration, deprecated: bool) -> None:
         owner = registration.owner.value
@@ -169,7 +171,7 @@ class UncheckedNoneTangent(Rule):
             edits.append(Replace(attribute, attribute.with_changes(attr=cst.Name("def_jvp"))))
         if not analysis.tangents:
             return Edits(edits)
-        zeros, imports = self.facts.reference("jax.numpy.zeros_like", Site(analysis.scope, 0))
+        zeros, imports = self.facts.reference(_ZEROS_LIKE, Site(analysis.scope, 0))
         spelled = cst.Module([]).code_for_node(zeros)
         lines: dict[int, list[cst.BaseStatement]] = {}
         for name, tangent in sorted(analysis.tangents.items(), key=lambda item: item[1].index):

@@ -6,12 +6,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import tomllib
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
-from odelint.analysis import literals
+from odelint.analysis import literals, tables
 from odelint.analysis.calls import argument_at, calls_within, keyword_arg
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Scope, Site
@@ -19,20 +17,18 @@ from odelint.analysis.scopes import Scope, Site
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-DIFFEQSOLVE = "diffrax.diffeqsolve"
-SAVEAT_CLASSES = frozenset({"diffrax.SaveAt", "diffrax.SubSaveAt"})
-
-
 def solves(sketch: Sketch) -> list[ast.Call]:
     """The calls that may be `diffrax.diffeqsolve`: every rule of the family reads one."""
     return sketch.calls_to((DIFFEQSOLVE,))
 
 
-@functools.cache
 def api() -> dict[str, Any]:
-    """rules/data/diffrax_api.toml, read on first use."""
-    text = resources.files("odelint.rules").joinpath("data").joinpath("diffrax_api.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    """diffrax_api.toml (odelint.analysis.tables), read on first use."""
+    return tables.read("diffrax_api.toml")
+
+
+DIFFEQSOLVE: str = api()["names"]["diffeqsolve"]
+SAVEAT_CLASSES = frozenset(api()["names"]["saveat"])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.scopes import Scope, Site
 from odelint.api.rule import Flag, Pass, Rule
@@ -15,9 +16,7 @@ if TYPE_CHECKING:
 
 # reductions that an `inf` entry turns into inf or nan (`min` is not among them: the padding
 # is +inf); as functions of jax.numpy / numpy, and as array methods
-_REDUCTIONS = ("sum", "mean", "max", "amax", "prod", "std", "var", "average", "nansum", "nanmean", "nanmax",
-               "nanprod", "nanstd", "nanvar", "linalg.norm")
-_REDUCING_FUNCTIONS = frozenset(f"{module}.{name}" for module in ("jax.numpy", "numpy") for name in _REDUCTIONS)
+_REDUCING_FUNCTIONS = jax_api.names("inf_reductions")
 _REDUCING_METHODS = frozenset({"sum", "mean", "max", "prod", "std", "var"})
 _PADDED_FIELDS = frozenset({"ys", "ts"})
 

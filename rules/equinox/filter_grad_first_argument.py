@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import transformed
+from odelint.analysis import jax_api, transformed
 from odelint.analysis.calls import keyword_arg, positional_args, source_of
 from odelint.analysis.facts import Kind, loaded_names
 from odelint.analysis.scopes import Binding, Site
@@ -17,7 +17,7 @@ from odelint.rules.equinox.common import TransformApplicationRule
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-_FILTER_GRADS = frozenset({"equinox.filter_grad", "equinox.filter_value_and_grad"})
+_FILTER_GRADS = jax_api.names("filter_grads")
 
 
 class FilterGradFirstArgument(TransformApplicationRule):

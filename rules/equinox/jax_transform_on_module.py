@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odelint.analysis import transformed
+from odelint.analysis import jax_api, transformed
 from odelint.analysis.calls import source_of
 from odelint.analysis.transformed import Application
 from odelint.api.finding import Edits, Replace, Safety
@@ -14,16 +14,10 @@ from odelint.rules.equinox.common import TransformApplicationRule
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-# The transforms this rule checks, and what each raises on a function or string leaf
-# (measured on jax 0.10.2).
-_FAILURES = {
-    "jax.jit": "TypeError: Error interpreting argument to <fn> as an abstract array",
-    "jax.grad": "TypeError: Argument ... is not a valid JAX type",
-    "jax.value_and_grad": "TypeError: Argument ... is not a valid JAX type",
-    "jax.vmap": "TypeError: Argument ... is not a valid JAX type",
-}
+# The transforms this rule checks, and what each raises on a function or string leaf.
+_FAILURES: dict[str, str] = jax_api.names_table("module_transforms")
 # Keywords the Equinox transform takes with the same meaning.
-_SAME_KEYWORDS = {"jax.grad": {"has_aux"}, "jax.value_and_grad": {"has_aux"}}
+_SAME_KEYWORDS = {name: set(words) for name, words in jax_api.names_table("same_keywords").items()}
 
 
 class JaxTransformOnModule(TransformApplicationRule):

@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.classes import enclosing_class, is_module_class
 from odelint.analysis.scopes import CLASS, Site
 from odelint.analysis.sketch_calls import called_names, may_name_module
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
 # Bases that declare no dataclass fields.
-_FIELDLESS_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC"})
+_FIELDLESS_BASES = jax_api.names("fieldless_bases")
+_TREE_AT = jax_api.name("eqx_tree_at")
+_MODULE = jax_api.name("equinox_module")
 # Methods in which Equinox lets a module assign its own fields.
 _INITIALISERS = frozenset({"__init__", "__post_init__"})
 
@@ -61,7 +64,7 @@ class ModuleMutation(Rule):
     code = "ODL604"
     name = "module-mutation"
     summary = "An Equinox module's attribute is assigned outside __init__, or __init__ sets an undeclared field"
-    # the libraries whose classes are Equinox modules (rules/data/library_modules.toml)
+    # the libraries whose classes are Equinox modules (lint/analysis/data/library_modules.toml)
     triggers = (("equinox",), ("diffrax",), ("lineax",), ("optimistix",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL604"
@@ -131,7 +134,7 @@ class ModuleMutation(Rule):
                         safe=False)
 
     def _tree_at(self, node: cst.Assign, owner: cst.Name, field: str, site: Site) -> Edits:
-        tree_at, imports = self.facts.reference("equinox.tree_at", site)
+        tree_at, imports = self.facts.reference(_TREE_AT, site)
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         where = cst.Lambda(cst.Parameters([cst.Param(cst.Name("t"))]), cst.Attribute(cst.Name("t"), cst.Name(field)))
         call = cst.Call(tree_at, [cst.Arg(where, comma=comma), cst.Arg(cst.Name(owner.value), comma=comma),
@@ -268,7 +271,7 @@ def _declared_fields(facts, cls: cst.ClassDef) -> set[str] | None:
             if facts.qualname(outer, where) in _FIELDLESS_BASES:
                 continue
             return None  # a class we cannot read may declare fields
-        if parent.name == "equinox.Module":
+        if parent.name == _MODULE:
             continue
         if parent.node is None:
             return None

@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.calls import keyword_arg, source_of
 from odelint.analysis.classes import is_module_class
 from odelint.analysis.facts import Kind
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
 _ARRAYS = (Kind.ARRAY, Kind.KEY)
+_STATIC_FIELD = jax_api.name("static_field")
+_FIELD = jax_api.name("field")
 
 
 class StaticArrayField(Rule):
@@ -102,9 +105,9 @@ class StaticArrayField(Rule):
         if not isinstance(value, cst.Call):
             return False
         qualname = self.facts.qualname(value.func, site.scope)
-        if qualname == "equinox.static_field":
+        if qualname == _STATIC_FIELD:
             return True
-        static = keyword_arg(value, "static") if qualname == "equinox.field" else None
+        static = keyword_arg(value, "static") if qualname == _FIELD else None
         return static is not None and isinstance(static.value, cst.Name) and static.value.value == "True"
 
     examples = (
@@ -165,8 +168,8 @@ def _may_be_static(sketch: Sketch, node: ast.AnnAssign) -> bool:
         return False
     names = sketch.qualnames(value.func)
     static = keyword(value, "static")
-    return "equinox.static_field" in names or (
-        "equinox.field" in names and isinstance(static, ast.Constant) and static.value is True)
+    return _STATIC_FIELD in names or (
+        _FIELD in names and isinstance(static, ast.Constant) and static.value is True)
 
 
 def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:

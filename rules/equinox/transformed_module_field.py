@@ -15,7 +15,7 @@ from odelint.api.rule import Flag, Pass, Rule
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
 
-_STORED = frozenset({"jax.vmap", "jax.jit", "jax.grad", "jax.value_and_grad", "jax.checkpoint", "jax.remat"})
+_STORED = jax_api.names("stored_transforms")
 
 
 class TransformedModuleField(Rule):

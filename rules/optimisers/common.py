@@ -19,8 +19,8 @@ def needs_params(constructors: frozenset[str] | None) -> list[str]:
 
 def filtered(facts: Facts, value: cst.BaseExpression, site: Site) -> tuple[cst.Call, tuple]:
     """`eqx.filter(value, eqx.is_array)` spelt with the file's own equinox alias."""
-    filter_ref, imports = facts.reference("equinox.filter", site)
-    is_array_ref, more = facts.reference("equinox.is_array", site)
+    filter_ref, imports = facts.reference(jax_api.name("eqx_filter"), site)
+    is_array_ref, more = facts.reference(jax_api.name("eqx_is_array"), site)
     call = cst.Call(filter_ref, [cst.Arg(value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                                  cst.Arg(is_array_ref)])
     return call, (*imports, *more)
