@@ -6,9 +6,10 @@ functions included), so the model stays one model and each face one face.
 - `files` (discovery, configuration, cache) never imports the model: the engine hands the
   cache the model's file stamps.
 - `proof` (confirm, fixtures, doctor) never imports a rule.
-- `rules` import the rule API (`odelint.api`), the model's door (`odelint.analysis`,
-  see its `__init__`) and their own family's shared modules; nothing of the engine, the
-  files layer or the faces.
+- `rules` import the rule API (`odelint.api`), the model's one door (`odelint.analysis`
+  itself, with its namespaces `jax_api`, `literals`, ...: see its `__init__`) and their own
+  family's shared modules; nothing of the engine, the files layer, the faces, or the model's
+  modules, and they never reach into the scope index (`facts.index`).
 """
 
 from __future__ import annotations
@@ -92,10 +93,46 @@ CONTRACTS = {
 }
 
 
+def _door() -> tuple[str, ...]:
+    from odelint import analysis
+
+    return ("odelint.analysis", *(f"odelint.analysis.{name}" for name in analysis.NAMESPACES))
+
+
 @pytest.mark.parametrize("layer", sorted(CONTRACTS))
 def test_layer_imports_only_what_it_may(layer: str) -> None:
     allowed, forbidden = CONTRACTS[layer]
     assert violations(layer, allowed, forbidden) == []
+
+
+def test_rules_enter_the_model_through_its_door_only() -> None:
+    door = _door()
+    found = [f"{name} imports {other}" for name in sorted(MODULES) if _layer(name) == "rules"
+             for other in sorted(imports_of(name)) if _within(other, ("odelint.analysis",)) and other not in door]
+    assert found == []
+    reaching = [f"{MODULES[name].name}:{node.lineno}" for name in sorted(MODULES) if _layer(name) == "rules"
+                for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8")))
+                if isinstance(node, ast.Attribute) and node.attr == "index"
+                and isinstance(node.value, (ast.Name, ast.Attribute)) and ast.unparse(node.value).endswith("facts")]
+    assert reaching == []
+
+
+def test_the_door_names_what_it_gives_and_type_checkers_see_the_same() -> None:
+    """Every name of the door loads, and the `TYPE_CHECKING` imports (what mypy reads) give
+    exactly the door's names, from the same modules."""
+    from odelint import analysis
+
+    given = {name: (module, name) for module, names in analysis.DOOR.items() for name in names}
+    given.update(analysis.RENAMED)
+    tree = ast.parse(MODULES["odelint.analysis"].read_text(encoding="utf-8"))
+    checked = {alias.asname or alias.name: (node.module.rpartition(".")[2], alias.name)
+               for block in tree.body if isinstance(block, ast.If)
+               for node in block.body if isinstance(node, ast.ImportFrom) and node.module
+               for alias in node.names}
+    assert checked == given
+    assert all(getattr(analysis, name) is not None for name in given)
+    # a name that is also a module's would give the module once that module is imported
+    assert not set(given) & {path.stem for path in (ROOT / "lint" / "analysis").glob("*.py")}
 
 
 def test_the_scan_sees_lazy_and_relative_imports() -> None:

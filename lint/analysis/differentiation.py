@@ -12,7 +12,6 @@ nested inside a differentiated function is as well. The analysis is built once p
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -315,14 +314,9 @@ class Differentiation(Reach):
         return None
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, Differentiation]" = weakref.WeakKeyDictionary()
-
-
 def differentiation(facts: Facts) -> Differentiation:
-    """The analysis for this file, computed on first use and shared by the rules."""
-    if facts not in _CACHE:
-        _CACHE[facts] = Differentiation(facts)
-    return _CACHE[facts]
+    """The analysis for this file, built once as a part of its facts and shared by the rules."""
+    return facts.part(Differentiation, Differentiation)
 
 
 def is_stop_gradient(facts: Facts, node: cst.BaseExpression, scope: Scope) -> bool:

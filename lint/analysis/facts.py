@@ -14,8 +14,8 @@ import dataclasses
 import enum
 import functools
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
@@ -23,8 +23,12 @@ from odelint.analysis.calls import argument_at, argument_for
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site
 from odelint.api.finding import NeedImport
 
+T = TypeVar("T")
+
 if TYPE_CHECKING:
+    from odelint.analysis.differentiation import Differentiation
     from odelint.analysis.leaves import Leaf, Leaves
+    from odelint.analysis.loops import Loops
     from odelint.analysis.tracing import Traced, Tracing
 
 
@@ -76,6 +80,27 @@ class Facts:
         self._in_progress_returns: set[tuple[int, tuple[int, ...]]] = set()
         self._tracing: Tracing | None = None
         self._leaves: Leaves | None = None
+        self._parts: dict[type, object] = {}
+
+    def part(self, build: Callable[[Facts], T], kind: type[T]) -> T:
+        """An analysis built on these facts, built on first use and kept with them (one per
+        kind: `differentiation`, loops, key uses, ...), so no module keeps a cache of its own."""
+        found = self._parts.get(kind)
+        if found is None:
+            found = self._parts[kind] = build(self)
+        return found  # type: ignore[return-value]
+
+    @property
+    def differentiation(self) -> Differentiation:
+        """What code runs under differentiation, in which modes (odelint.analysis.differentiation)."""
+        from odelint.analysis.differentiation import differentiation
+        return differentiation(self)
+
+    @property
+    def loops(self) -> Loops:
+        """The file's loops: which loop a node runs in (odelint.analysis.loops)."""
+        from odelint.analysis.loops import loops
+        return loops(self)
 
     # -- contexts (built on first use) -------------------------------------------------
 
@@ -115,6 +140,20 @@ class Facts:
 
     def lookup(self, name: str, scope: Scope) -> list[Binding]:
         return self.index.lookup(name, scope)
+
+    @property
+    def module_scope(self) -> Scope:
+        """The file's top-level scope."""
+        return self.index.module_scope
+
+    def body_scope(self, node: cst.CSTNode) -> Scope | None:
+        """The scope a `def`, `lambda`, class or comprehension opens, else None."""
+        return self.index.body_scope(node)
+
+    def sites_of(self, node_type: type[cst.CSTNode]) -> list[tuple[cst.CSTNode, Site]]:
+        """Every node of this type in the file with its site, in source order (the engine's
+        shared index: only node types some rule or the model visits are kept)."""
+        return self.index.of_type(node_type)
 
     def binding_of(self, node: cst.FunctionDef | cst.ClassDef) -> Binding | None:
         """The binding a `def` or `class` statement creates in the scope around it."""

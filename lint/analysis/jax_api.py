@@ -226,6 +226,11 @@ def singular(qualname: str | None) -> Singular | None:
     return singular_functions().get(qualname or "")
 
 
+def diffrax_api() -> dict[str, Any]:
+    """diffrax_api.toml: diffrax's `diffeqsolve` defaults, solvers, controllers and adjoints."""
+    return tables.read("diffrax_api.toml")
+
+
 # -- the names rules ask about, by role ([names]) ---------------------------------------------
 
 def names(role: str) -> frozenset[str]:

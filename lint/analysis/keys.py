@@ -17,7 +17,6 @@ that `fold_in` combines with non-constant data is a different key on every itera
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -288,11 +287,6 @@ def _merge(states: Iterable[State | None]) -> State | None:
     return merged
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, KeyUses]" = weakref.WeakKeyDictionary()
-
-
 def key_uses(facts: Facts) -> KeyUses:
-    """The analysis for this file, computed on first use and shared by the rules."""
-    if facts not in _CACHE:
-        _CACHE[facts] = KeyUses(facts)
-    return _CACHE[facts]
+    """The analysis for this file, built once as a part of its facts and shared by the rules."""
+    return facts.part(KeyUses, KeyUses)

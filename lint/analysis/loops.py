@@ -9,8 +9,6 @@ called, not per iteration. Built once per file, on first use.
 
 from __future__ import annotations
 
-import weakref
-
 import libcst as cst
 from odelint.analysis.facts import Facts
 
@@ -39,10 +37,6 @@ class Loops:
         return self._loop_of.get(id(node))
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, Loops]" = weakref.WeakKeyDictionary()
-
-
 def loops(facts: Facts) -> Loops:
-    if facts not in _CACHE:
-        _CACHE[facts] = Loops(facts.index.module)
-    return _CACHE[facts]
+    """The file's loops, built once as a part of its facts."""
+    return facts.part(lambda owner: Loops(owner.index.module), Loops)

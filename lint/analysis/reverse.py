@@ -9,8 +9,6 @@ whose table row says it differentiates in reverse mode (lint/analysis/data/jax_a
 
 from __future__ import annotations
 
-import weakref
-
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, positional_args
@@ -72,11 +70,6 @@ class ReverseMode(Reach):
         self.add_root(function, f"{function_name(function)} is differentiated in reverse mode by `{spelling}`")
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, ReverseMode]" = weakref.WeakKeyDictionary()
-
-
 def reverse_differentiated_by(facts: Facts, site: Site) -> str | None:
     """Why the code at `site` may run under reverse-mode differentiation, else None."""
-    if facts not in _CACHE:
-        _CACHE[facts] = ReverseMode(facts)
-    return _CACHE[facts].why(site)
+    return facts.part(ReverseMode, ReverseMode).why(site)

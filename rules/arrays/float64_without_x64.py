@@ -7,15 +7,13 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import argument_at, keyword_arg, source_of
-from odelint.analysis.facts import Kind, method_call
-from odelint.analysis.scopes import Site
-from odelint.analysis.sketch_calls import exact_string, keyword, positional
+from odelint.analysis import (
+    Kind, Site, argument_at, exact_string, jax_api, keyword, keyword_arg, method_call, positional, source_of,
+)
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 X64_FLAG = "jax_enable_x64"
 _WIDE_TYPES = jax_api.names("wide_dtypes")

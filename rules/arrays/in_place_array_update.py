@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.arrays import is_jax_array
-from odelint.analysis.calls import source_of
-from odelint.analysis.scopes import Site
+from odelint.analysis import Site, is_jax_array, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 # augmented operator (LibCST's class name) -> the `.at[...]` method that does the same, and
 # whether the value is negated

@@ -6,14 +6,11 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import source_of
-from odelint.analysis.keys import key_uses
-from odelint.analysis.sketch_reach import rebinds_each_iteration, repeating_loop
+from odelint.analysis import jax_api, key_uses, rebinds_each_iteration, repeating_loop, source_of
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 
 class PrngKeyReuse(Rule):

@@ -6,17 +6,13 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.facts import Kind
-from odelint.analysis.jitted import COMPILING, decorated, jitted_callee
-from odelint.analysis.loops import loops
-from odelint.analysis.reach import enclosing_function
-from odelint.analysis.scopes import FUNCTION, Site
+from odelint.analysis import (
+    COMPILING, FUNCTION, Kind, Site, decorated, enclosing_function, jax_api, jitted_callee, positional_args, source_of,
+)
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _FILTERED = jax_api.names("filtered_compilers")
 _PARTIAL = jax_api.name("partial")
@@ -104,7 +100,7 @@ class RecompiledEveryCall(Rule):
                                 f"compiled again for each value: pass `jnp.asarray({text})`")
 
     def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
-        scope = self.facts.index.body_scope(node)
+        scope = self.facts.body_scope(node)
         outer = scope.parent if scope is not None else None
         jitted = decorated(self.facts, node, outer) if outer is not None else None
         if jitted is None or outer is None or self.facts.traced_by(Site(outer, site.order)) is not None:
@@ -144,14 +140,14 @@ class RecompiledEveryCall(Rule):
         new = binding.kind == "def" or (binding.kind == "assign" and not binding.path and (
             isinstance(binding.value, cst.Lambda) or isinstance(binding.value, cst.Call)
             and self.facts.qualname(binding.value.func, site.scope) == _PARTIAL))
-        if not new or (in_loop and loops(self.facts).loop_of(binding.node) is None):
+        if not new or (in_loop and self.facts.loops.loop_of(binding.node) is None):
             return None
         if not in_loop and site.scope.kind != FUNCTION:
             return None
         return f"`{target.value}`, a function defined {'in the loop' if in_loop else 'anew on each call'},"
 
     def _loop_reason(self, node: cst.CSTNode) -> str | None:
-        loop = loops(self.facts).loop_of(node)
+        loop = self.facts.loops.loop_of(node)
         return "inside a loop" if loop is not None else None
 
     def _repeated(self, function: cst.CSTNode) -> str | None:
@@ -159,7 +155,7 @@ class RecompiledEveryCall(Rule):
         a few places compiles once per call on purpose, with different closures.)"""
         if not isinstance(function, cst.FunctionDef):
             return None
-        if any(loops(self.facts).loop_of(call) is not None for call, _ in self.facts.calls_of(function)):
+        if any(self.facts.loops.loop_of(call) is not None for call, _ in self.facts.calls_of(function)):
             return f"inside `{function.name.value}`, which is called in a loop"
         return None
 

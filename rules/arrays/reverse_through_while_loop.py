@@ -6,16 +6,11 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import argument_at, source_of
-from odelint.analysis.differentiation import differentiation
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.reverse import reverse_differentiated_by
-from odelint.analysis.scopes import Site
+from odelint.analysis import Site, argument_at, jax_api, loaded_names, reverse_differentiated_by, source_of
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _LOOPS = jax_api.names("loops_without_reverse")
 _FORI_LOOP = jax_api.name("fori_loop")
@@ -108,14 +103,14 @@ class ReverseThroughWhileLoop(Rule):
     def _carries_tangent(self, node: cst.Call, carried: cst.Arg | None, site: Site) -> bool:
         """Does the carry, or a value the loop's functions close over, depend on a
         differentiated argument?"""
-        analysis = differentiation(self.facts)
+        analysis = self.facts.differentiation
         values = [carried.value] if carried is not None else []
         for arg in node.args:
             function = self.facts.callee(arg.value, site.scope)
             if isinstance(arg.value, cst.Lambda):
                 values.append(arg.value.body)
             elif function is not None:
-                scope = self.facts.index.body_scope(function)
+                scope = self.facts.body_scope(function)
                 values += [name for name in loaded_names(function.body, into_nested=True)
                            if scope is not None and not scope.bindings.get(name.value)]
         return any(analysis.differentiated_source(value, site.scope) is not None for value in values)

@@ -6,15 +6,12 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import argument_at, source_of
-from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import Site
+from odelint.analysis import Kind, Site, argument_at, jax_api, source_of
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _STATEFUL = tuple(sorted(jax_api.names("stateful_random")))
 

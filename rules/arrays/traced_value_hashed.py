@@ -7,14 +7,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import source_of
-from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import Site
+from odelint.analysis import Kind, Site, jax_api, source_of
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _CACHES = jax_api.names("function_caches")
 _VALUE_WORDS = ("jit", "vmap", "pmap", "checkpoint", "remat", "scan", "loop", "cond", "switch", "map", "Term",
@@ -133,8 +130,8 @@ class TracedValueHashed(Rule):
             for b in bindings)
 
     def _cached(self, function: cst.FunctionDef) -> bool:
-        scope = self.facts.index.body_scope(function)
-        outer = scope.parent if scope is not None and scope.parent is not None else self.facts.index.module_scope
+        scope = self.facts.body_scope(function)
+        outer = scope.parent if scope is not None and scope.parent is not None else self.facts.module_scope
         for decorator in function.decorators:
             node = decorator.decorator
             if self.facts.qualname(node.func if isinstance(node, cst.Call) else node, outer) in _CACHES:

@@ -6,15 +6,12 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.arrays import traced_array
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.scopes import Site
+from odelint.analysis import Site, loaded_names, positional_args, source_of, traced_array
 from odelint.api.rule import FileContext, Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 # builtins that need a concrete value -> the error they raise on a tracer
 _CONVERSIONS = {"bool": "TracerBoolConversionError", "int": "ConcretizationTypeError",

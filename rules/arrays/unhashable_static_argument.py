@@ -6,17 +6,15 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import source_of
-from odelint.analysis.facts import Kind
-from odelint.analysis.jitted import STATIC_KEYWORDS, jitted_callee
-from odelint.analysis.scopes import Site
-from odelint.analysis.sketch_calls import UNHASHABLE_LITERALS, configures, keyword, may_be_module_class
+from odelint.analysis import (
+    STATIC_KEYWORDS, UNHASHABLE_LITERALS, Kind, Site, configures, jax_api, jitted_callee, keyword, may_be_module_class,
+    source_of,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _UNHASHABLE_LITERALS = {"List": "list", "ListComp": "list", "Dict": "dict", "DictComp": "dict", "Set": "set",
                         "SetComp": "set"}  # by LibCST class name: module-level code never touches `cst.`
@@ -137,7 +135,7 @@ class UnhashableStaticArgument(Rule):
 
     def _has_array_field(self, cls: cst.ClassDef) -> bool:
         """Does this file's module class declare a field as an array (`w: jax.Array`)?"""
-        scope = self.facts.index.body_scope(cls)
+        scope = self.facts.body_scope(cls)
         return scope is not None and any(
             b.annotation is not None and self.facts.annotation_kind(b.annotation, scope) is Kind.ARRAY
             for bindings in scope.bindings.values() for b in bindings)

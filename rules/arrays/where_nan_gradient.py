@@ -7,16 +7,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.intervals import INF, guard
-from odelint.analysis.literals import number
-from odelint.analysis.scopes import Site, dotted_name
+from odelint.analysis import INF, Site, dotted_name, guard, jax_api, number, positional_args, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 WHERE = jax_api.names("where")
 _JNP_WHERE = jax_api.name("jnp_where")

@@ -6,15 +6,12 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import source_of
-from odelint.analysis.differentiation import STOP_GRADIENT, callbacks, differentiation, is_stop_gradient
-from odelint.analysis.scopes import Scope, Site
+from odelint.analysis import STOP_GRADIENT, Scope, Site, callbacks, is_stop_gradient, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import FileContext, Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 # keywords of the callback functions themselves, not forwarded to the callback
 _OWN_KEYWORDS = frozenset({"sharding", "vmap_method", "vectorized", "ordered", "result_shape_dtypes"})
@@ -92,7 +89,7 @@ class CallbackWithoutStopGradient(Rule):
         forwarded_from = callbacks().get(qualname or "")
         if forwarded_from is None:
             return
-        reason = differentiation(self.facts).why_differentiated(site)
+        reason = self.facts.differentiation.why_differentiated(site)
         if reason is None:
             return
         traced = [arg for arg in _forwarded(node, forwarded_from) if not self._static(arg.value, site.scope)]

@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import argument_at, calls_within, keyword_arg, source_of
-from odelint.analysis.classes import method_of, named_class
-from odelint.analysis.differentiation import Differentiation, differentiation, is_stop_gradient
-from odelint.analysis.scopes import Binding, Scope, Site
-from odelint.analysis.sketch_calls import keyword
+from odelint.analysis import (
+    Binding, Differentiation, Scope, Site, argument_at, calls_within, is_stop_gradient, keyword,
+    keyword_arg, method_of, named_class, source_of,
+)
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.diffrax.common import DIFFEQSOLVE, api, solves
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _NO_METER = api()["names"]["no_progress_meter"]
 
@@ -85,7 +84,7 @@ class ProgressMeterDifferentiatedTime(Rule):
         meter = keyword_arg(node, "progress_meter")
         if meter is None or self._harmless(meter, site.scope, set()):
             return
-        analysis = differentiation(self.facts)
+        analysis = self.facts.differentiation
         for label, position in (("t0", 2), ("t1", 3)):
             value = argument_at(node, label, position)
             origin = analysis.differentiated_source(value.value, site.scope) if value is not None else None
@@ -131,7 +130,7 @@ class ProgressMeterDifferentiatedTime(Rule):
         return False
 
     def _stops_gradient(self, step: cst.FunctionDef) -> bool:
-        scope = self.facts.index.body_scope(step)
+        scope = self.facts.body_scope(step)
         return scope is not None and any(is_stop_gradient(self.facts, node, scope) for node in calls_within(step.body))
 
     examples = (

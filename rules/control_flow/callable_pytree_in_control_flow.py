@@ -6,17 +6,15 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import argument_at, positional_args, source_of
-from odelint.analysis.classes import instance_class, is_module_class, method_of
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.scopes import Site
-from odelint.analysis.sketch_calls import keyword, only_defined, positional
+from odelint.analysis import (
+    Site, argument_at, instance_class, is_module_class, jax_api, keyword, loaded_names, method_of, only_defined,
+    positional, positional_args, source_of,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 # lax function -> its function arguments: (position, keyword, lambda parameters); None
 # parameters mean `lambda *a: f(*a)`; `branches` of switch is a list of such functions.

@@ -7,14 +7,12 @@ import functools
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import source_of
-from odelint.analysis.scopes import Site, dotted_name
+from odelint.analysis import DeprecatedApi, Site, dotted_name, rows_for, source_of
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Rule
-from odelint.analysis.deprecated_apis import DeprecatedApi, rows_for
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 # The handlers that catch what an old import or attribute raises: code inside such a `try`
 # is a compatibility shim that already copes with the removal.

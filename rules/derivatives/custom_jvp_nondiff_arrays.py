@@ -6,18 +6,16 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api, literals
-from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of
-from odelint.analysis.classes import instance_class, method_of
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.scopes import FUNCTION, LAMBDA, Binding, Site
-from odelint.analysis.sketch_calls import configures, keyword
+from odelint.analysis import (
+    FUNCTION, LAMBDA, Binding, Site, argument_at, configures, instance_class, jax_api, keyword, keyword_arg, literals,
+    loaded_names, method_of, positional_args, source_of,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, assigned_from, positional_params, single_def
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 CUSTOM: dict[str, str] = jax_api.names_table("custom_derivatives")
 _CUSTOM_NAMES = frozenset(CUSTOM)
@@ -219,12 +217,12 @@ class CustomJvpNondiffArrays(Rule):
             return []
         if definition.function is not None:
             return self.facts.calls_of(definition.function)
-        return [(call, site) for call, site in self.facts.index.of_type(cst.Call)
+        return [(call, site) for call, site in self.facts.sites_of(cst.Call)
                 if isinstance(call.func, cst.Name) and self.facts.lookup(call.func.value, site.scope) == [binding]]
 
     def _evidence(self, definition: _Definition) -> tuple[str, str] | None:
         """(parameter, what it holds) for the first array-carrying non-differentiable argument."""
-        scope = definition.site.scope if definition.site else self.facts.index.module_scope
+        scope = definition.site.scope if definition.site else self.facts.module_scope
         for position in definition.nondiff:
             param = definition.params[position] if position < len(definition.params) else None
             label = param.name.value if param else f"argument {position}"
@@ -284,7 +282,7 @@ class CustomJvpNondiffArrays(Rule):
             if qualname.startswith(ARRAY_MAKERS) and qualname not in NOT_ARRAYS:
                 return "an array"
         if isinstance(value, cst.Lambda):
-            closed = self._closed_over(value.body, facts.index.body_scope(value))
+            closed = self._closed_over(value.body, facts.body_scope(value))
             return f"a closure over `{closed}`" if closed else None
         if isinstance(value, cst.Name) and depth < 3:
             bindings = facts.lookup(value.value, site.scope)
@@ -293,7 +291,7 @@ class CustomJvpNondiffArrays(Rule):
             binding = bindings[0]
             if binding.kind == "def":
                 body = binding.node.body  # type: ignore[attr-defined]
-                closed = self._closed_over(body, facts.index.body_scope(binding.node))
+                closed = self._closed_over(body, facts.body_scope(binding.node))
                 return f"a closure over `{closed}`" if closed else None
             if binding.kind == "assign" and not binding.path and binding.value is not None:
                 return self._carries(binding.value, Site(binding.scope, binding.order), depth + 1)
@@ -713,7 +711,7 @@ def _may_hold_array(binding: Binding) -> bool:
 
 
 def _exported(facts, name: str) -> bool:
-    for binding in facts.index.module_scope.bindings.get("__all__", []):
+    for binding in facts.module_scope.bindings.get("__all__", []):
         if isinstance(binding.value, (cst.List, cst.Tuple)) and any(
                 isinstance(e.value, cst.SimpleString) and e.value.evaluated_value == name
                 for e in binding.value.elements):

@@ -6,8 +6,7 @@ import dataclasses
 import functools
 
 import libcst as cst
-from odelint.analysis import jax_api, literals
-from odelint.analysis.scopes import Binding, Scope, Site
+from odelint.analysis import Binding, Scope, Site, jax_api, literals
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, positional_params
@@ -140,7 +139,7 @@ class UncheckedNoneTangent(Rule):
 
     def _analyse(self, rule: cst.FunctionDef) -> "_Analysis | None":
         params = positional_params(rule.params)
-        scope = self.facts.index.body_scope(rule)
+        scope = self.facts.body_scope(rule)
         if len(params) < 2 or scope is None:
             return None
         primals, tangents = params[0].name.value, params[1].name.value

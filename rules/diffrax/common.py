@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
-from odelint.analysis import literals, tables
-from odelint.analysis.calls import argument_at, calls_within, keyword_arg
-from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import Scope, Site
+from odelint.analysis import Facts, Scope, Site, argument_at, calls_within, jax_api, keyword_arg, literals
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
+
 
 def solves(sketch: Sketch) -> list[ast.Call]:
     """The calls that may be `diffrax.diffeqsolve`: every rule of the family reads one."""
@@ -23,8 +20,8 @@ def solves(sketch: Sketch) -> list[ast.Call]:
 
 
 def api() -> dict[str, Any]:
-    """diffrax_api.toml (odelint.analysis.tables), read on first use."""
-    return tables.read("diffrax_api.toml")
+    """diffrax_api.toml, read on first use."""
+    return jax_api.diffrax_api()
 
 
 DIFFEQSOLVE: str = api()["names"]["diffeqsolve"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.scopes import Site
+from odelint.analysis import Site
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.diffrax.common import Solve, api, solves
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 
 class Dt0NoneConstantStep(Rule):

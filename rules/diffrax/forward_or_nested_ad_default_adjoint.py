@@ -6,15 +6,13 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import keyword_arg, source_of
-from odelint.analysis.differentiation import FORWARD, REVERSE, differentiation
-from odelint.analysis.scopes import Site
+from odelint.analysis import FORWARD, REVERSE, Site, keyword_arg, source_of
 from odelint.api.finding import Edits, Fix, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.diffrax.common import Setting, Solve, api, solves
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _CUSTOM_VJP = "`TypeError: can't apply forward-mode autodiff (jvp) to a custom_vjp function.`"
 _WHILE_LOOP = ("`ValueError: Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
@@ -98,13 +96,13 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
         solve = Solve.of(self.facts, node, site)
         if solve is None:
             return
-        stacks = differentiation(self.facts).modes(site)
+        stacks = self.facts.differentiation.modes(site)
         adjoint = solve.adjoint()
         if not stacks or adjoint.qualname is None or adjoint.qualname in api()["adjoints"]["forward_mode"]:
             return
         spelled = (f"the adjoint `{source_of(self.context.module, adjoint.call)}`" if adjoint.call is not None
                    else "the default adjoint `RecursiveCheckpointAdjoint()`")
-        why = differentiation(self.facts).why_differentiated(site)
+        why = self.facts.differentiation.why_differentiated(site)
         for stack in sorted(stacks, key=_severity):
             problem = self._problem(stack, solve)
             if problem is None:

@@ -5,15 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import literals
-from odelint.analysis.calls import argument_at, source_of
-from odelint.analysis.differentiation import REVERSE, differentiation
-from odelint.analysis.scopes import Site
+from odelint.analysis import REVERSE, Site, argument_at, literals, source_of
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.diffrax.common import Setting, Solve, api, solves
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 
 class UnboundedMaxSteps(Rule):
@@ -87,7 +84,7 @@ class UnboundedMaxSteps(Rule):
             self.report(where, "`max_steps=None` with `SaveAt(dense=True)`: diffrax raises `ValueError: `max_steps=None` "
                                "is incompatible with `saveat.dense=True``; give `max_steps` a bound")
             return
-        reverse = [stack for stack in differentiation(self.facts).modes(site) if REVERSE in stack]
+        reverse = [stack for stack in self.facts.differentiation.modes(site) if REVERSE in stack]
         adjoint = solve.adjoint()
         if reverse and self._needs_bound(adjoint):
             spelled = (f"`{source_of(self.context.module, adjoint.call)}`" if adjoint.call is not None
@@ -95,7 +92,7 @@ class UnboundedMaxSteps(Rule):
             self.report(
                 where,
                 f"`max_steps=None` with {spelled} in code that is differentiated in reverse mode "
-                f"({differentiation(self.facts).why_differentiated(site)}): diffrax raises `RuntimeError: Cannot "
+                f"({self.facts.differentiation.why_differentiated(site)}): diffrax raises `RuntimeError: Cannot "
                 f"reverse-mode autodifferentiate when using diffeqsolve(..., max_steps=None, ...)`; give "
                 f"`max_steps` a bound, or pass `adjoint=diffrax.RecursiveCheckpointAdjoint(checkpoints=...)`",
             )

@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.scopes import Scope, Site
+from odelint.analysis import Scope, Site, jax_api, positional_args, source_of
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.diffrax.common import Solve, constructed, solves
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 # reductions that an `inf` entry turns into inf or nan (`min` is not among them: the padding
 # is +inf); as functions of jax.numpy / numpy, and as array methods

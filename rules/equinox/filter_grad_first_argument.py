@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api, transformed
-from odelint.analysis.calls import keyword_arg, positional_args, source_of
-from odelint.analysis.facts import Kind, loaded_names
-from odelint.analysis.scopes import Binding, Site
-from odelint.analysis.transformed import Application
+from odelint.analysis import (
+    Application, Binding, Kind, Site, jax_api, keyword_arg, loaded_names, positional_args, source_of, transformed,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _FILTER_GRADS = jax_api.names("filter_grads")
 

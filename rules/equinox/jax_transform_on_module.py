@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odelint.analysis import jax_api, transformed
-from odelint.analysis.calls import source_of
-from odelint.analysis.transformed import Application
+from odelint.analysis import Application, jax_api, source_of, transformed
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 # The transforms this rule checks, and what each raises on a function or string leaf.
 _FAILURES: dict[str, str] = jax_api.names_table("module_transforms")

@@ -6,15 +6,12 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.classes import enclosing_class, is_module_class
-from odelint.analysis.scopes import CLASS, Site
-from odelint.analysis.sketch_calls import called_names, may_name_module
+from odelint.analysis import CLASS, Site, called_names, enclosing_class, is_module_class, jax_api, may_name_module
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 # Bases that declare no dataclass fields.
 _FIELDLESS_BASES = jax_api.names("fieldless_bases")
@@ -258,7 +255,7 @@ def _targets(sketch: Sketch) -> list[ast.Attribute]:
 def _declared_fields(facts, cls: cst.ClassDef) -> set[str] | None:
     """Names the class body (and its module bases of this file) declare; None when a base is
     a class whose fields are unknown (a library module)."""
-    scope = facts.index.body_scope(cls)
+    scope = facts.body_scope(cls)
     if scope is None:
         return None
     names = {name for name, bindings in scope.bindings.items()

@@ -6,16 +6,14 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import keyword_arg, source_of
-from odelint.analysis.classes import is_module_class
-from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import CLASS, Site
-from odelint.analysis.sketch_calls import enclosing_class, keyword, may_be_module_class
+from odelint.analysis import (
+    CLASS, Kind, Site, is_module_class, jax_api, keyword, keyword_arg, may_be_module_class, sketch_enclosing_class,
+    source_of,
+)
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _ARRAYS = (Kind.ARRAY, Kind.KEY)
 _STATIC_FIELD = jax_api.name("static_field")
@@ -175,7 +173,7 @@ def _may_be_static(sketch: Sketch, node: ast.AnnAssign) -> bool:
 def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:
     """In the body of a class that may be a module, with an annotation that may declare an
     array or key, or an `__init__` that may assign one."""
-    cls = enclosing_class(sketch, node)
+    cls = sketch_enclosing_class(sketch, node)
     return cls is not None and may_be_module_class(sketch, cls) and (
         sketch.arrays.may_declare(node.annotation, "array", "key")
         or any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in cls.body))
@@ -185,7 +183,7 @@ def _init_value(facts, cls: cst.ClassDef, field: str) -> cst.BaseExpression | No
     """The array `__init__` assigns to `self.<field>`, if it assigns one."""
     init = next((item for item in cls.body.body if isinstance(item, cst.FunctionDef) and item.name.value == "__init__"),
                 None)
-    scope = facts.index.body_scope(init) if init is not None else None
+    scope = facts.body_scope(init) if init is not None else None
     if init is None or scope is None:
         return None
     for statement in init.body.body:

@@ -5,15 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import source_of
-from odelint.analysis.classes import enclosing_class, is_module_class
-from odelint.analysis.scopes import Site
+from odelint.analysis import Site, enclosing_class, is_module_class, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _STORED = jax_api.names("stored_transforms")
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import Site
+from odelint.analysis import Facts, Site, jax_api
 from odelint.api.finding import Edits, Replace
 
 

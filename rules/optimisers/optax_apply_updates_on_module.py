@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.scopes import Site
+from odelint.analysis import Site, jax_api, positional_args, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.optimisers.common import module_fault
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 _APPLY_UPDATES = jax_api.names("optax_apply_updates")
 

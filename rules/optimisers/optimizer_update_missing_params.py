@@ -6,16 +6,13 @@ import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import keyword_arg, positional_args, source_of
-from odelint.analysis.facts import method_call
-from odelint.analysis.scopes import Site
+from odelint.analysis import Site, jax_api, keyword_arg, method_call, positional_args, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.optimisers.common import filtered, needs_params
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 
 class OptimizerUpdateMissingParams(Rule):

@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import keyword_arg, positional_args, source_of
-from odelint.analysis.facts import method_call
-from odelint.analysis.scopes import Site
+from odelint.analysis import Site, keyword_arg, method_call, positional_args, source_of
 from odelint.api.finding import Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.optimisers.common import filter_fix, module_fault
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis import Sketch
 
 
 class OptimizerUpdateUnfiltered(Rule):
