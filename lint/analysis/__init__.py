@@ -35,6 +35,7 @@ DOOR: dict[str, tuple[str, ...]] = {
     "jitted": ("COMPILING", "STATIC_KEYWORDS", "decorated", "jitted_callee"),
     "keys": ("key_uses",),
     "literals": ("number",),
+    "needs": ("Need", "Needs"),
     "reach": ("enclosing_function",),
     "reverse": ("reverse_differentiated_by",),
     "scopes": ("CLASS", "FUNCTION", "LAMBDA", "Binding", "Scope", "Site", "dotted_name"),
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
     )
     from odelint.analysis.keys import key_uses as key_uses
     from odelint.analysis.literals import number as number
+    from odelint.analysis.needs import Need as Need, Needs as Needs
     from odelint.analysis.reach import enclosing_function as enclosing_function
     from odelint.analysis.reverse import reverse_differentiated_by as reverse_differentiated_by
     from odelint.analysis.scopes import (

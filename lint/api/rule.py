@@ -23,6 +23,7 @@ from packaging.version import Version
 
 if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading their metadata
     from odelint.analysis.facts import Facts
+    from odelint.analysis.needs import Need
     from odelint.analysis.sketch import Sketch
 
 CODE_PATTERN = re.compile(r"^ODL\d{3}$")
@@ -123,6 +124,11 @@ class BaseRule:
 class Rule(BaseRule):
     """A rule over the Python syntax tree."""
 
+    # What a file must contain for the rule to fire, declared with odelint.analysis.needs
+    # (`Needs.calls_to(...) & Needs.may_hold_modules()`); the engine evaluates it on the
+    # file's Sketch before the LibCST parse. None: every file the gate lets through.
+    needs: ClassVar[Need | None] = None
+
     @property
     def facts(self) -> Facts:
         assert self.context.facts is not None
@@ -130,13 +136,13 @@ class Rule(BaseRule):
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        """The rule's pre-check on CPython's `ast` (odelint.analysis.sketch), run before the
-        LibCST parse: False must mean the rule cannot report anything on the file."""
-        return True
+        """Does the file hold what the rule `needs`? False must mean the rule cannot report
+        anything on the file."""
+        return cls.needs is None or cls.needs.holds(sketch)
 
     @classmethod
     def has_precheck(cls) -> bool:
-        return cls.may_fire.__func__ is not Rule.may_fire.__func__  # type: ignore[attr-defined]
+        return cls.needs is not None or cls.may_fire.__func__ is not Rule.may_fire.__func__  # type: ignore[attr-defined]
 
     @classmethod
     def node_types(cls) -> dict[type, str]:

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import Site, is_jax_array, source_of
+from odelint.analysis import Needs, Site, is_jax_array, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 # augmented operator (LibCST's class name) -> the `.at[...]` method that does the same, and
 # whether the value is negated
@@ -69,9 +64,7 @@ class InPlaceArrayUpdate(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL701"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return any(sketch.may_be_array(store.value) for store in sketch.subscript_stores)
+    needs = Needs.array_item_stores()
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         for target in node.targets:

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import Site, argument_at, jax_api, loaded_names, reverse_differentiated_by, source_of
+from odelint.analysis import Needs, Site, argument_at, jax_api, loaded_names, reverse_differentiated_by, source_of
 from odelint.api.rule import Flag, Pass, Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 _LOOPS = jax_api.names("loops_without_reverse")
 _FORI_LOOP = jax_api.name("fori_loop")
@@ -70,11 +64,7 @@ class ReverseThroughWhileLoop(Rule):
     triggers = (("while_loop",), ("fori_loop",))
     fixtures = "tests/fixtures/ODL711"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        loops = _LOOPS
-        return any(sketch.qualnames(node.func) & loops
-                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
+    needs = Needs.differentiated_calls_to(*_LOOPS)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope)

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import STOP_GRADIENT, Scope, Site, callbacks, is_stop_gradient, jax_api, source_of
+from odelint.analysis import STOP_GRADIENT, Needs, Scope, Site, callbacks, is_stop_gradient, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import FileContext, Flag, Pass, Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 # keywords of the callback functions themselves, not forwarded to the callback
 _OWN_KEYWORDS = frozenset({"sharding", "vmap_method", "vectorized", "ordered", "result_shape_dtypes"})
@@ -73,11 +67,7 @@ class CallbackWithoutStopGradient(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL301"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A host callback called in code that may run under differentiation."""
-        return any(sketch.qualnames(node.func) & callbacks().keys()  # type: ignore[attr-defined]
-                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
+    needs = Needs.differentiated_calls_to(*callbacks())
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

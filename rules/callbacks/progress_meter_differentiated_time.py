@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
 from odelint.analysis import (
-    Binding, Differentiation, Scope, Site, argument_at, calls_within, is_stop_gradient, keyword,
-    keyword_arg, method_of, named_class, source_of,
+    Binding, Differentiation, Needs, Scope, Site, argument_at, calls_within, is_stop_gradient, keyword_arg, method_of,
+    named_class, source_of,
 )
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import DIFFEQSOLVE, api, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, api
 
 _NO_METER = api()["names"]["no_progress_meter"]
 
@@ -73,10 +68,7 @@ class ProgressMeterDifferentiatedTime(Rule):
     triggers = (("diffrax", "progress_meter"),)
     fixtures = "tests/fixtures/ODL302"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only a `diffeqsolve` call given a `progress_meter=` is checked."""
-        return any(keyword(call, "progress_meter") is not None for call in solves(sketch))
+    needs = Needs.calls_to(DIFFEQSOLVE, keywords=("progress_meter",))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) != DIFFEQSOLVE:

@@ -4,15 +4,11 @@ the file (names resolved through imports and aliases) and builds their fixes."""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import DeprecatedApi, Site, dotted_name, rows_for, source_of
+from odelint.analysis import DeprecatedApi, Needs, Site, dotted_name, rows_for, source_of
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 # The handlers that catch what an old import or attribute raises: code inside such a `try`
 # is a compatibility shim that already copes with the removal.
@@ -23,10 +19,11 @@ _CATCHES_ATTRIBUTE = frozenset({"AttributeError", "Exception", "BaseException"})
 class DeprecatedApiRule(Rule):
     """Serves the rows of deprecated_apis.toml whose code is this rule's code."""
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return any(sketch.imports(row.name) or (row.match != "import" and sketch.mentions(row.name))
-                   for row in rows_for(cls.code))
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A serving rule needs a file that imports or names one of its rows' old spellings."""
+        super().__init_subclass__(**kwargs)
+        cls.needs = Needs.any_of(Needs.imports(row.name) if row.match == "import"
+                                 else Needs.imports(row.name) | Needs.mentions(row.name) for row in rows_for(cls.code))
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis import (
-    FUNCTION, LAMBDA, Binding, Site, argument_at, configures, instance_class, jax_api, keyword, keyword_arg, literals,
-    loaded_names, method_of, positional_args, source_of,
+    FUNCTION, LAMBDA, Binding, Needs, Site, argument_at, instance_class, jax_api, keyword_arg, literals, loaded_names,
+    method_of, positional_args, source_of,
 )
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, assigned_from, positional_params, single_def
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 CUSTOM: dict[str, str] = jax_api.names_table("custom_derivatives")
 _CUSTOM_NAMES = frozenset(CUSTOM)
@@ -134,12 +130,7 @@ class CustomJvpNondiffArrays(Rule):
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL101"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A definition needs `nondiff_argnums`/`nondiff_argnames` given to `jax.custom_jvp`/`vjp`,
-        directly or through `functools.partial`."""
-        return any(keyword(call, "nondiff_argnums", "nondiff_argnames") is not None
-                   and configures(sketch, call, _CUSTOM_NAMES) for call in sketch.calls)
+    needs = Needs.configures(*_CUSTOM_NAMES, keywords=("nondiff_argnums", "nondiff_argnames"))
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import Site
+from odelint.analysis import Needs, Site
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, api, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api
 
 
 class Dt0NoneConstantStep(Rule):
@@ -55,10 +50,7 @@ class Dt0NoneConstantStep(Rule):
     triggers = (("diffeqsolve", "None"),)
     fixtures = "tests/fixtures/ODL802"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only a `diffeqsolve` call is checked."""
-        return bool(solves(sketch))
+    needs = Needs.calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

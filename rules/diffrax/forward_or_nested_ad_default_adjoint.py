@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import FORWARD, REVERSE, Site, keyword_arg, source_of
+from odelint.analysis import FORWARD, REVERSE, Needs, Site, keyword_arg, source_of
 from odelint.api.finding import Edits, Fix, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api
 
 _CUSTOM_VJP = "`TypeError: can't apply forward-mode autodiff (jvp) to a custom_vjp function.`"
 _WHILE_LOOP = ("`ValueError: Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
@@ -85,12 +79,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL804"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A `diffeqsolve` call in code that may run under differentiation."""
-        calls = {id(call) for call in solves(sketch)}
-        return bool(calls) and any(id(node) in calls
-                                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
+    needs = Needs.differentiated_calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

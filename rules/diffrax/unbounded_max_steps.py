@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import REVERSE, Site, argument_at, literals, source_of
+from odelint.analysis import REVERSE, Needs, Site, argument_at, literals, source_of
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api
 
 
 class UnboundedMaxSteps(Rule):
@@ -66,10 +61,7 @@ class UnboundedMaxSteps(Rule):
     triggers = (("diffeqsolve", "max_steps", "None"),)
     fixtures = "tests/fixtures/ODL801"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only a `diffeqsolve` call is checked."""
-        return bool(solves(sketch))
+    needs = Needs.calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import Scope, Site, jax_api, positional_args, source_of
+from odelint.analysis import Needs, Scope, Site, jax_api, positional_args, source_of
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, constructed, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, constructed
 
 # reductions that an `inf` entry turns into inf or nan (`min` is not among them: the padding
 # is +inf); as functions of jax.numpy / numpy, and as array methods
@@ -60,10 +55,7 @@ class UnmaskedStepOutputs(Rule):
     triggers = (("SaveAt", "steps", "diffeqsolve"),)
     fixtures = "tests/fixtures/ODL805"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Padded outputs come only from a `diffeqsolve` call of the file."""
-        return bool(solves(sketch))
+    needs = Needs.calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         reduced = self._reduced(node, site.scope)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
 from odelint.analysis import (
-    Application, Binding, Kind, Site, jax_api, keyword_arg, loaded_names, positional_args, source_of, transformed,
+    Application, Binding, Kind, Needs, Site, jax_api, keyword_arg, loaded_names, positional_args, source_of,
+    transformed,
 )
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 _FILTER_GRADS = jax_api.names("filter_grads")
 
@@ -64,10 +60,7 @@ class FilterGradFirstArgument(TransformApplicationRule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL605"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only an application of `eqx.filter_grad`/`filter_value_and_grad` is checked."""
-        return sketch.refers_to(*_FILTER_GRADS)
+    needs = Needs.refers_to(*_FILTER_GRADS)
 
     def check(self, application: Application) -> None:
         if application.qualname not in _FILTER_GRADS:

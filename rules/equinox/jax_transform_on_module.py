@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from odelint.analysis import Application, jax_api, source_of, transformed
+from odelint.analysis import Application, Needs, jax_api, source_of, transformed
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 # The transforms this rule checks, and what each raises on a function or string leaf.
 _FAILURES: dict[str, str] = jax_api.names_table("module_transforms")
@@ -69,9 +64,7 @@ class JaxTransformOnModule(TransformApplicationRule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL601"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return sketch.refers_to(*_FAILURES) and sketch.may_hold_modules()
+    needs = Needs.refers_to(*_FAILURES) & Needs.may_hold_modules()
 
     def check(self, application: Application) -> None:
         if application.qualname not in _FAILURES:

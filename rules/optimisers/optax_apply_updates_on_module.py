@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import Site, jax_api, positional_args, source_of
+from odelint.analysis import Needs, Site, jax_api, positional_args, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.optimisers.common import module_fault
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 _APPLY_UPDATES = jax_api.names("optax_apply_updates")
 
@@ -55,9 +50,7 @@ class OptaxApplyUpdatesOnModule(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL204"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return bool(sketch.calls_to(_APPLY_UPDATES)) and sketch.may_hold_modules()
+    needs = Needs.calls_to(*_APPLY_UPDATES) & Needs.may_hold_modules()
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) not in _APPLY_UPDATES:

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import Site, method_call, positional_args, source_of
+from odelint.analysis import Needs, Site, method_call, positional_args, source_of
 from odelint.api.finding import Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.optimisers.common import filter_fix, module_fault
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 
 class OptimizerInitUnfiltered(Rule):
@@ -65,9 +60,7 @@ class OptimizerInitUnfiltered(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL201"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return sketch.may_hold_modules()
+    needs = Needs.may_hold_modules()
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "init")
