@@ -258,3 +258,16 @@ def names_table(role: str) -> dict[str, Any]:
 def starts_with_any(qualname: str | None, role: str) -> bool:
     """Does `qualname` lie under one of a role's prefixes (`jax.numpy.` for `array_makers`)?"""
     return bool(qualname) and any(qualname.startswith(prefix) for prefix in names(role))  # type: ignore[union-attr]
+
+
+@functools.cache
+def control_flow_slots() -> dict[str, tuple[tuple[int, str, tuple[str, ...] | None], ...]]:
+    """lax control flow -> its function arguments: (position, keyword, lambda parameters or None)."""
+    return {qualname: tuple((slot[0], slot[1], tuple(slot[2]) if len(slot) > 2 else None) for slot in slots)
+            for qualname, slots in names_table("control_flow_slots").items()}
+
+
+def tracer_conversions() -> dict[str, str]:
+    """Builtins that need a concrete value -> the error they raise on a tracer (`bool` ->
+    TracerBoolConversionError)."""
+    return dict(_api()["tracer_conversions"])

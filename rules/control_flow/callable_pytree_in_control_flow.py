@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
 from odelint.analysis import (
-    Site, argument_at, instance_class, is_module_class, jax_api, keyword, loaded_names, method_of, only_defined,
-    positional, positional_args, source_of,
+    Needs, Site, argument_at, instance_class, is_module_class, jax_api, loaded_names, method_of, positional_args,
+    source_of,
 )
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
-
 # lax function -> its function arguments: (position, keyword, lambda parameters); None
 # parameters mean `lambda *a: f(*a)`; `branches` of switch is a list of such functions.
-SLOTS: dict[str, tuple[tuple[int, str, tuple[str, ...] | None], ...]] = {
-    qualname: tuple((slot[0], slot[1], tuple(slot[2]) if len(slot) > 2 else None) for slot in slots)
-    for qualname, slots in jax_api.names_table("control_flow_slots").items()}
+SLOTS = jax_api.control_flow_slots()
 _EQUINOX_PARTIAL = jax_api.name("equinox_partial")
 
 
@@ -74,16 +66,7 @@ class CallablePytreeInControlFlow(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL401"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A module may be in play, and some function slot of lax control flow gets neither a
-        lambda nor a name that only a `def` binds."""
-        if not sketch.may_hold_modules():
-            return False
-        given = [function for call in sketch.calls_to(SLOTS) for function in _slot_values(sketch, call)]
-        plain = only_defined(sketch, {node.id for node in given if isinstance(node, ast.Name)})
-        return any(not isinstance(node, ast.Lambda) and not (isinstance(node, ast.Name) and node.id in plain)
-                   for node in given)
+    needs = Needs.fact("callable_module_in_control_flow")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
@@ -287,19 +270,6 @@ class CallablePytreeInControlFlow(Rule):
         """
         ),
     )
-
-
-def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
-    """What a call of lax control flow passes in its function slots (each branch of a list)."""
-    found = []
-    for qualname in sketch.qualnames(call.func) & SLOTS.keys():
-        for position, name, _ in SLOTS[qualname]:
-            value = keyword(call, name) or positional(call, position)
-            if isinstance(value, (ast.List, ast.Tuple)) and name == "branches":
-                found.extend(value.elts)
-            elif value is not None:
-                found.append(value)
-    return found
 
 
 def _wrap(function: cst.BaseExpression, params: tuple[str, ...] | None) -> cst.Lambda:

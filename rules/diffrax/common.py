@@ -3,20 +3,11 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import libcst as cst
 from odelint.analysis import Facts, Scope, Site, argument_at, calls_within, jax_api, keyword_arg, literals
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
-
-
-def solves(sketch: Sketch) -> list[ast.Call]:
-    """The calls that may be `diffrax.diffeqsolve`: every rule of the family reads one."""
-    return sketch.calls_to((DIFFEQSOLVE,))
 
 
 def api() -> dict[str, Any]:
