@@ -8,11 +8,13 @@ import ast
 from collections.abc import Callable, Iterator
 
 from odelint.analysis import jax_api
-from odelint.analysis.jitted import STATIC_KEYWORDS
+from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
 from odelint.analysis.sketch import Sketch
 from odelint.analysis.sketch_calls import (
-    UNHASHABLE_LITERALS, configures, keyword, may_be_module_class, only_defined, positional,
+    UNHASHABLE_LITERALS, called_names, configures, enclosing_class, exact_string, keyword, may_be_module_class,
+    may_name_module, only_defined, positional,
 )
+from odelint.analysis.sketch_reach import rebinds_each_iteration, repeating_loop
 
 FACTS: dict[str, Callable[[Sketch], bool]] = {}
 
@@ -183,3 +185,187 @@ def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
             elif value is not None:
                 found.append(value)
     return found
+
+
+@fact("reused_key")
+def reused_key(sketch: Sketch) -> bool:
+    """A key that may be consumed twice (in one function, or again on a loop's next iteration), or a constant key made in a loop that repeats."""
+    consumers: dict[tuple[int, str], int] = {}
+    for call in sketch.calls:
+        key = _key_argument(sketch, call)
+        if key is not None:
+            loop = repeating_loop(sketch, call)
+            if loop is not None and not rebinds_each_iteration(loop, key):
+                return True  # consumed again on the next iteration
+            where = (id(sketch.enclosing_function(call)), key)
+            consumers[where] = consumers.get(where, 0) + 1
+            if consumers[where] > 1:
+                return True
+        elif any(jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and _constant_args(call):
+            loop = repeating_loop(sketch, call)
+            if loop is not None and _counting(loop):
+                return True
+    return False
+
+
+def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:
+    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`)."""
+    for given in call.keywords:
+        if given.arg == "key" and isinstance(given.value, ast.Name):
+            return given.value.id
+    if call.args and isinstance(call.args[0], ast.Name) and any(
+            jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
+        return call.args[0].id
+    return None
+
+
+def _constant_args(call: ast.Call) -> bool:
+    """Might `keys._constant` find every argument constant (numbers and strings, signed)?"""
+    return all(_constant(value) for value in (*call.args, *(keyword.value for keyword in call.keywords)))
+
+
+def _constant(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        return _constant(node.operand)
+    return isinstance(node, (ast.Constant, ast.JoinedStr))
+
+
+def _counting(loop: ast.AST) -> bool:
+    """Might `KeyUses._counting` find the loop repeating one computation: a `while`, or a loop
+    over `range`/`enumerate`/`zip` (whose arguments it goes on to check)?"""
+    if isinstance(loop, ast.While):
+        return True
+    iterable = loop.generators[0].iter if not isinstance(loop, (ast.For, ast.AsyncFor)) else loop.iter  # type: ignore[attr-defined]
+    return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and \
+        iterable.func.id in ("range", "enumerate", "zip")
+
+
+@fact("stateful_random_in_traced")
+def stateful_random_in_traced(sketch: Sketch) -> bool:
+    """Code that may run traced draws from NumPy's or Python's generator, or from a key made outside it."""
+    for call in sketch.nodes_in(sketch.traced_functions(), ast.Call):
+        names = sketch.qualnames(call.func)  # type: ignore[attr-defined]
+        if any(name.startswith(tuple(jax_api.names("stateful_random"))) for name in names):
+            return True
+        if any(jax_api.consumes_key(name) for name in names) and _key_from_outside(sketch, call):  # type: ignore[arg-type]
+            return True
+    return False
+
+
+def _key_from_outside(sketch: Sketch, call: ast.Call) -> bool:
+    """May the call's key (`key=` or first) be a name its own scope does not bind (`_outside_key`)?"""
+    given = [keyword.value for keyword in call.keywords if keyword.arg == "key"]
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        given.append(call.args[0])
+    return any(isinstance(key, ast.Name) and not sketch.reach.binds_locally(call, key.id) for key in given)
+
+
+@fact("compiled_repeatedly")
+def compiled_repeatedly(sketch: Sketch) -> bool:
+    """A function may be compiled again and again: a transform applied in a loop (or a function called in one), or a loop's Python number given to a filtered transform."""
+    if sketch.has_loops and sketch.refers_to(*jax_api.names("filtered_compilers")):
+        return True  # a Python number of a loop passed to a filter_jit function
+    for call in sketch.calls_to(COMPILING):
+        if call.args and isinstance(call.args[0], (ast.Lambda, ast.Call, ast.Name)) and sketch.repeats(call):
+            return True
+    return any(sketch.repeats(function) for function in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
+               if any(sketch.qualnames(node) & COMPILING for decorator in function.decorator_list
+                      for node in ast.walk(decorator) if isinstance(node, (ast.Name, ast.Attribute))))
+
+
+@fact("module_field_assigned")
+def module_field_assigned(sketch: Sketch) -> bool:
+    """`name.field = ...` (or `+=`) where the name may hold a module; `self` in `__init__` of
+        a class that may be a module is one such name (a parameter of a method of that class)."""
+    if not sketch.may_hold_modules():
+        return False
+    owners = {target.value.id for target in _targets(sketch)}
+    called = called_names(sketch)
+    return any(may_name_module(sketch, owner, called) for owner in owners)
+
+
+def _targets(sketch: Sketch) -> list[ast.Attribute]:
+    """The `name.attr` targets of single-target assignments and augmented assignments."""
+    found = [node.targets[0] for node in sketch.of_type(ast.Assign) if len(node.targets) == 1]  # type: ignore[attr-defined]
+    found += [node.target for node in sketch.of_type(ast.AugAssign)]  # type: ignore[attr-defined]
+    return [t for t in found if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
+
+
+@fact("static_array_field")
+def static_array_field(sketch: Sketch) -> bool:
+    """A static field of a class that may be a module, annotated with what may be an array
+        or in a class with an `__init__` (which may assign it one)."""
+    return any(_may_be_static(sketch, node) and _may_hold_array(sketch, node)
+               for node in sketch.of_type(ast.AnnAssign))
+
+
+def _may_be_static(sketch: Sketch, node: ast.AnnAssign) -> bool:
+    """`name: T = eqx.static_field()` or `= eqx.field(..., static=True)`."""
+    value = node.value
+    if not (isinstance(node.target, ast.Name) and isinstance(value, ast.Call)):
+        return False
+    names = sketch.qualnames(value.func)
+    static = keyword(value, "static")
+    return jax_api.name("static_field") in names or (
+        jax_api.name("field") in names and isinstance(static, ast.Constant) and static.value is True)
+
+
+def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:
+    """In the body of a class that may be a module, with an annotation that may declare an
+    array or key, or an `__init__` that may assign one."""
+    cls = enclosing_class(sketch, node)
+    return cls is not None and may_be_module_class(sketch, cls) and (
+        sketch.arrays.may_declare(node.annotation, "array", "key")
+        or any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in cls.body))
+
+
+@fact("float64_without_x64")
+def float64_without_x64(sketch: Sketch) -> bool:
+    """A 64-bit request in a file that does not name the flag, or a switch after a call that may
+        create an array in the same function (or at the top level)."""
+    if not _names_flag(sketch) and any(_may_request(sketch, call) for call in sketch.calls):
+        return True
+    return any(_may_switch_late(sketch, call) for call in sketch.calls)
+
+
+def _names_flag(sketch: Sketch) -> bool:
+    """Does the file surely name the flag as `_mentioned` sees it (a string or attribute)?"""
+    return (any(node.attr == jax_api.name("x64_flag") for node in sketch.of_type(ast.Attribute))  # type: ignore[attr-defined]
+            or any(isinstance(node.value, str) and node.value.lower() == jax_api.name("x64_flag")  # type: ignore[attr-defined]
+                   and exact_string(sketch, node) is not None for node in sketch.of_type(ast.Constant)))
+
+
+def _may_request(sketch: Sketch, call: ast.Call) -> bool:
+    """`jnp.float64(x)`, a 64-bit `dtype=` of a call that may make an array, or `.astype` of
+    a value that may be an array."""
+    names = sketch.qualnames(call.func)
+    if names & jax_api.names("wide_constructors"):
+        return True
+    dtype = keyword(call, "dtype")
+    if dtype is not None and _may_be_wide(sketch, dtype) and any(jax_api.returns_array(name) for name in names):
+        return True
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "astype"):
+        return False
+    dtype = dtype if dtype is not None else positional(call, 0)
+    return dtype is not None and _may_be_wide(sketch, dtype) and sketch.may_be_array(call.func.value)
+
+
+def _may_be_wide(sketch: Sketch, node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in jax_api.names("wide_dtype_names")
+    return bool(sketch.qualnames(node) & jax_api.names("wide_dtypes"))
+
+
+def _may_switch_late(sketch: Sketch, call: ast.Call) -> bool:
+    """`jax.config.update("jax_enable_x64", ...)` not surely switching off, after (or around) a
+    call of the same function that may create an array: LibCST visits in source order."""
+    if jax_api.name("config_update") not in sketch.qualnames(call.func):
+        return False
+    name, value = positional(call, 0), positional(call, 1)
+    if not (isinstance(name, ast.Constant) and name.value == jax_api.name("x64_flag")) or (
+            isinstance(value, ast.Constant) and value.value is False):
+        return False
+    where, end = sketch.enclosing_function(call), (call.end_lineno, call.end_col_offset)
+    return any((made.lineno, made.col_offset) < end and sketch.enclosing_function(made) is where
+               and any(jax_api.returns_array(name) for name in sketch.qualnames(made.func))
+               for made in sketch.calls)

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
 from odelint.analysis import (
-    COMPILING, FUNCTION, Kind, Site, decorated, enclosing_function, jax_api, jitted_callee, positional_args, source_of,
+    COMPILING, FUNCTION, Kind, Needs, Site, decorated, enclosing_function, jax_api, jitted_callee, positional_args,
+    source_of,
 )
 from odelint.api.rule import Flag, Pass, Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 _FILTERED = jax_api.names("filtered_compilers")
 _PARTIAL = jax_api.name("partial")
@@ -67,16 +62,7 @@ class RecompiledEveryCall(Rule):
     triggers = (("jit",), ("pmap",))
     fixtures = "tests/fixtures/ODL709"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        if sketch.has_loops and sketch.refers_to(*_FILTERED):
-            return True  # a Python number of a loop passed to a filter_jit function
-        for call in sketch.calls_to(COMPILING):
-            if call.args and isinstance(call.args[0], (ast.Lambda, ast.Call, ast.Name)) and sketch.repeats(call):
-                return True
-        return any(sketch.repeats(function) for function in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
-                   if any(sketch.qualnames(node) & COMPILING for decorator in function.decorator_list
-                          for node in ast.walk(decorator) if isinstance(node, (ast.Name, ast.Attribute))))
+    needs = Needs.fact("compiled_repeatedly")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.traced_by(site) is not None:

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import CLASS, Site, called_names, enclosing_class, is_module_class, jax_api, may_name_module
+from odelint.analysis import CLASS, Needs, Site, enclosing_class, is_module_class, jax_api
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis import Sketch
 
 # Bases that declare no dataclass fields.
 _FIELDLESS_BASES = jax_api.names("fieldless_bases")
@@ -66,15 +60,7 @@ class ModuleMutation(Rule):
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL604"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """`name.field = ...` (or `+=`) where the name may hold a module; `self` in `__init__` of
-        a class that may be a module is one such name (a parameter of a method of that class)."""
-        if not sketch.may_hold_modules():
-            return False
-        owners = {target.value.id for target in _targets(sketch)}
-        called = called_names(sketch)
-        return any(may_name_module(sketch, owner, called) for owner in owners)
+    needs = Needs.fact("module_field_assigned")
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         if len(node.targets) == 1:
@@ -243,13 +229,6 @@ class ModuleMutation(Rule):
             plain.value = 4
         """),
     )
-
-
-def _targets(sketch: Sketch) -> list[ast.Attribute]:
-    """The `name.attr` targets of single-target assignments and augmented assignments."""
-    found = [node.targets[0] for node in sketch.of_type(ast.Assign) if len(node.targets) == 1]  # type: ignore[attr-defined]
-    found += [node.target for node in sketch.of_type(ast.AugAssign)]  # type: ignore[attr-defined]
-    return [t for t in found if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
 
 
 def _declared_fields(facts, cls: cst.ClassDef) -> set[str] | None:
