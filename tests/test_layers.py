@@ -52,7 +52,8 @@ def imports_of(name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             for alias in node.names:
                 full = f"{base}.{alias.name}"
                 found.add(full if full in MODULES else base)
@@ -199,3 +200,18 @@ def test_the_name_scan_sees_a_name_set(tmp_path: pathlib.Path) -> None:
                     'summary = "jax.jit recompiles"\nmessage = f"use {x} jax.lax.scan"\n')
     assert [line.rpartition(": ")[2] for line in qualified_literals(rule)] == ["'jax.jit'", "'equinox.filter_jit'"]
 
+
+
+def test_rules_hold_no_pre_check_code() -> None:
+    """A rule declares what a file must contain (`needs`, odelint.analysis.needs); the engine
+    evaluates it on the Sketch. No rule reads CPython's `ast` or writes a `may_fire`."""
+    found = []
+    for name in sorted(MODULES):
+        if _layer(name) != "rules":
+            continue
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        found += [f"{name}: import ast" for node in ast.walk(tree)
+                  if isinstance(node, ast.Import) and any(alias.name == "ast" for alias in node.names)]
+        found += [f"{name}: def {node.name}" for node in ast.walk(tree)
+                  if isinstance(node, ast.FunctionDef) and node.name == "may_fire"]
+    assert found == []

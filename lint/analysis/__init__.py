@@ -8,10 +8,11 @@ What passes the door:
   (`Site`, `Scope`, `Binding`, `Kind`, `ModuleClass`, ...);
 - the analyses built on it that rules query (`differentiation`, `key_uses`, `jitted_callee`, ...),
   and helpers that read a call's arguments (`argument_at`, `keyword_arg`, `source_of`, ...);
-- four namespaces: `jax_api` (the API tables of lint/analysis/data, `[names]` by role),
+- `Needs`, the vocabulary a rule declares its pre-check with (`needs = Needs.calls_to(...)`);
+  the engine evaluates it on the file's Sketch, which no rule touches;
+- namespaces: `jax_api` (the API tables of lint/analysis/data, `[names]` by role),
   `literals` (the one literal reader), `transformed` (transform applications) and the tables
-  `known_bad` and `deprecated_apis` with their loaders;
-- until pre-checks are declared (issue 20), the `Sketch` and its helpers for `may_fire`.
+  `known_bad` and `deprecated_apis` with their loaders.
 Names load lazily on first use (PEP 562), so importing one module of the model (the cache
 stamps of `project`) does not load them all.
 """
@@ -31,7 +32,7 @@ DOOR: dict[str, tuple[str, ...]] = {
         "FORWARD", "REVERSE", "STOP_GRADIENT", "Differentiation", "callbacks", "is_stop_gradient",
     ),
     "facts": ("Facts", "Kind", "ModuleClass", "loaded_names", "method_call"),
-    "intervals": ("INF", "guard"),
+    "intervals": ("guard",),
     "jitted": ("COMPILING", "STATIC_KEYWORDS", "decorated", "jitted_callee"),
     "keys": ("key_uses",),
     "literals": ("number",),
@@ -39,18 +40,10 @@ DOOR: dict[str, tuple[str, ...]] = {
     "reach": ("enclosing_function",),
     "reverse": ("reverse_differentiated_by",),
     "scopes": ("CLASS", "FUNCTION", "LAMBDA", "Binding", "Scope", "Site", "dotted_name"),
-    "sketch": ("Sketch",),
-    "sketch_calls": (
-        "UNHASHABLE_LITERALS", "called_names", "configures", "exact_string", "keyword", "may_be_module_class",
-        "may_name_module", "only_defined", "positional",
-    ),
-    "sketch_reach": ("rebinds_each_iteration", "repeating_loop"),
     "transformed": ("Application",),
 }
 # names the door gives under another name: name -> (module, its name there)
-RENAMED: dict[str, tuple[str, str]] = {
-    "sketch_enclosing_class": ("sketch_calls", "enclosing_class"),
-}
+RENAMED: dict[str, tuple[str, str]] = {}
 NAMESPACES = ("jax_api", "literals", "transformed", "known_bad", "deprecated_apis")
 _HOMES = {name: module for module, names in DOOR.items() for name in names}
 
@@ -83,7 +76,7 @@ if TYPE_CHECKING:
         Facts as Facts, Kind as Kind, ModuleClass as ModuleClass, loaded_names as loaded_names,
         method_call as method_call,
     )
-    from odelint.analysis.intervals import INF as INF, guard as guard
+    from odelint.analysis.intervals import guard as guard
     from odelint.analysis.jitted import (
         COMPILING as COMPILING, STATIC_KEYWORDS as STATIC_KEYWORDS, decorated as decorated,
         jitted_callee as jitted_callee,
@@ -96,15 +89,5 @@ if TYPE_CHECKING:
     from odelint.analysis.scopes import (
         CLASS as CLASS, FUNCTION as FUNCTION, LAMBDA as LAMBDA, Binding as Binding, Scope as Scope, Site as Site,
         dotted_name as dotted_name,
-    )
-    from odelint.analysis.sketch import Sketch as Sketch
-    from odelint.analysis.sketch_calls import (
-        UNHASHABLE_LITERALS as UNHASHABLE_LITERALS, called_names as called_names, configures as configures,
-        exact_string as exact_string, keyword as keyword, may_be_module_class as may_be_module_class,
-        may_name_module as may_name_module, only_defined as only_defined, positional as positional,
-        enclosing_class as sketch_enclosing_class,
-    )
-    from odelint.analysis.sketch_reach import (
-        rebinds_each_iteration as rebinds_each_iteration, repeating_loop as repeating_loop,
     )
     from odelint.analysis.transformed import Application as Application

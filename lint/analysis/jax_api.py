@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any
 
 from odelint.analysis import tables
@@ -224,6 +225,19 @@ def singular_functions() -> dict[str, Singular]:
 
 def singular(qualname: str | None) -> Singular | None:
     return singular_functions().get(qualname or "")
+
+
+DIVISION = Singular("/", ((0.0, 0.0),), 1.0, (1,))           # `a / x`: at x == 0
+_FRACTIONAL_POWER = Singular("**", ((-math.inf, 0.0),), 1.0, (0,))
+_NEGATIVE_POWER = Singular("**", ((0.0, 0.0),), 1.0, (0,))
+
+
+def power_singular(value: float | None) -> Singular | None:
+    """What a literal exponent makes singular: a fractional one x <= 0, a negative whole one
+    x == 0; a whole number >= 0 or a variable exponent nothing (not flagged)."""
+    if value is None or (value.is_integer() and value >= 0):
+        return None
+    return _NEGATIVE_POWER if value.is_integer() else _FRACTIONAL_POWER
 
 
 def diffrax_api() -> dict[str, Any]:

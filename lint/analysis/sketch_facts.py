@@ -7,7 +7,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+import libcst as cst
 from odelint.analysis import jax_api
+from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
 from odelint.analysis.sketch import Sketch
 from odelint.analysis.sketch_calls import (
@@ -168,7 +170,8 @@ def callable_module_in_control_flow(sketch: Sketch) -> bool:
     lambda nor a name that only a `def` binds."""
     if not sketch.may_hold_modules():
         return False
-    given = [function for call in sketch.calls_to(jax_api.control_flow_slots()) for function in _slot_values(sketch, call)]
+    slots = jax_api.control_flow_slots()
+    given = [function for call in sketch.calls_to(slots) for function in _slot_values(sketch, call)]
     plain = only_defined(sketch, {node.id for node in given if isinstance(node, ast.Name)})
     return any(not isinstance(node, ast.Lambda) and not (isinstance(node, ast.Name) and node.id in plain)
                for node in given)
@@ -189,7 +192,8 @@ def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
 
 @fact("reused_key")
 def reused_key(sketch: Sketch) -> bool:
-    """A key that may be consumed twice (in one function, or again on a loop's next iteration), or a constant key made in a loop that repeats."""
+    """A key that may be consumed twice (in one function, or again on a loop's next
+    iteration), or a constant key made in a loop that repeats."""
     consumers: dict[tuple[int, str], int] = {}
     for call in sketch.calls:
         key = _key_argument(sketch, call)
@@ -242,10 +246,12 @@ def _counting(loop: ast.AST) -> bool:
 
 @fact("stateful_random_in_traced")
 def stateful_random_in_traced(sketch: Sketch) -> bool:
-    """Code that may run traced draws from NumPy's or Python's generator, or from a key made outside it."""
+    """Code that may run traced draws from NumPy's or Python's generator, or from a key made
+    outside it."""
+    stateful = tuple(jax_api.names("stateful_random"))
     for call in sketch.nodes_in(sketch.traced_functions(), ast.Call):
         names = sketch.qualnames(call.func)  # type: ignore[attr-defined]
-        if any(name.startswith(tuple(jax_api.names("stateful_random"))) for name in names):
+        if any(name.startswith(stateful) for name in names):
             return True
         if any(jax_api.consumes_key(name) for name in names) and _key_from_outside(sketch, call):  # type: ignore[arg-type]
             return True
@@ -262,7 +268,8 @@ def _key_from_outside(sketch: Sketch, call: ast.Call) -> bool:
 
 @fact("compiled_repeatedly")
 def compiled_repeatedly(sketch: Sketch) -> bool:
-    """A function may be compiled again and again: a transform applied in a loop (or a function called in one), or a loop's Python number given to a filtered transform."""
+    """A function may be compiled again and again: a transform applied in a loop (or in a
+    function called in one), or a loop's Python number given to a filtered transform."""
     if sketch.has_loops and sketch.refers_to(*jax_api.names("filtered_compilers")):
         return True  # a Python number of a loop passed to a filter_jit function
     for call in sketch.calls_to(COMPILING):
@@ -330,8 +337,9 @@ def float64_without_x64(sketch: Sketch) -> bool:
 
 def _names_flag(sketch: Sketch) -> bool:
     """Does the file surely name the flag as `_mentioned` sees it (a string or attribute)?"""
-    return (any(node.attr == jax_api.name("x64_flag") for node in sketch.of_type(ast.Attribute))  # type: ignore[attr-defined]
-            or any(isinstance(node.value, str) and node.value.lower() == jax_api.name("x64_flag")  # type: ignore[attr-defined]
+    flag = jax_api.name("x64_flag")
+    return (any(node.attr == flag for node in sketch.of_type(ast.Attribute))  # type: ignore[attr-defined]
+            or any(isinstance(node.value, str) and node.value.lower() == flag  # type: ignore[attr-defined]
                    and exact_string(sketch, node) is not None for node in sketch.of_type(ast.Constant)))
 
 
@@ -369,3 +377,91 @@ def _may_switch_late(sketch: Sketch, call: ast.Call) -> bool:
     return any((made.lineno, made.col_offset) < end and sketch.enclosing_function(made) is where
                and any(jax_api.returns_array(name) for name in sketch.qualnames(made.func))
                for made in sketch.calls)
+
+
+@fact("where_nan_gradient")
+def where_nan_gradient(sketch: Sketch) -> bool:
+    """A `jnp.where` whose guard compares a variable with a number, and a branch applying a
+    singular function to that variable at inputs the guard deselects."""
+    return any(_may_flag(sketch, call) for call in sketch.calls_to(jax_api.names("where")))
+
+
+def _may_flag(sketch: Sketch, call: ast.Call) -> bool:
+    """`visit_Call` on `ast`: three positional arguments, a guard comparing a variable with a
+    number, and a branch applying a singular function to that variable (`_singular_uses`, by
+    dotted name) at inputs the guard deselects (the guard's regions are `intervals.guard`'s)."""
+    if len(call.args) != 3 or call.keywords or any(isinstance(arg, ast.Starred) for arg in call.args):
+        return False
+    test = call.args[0]
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return False
+    left, right = test.left, test.comparators[0]
+    variable = (_dotted(left) if _sketch_number(right) is not None
+                else _dotted(right) if _sketch_number(left) is not None else None)
+    if variable is None:
+        return False
+    regions = None
+    for position in (1, 2):
+        for function, inputs in _sketch_singular_uses(sketch, call.args[position]):
+            if variable in (_dotted(value) for value in inputs):
+                regions = regions or guard(cst.parse_expression(ast.unparse(test)))  # `x OP c`: parses
+                if regions is None:
+                    return False
+                deselected = regions[3] if position == 1 else regions[2]
+                if any(region.meets(low, high) for region in deselected for low, high in function.bad):
+                    return True
+    return False
+
+
+def _sketch_singular_uses(sketch: Sketch, node: ast.AST) -> Iterator[tuple[jax_api.Singular, list[ast.expr]]]:
+    """`_singular_uses` on `ast`, for every meaning a function's name may have; inner
+    `jnp.where` calls are entered (the rule may not know them for one)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Lambda):
+            continue
+        if isinstance(current, ast.Call) and not any(isinstance(arg, ast.Starred) for arg in current.args) and not any(
+                keyword.arg is None for keyword in current.keywords):
+            args = current.args
+            for function in filter(None, map(jax_api.singular, sketch.qualnames(current.func))):
+                exponent = function.exponent
+                if exponent is None or (exponent < len(args) and _sketch_power(args[exponent]) is not None):
+                    yield function, [args[i] for i in function.arguments if i < len(args)]
+        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Div):
+            yield jax_api.DIVISION, [current.right]
+        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Pow):
+            power = _sketch_power(current.right)
+            if power is not None:
+                yield power, [current.left]
+        stack.extend(ast.iter_child_nodes(current))
+
+
+def _sketch_power(exponent: ast.expr) -> jax_api.Singular | None:
+    """`_power` on `ast`."""
+    if isinstance(exponent, ast.BinOp) and isinstance(exponent.op, ast.Div):
+        numerator, denominator = _sketch_number(exponent.left), _sketch_number(exponent.right)
+        return jax_api.power_singular(numerator / denominator if numerator is not None and denominator else None)
+    return jax_api.power_singular(_sketch_number(exponent))
+
+
+def _sketch_number(node: ast.expr) -> float | None:
+    """`intervals.number` on `ast`: an int or float literal, signed."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _sketch_number(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return float(node.value)
+    return None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`scopes.dotted_name` on `ast`: `a.b.c` as text, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

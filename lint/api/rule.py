@@ -24,7 +24,6 @@ from packaging.version import Version
 if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading their metadata
     from odelint.analysis.facts import Facts
     from odelint.analysis.needs import Need
-    from odelint.analysis.sketch import Sketch
 
 CODE_PATTERN = re.compile(r"^ODL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -133,16 +132,6 @@ class Rule(BaseRule):
     def facts(self) -> Facts:
         assert self.context.facts is not None
         return self.context.facts
-
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Does the file hold what the rule `needs`? False must mean the rule cannot report
-        anything on the file."""
-        return cls.needs is None or cls.needs.holds(sketch)
-
-    @classmethod
-    def has_precheck(cls) -> bool:
-        return cls.needs is not None or cls.may_fire.__func__ is not Rule.may_fire.__func__  # type: ignore[attr-defined]
 
     @classmethod
     def node_types(cls) -> dict[type, str]:

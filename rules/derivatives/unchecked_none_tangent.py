@@ -6,7 +6,7 @@ import dataclasses
 import functools
 
 import libcst as cst
-from odelint.analysis import Binding, Scope, Site, jax_api, literals
+from odelint.analysis import Binding, Needs, Scope, Site, jax_api, literals
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, positional_params
@@ -77,6 +77,7 @@ class UncheckedNoneTangent(Rule):
     name = "unchecked-none-tangent"
     summary = "A filter_custom_jvp rule uses a tangent that may be None without checking"
     triggers = (("filter_custom_jvp", "def_jvp"), ("filter_custom_jvp", "defjvp"))
+    needs = Needs.refers_to(_FILTER_CUSTOM_JVP)
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL102"
 
