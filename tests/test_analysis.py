@@ -393,3 +393,45 @@ def test_optimisers_that_keep_no_state_per_parameter() -> None:
     """)
     keeps = {name: model.facts.optax_keeps_param_state(cst.Name(name), model.end) for name in "abcde"}
     assert keeps == {"a": False, "b": True, "c": False, "d": False, "e": True}
+
+
+BASE_TYPED = """
+    import equinox as eqx
+    import jax
+
+    class AbstractHead(eqx.Module):
+        pass
+
+    class MLPHead(AbstractHead):
+        mlp: eqx.nn.MLP
+
+        def __init__(self, key):
+            self.mlp = eqx.nn.MLP(2, 2, 8, 1, key=key)
+
+    class Net(eqx.Module):
+        body: eqx.Module
+        head: AbstractHead
+        norm: eqx.Module
+
+        def __init__(self, key, norm):
+            self.body = eqx.nn.MLP(2, 2, 8, 1, key=key)
+            self.head = MLPHead(key)
+            self.norm = norm
+
+        def features(self, x):
+            return self.body(x)
+
+    net = Net(jax.random.PRNGKey(0), eqx.nn.LayerNorm(2))
+"""
+
+
+def test_a_field_annotated_with_a_base_type_holds_what_init_assigns() -> None:
+    """`body: eqx.Module` assigned an MLP has the MLP's function leaf; an abstract base
+    annotation gives way to the subclass assigned; an unknown value leaves the annotation."""
+    model = Model(BASE_TYPED)
+    assert model.leaves("net") == ["`net.body.activation` is a function", "`net.body.final_activation` is a function",
+                                   "`net.head.mlp.activation` is a function",
+                                   "`net.head.mlp.final_activation` is a function"]
+    assert model.facts.module_class(cst.parse_expression("net.body"), model.end).name == "equinox.nn.MLP"
+    assert model.facts.module_class(cst.parse_expression("net.head"), model.end).name == "MLPHead"
+    assert model.facts.module_class(cst.parse_expression("net.norm"), model.end).name == "equinox.Module"

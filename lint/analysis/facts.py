@@ -370,17 +370,19 @@ class Facts:
             self._in_progress_returns.discard(key)
 
     def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
-        class_scope = self.index.body_scope(owner)
-        for binding in class_scope.bindings.get(attr, []) if class_scope else []:
-            if binding.annotation is not None:
-                found = self.module_type(_outer_annotation(binding.annotation), class_scope)
-                if found is not None:
-                    return found
+        """The module class a field holds: what `__init__` assigns it when that is known (an
+        `eqx.Module` or abstract-base annotation says less), else its annotation's class."""
         init = _method(owner, "__init__")
         init_scope = self.index.body_scope(init) if init is not None else None
         if init is not None and init_scope is not None:
             for value in _self_assignments(init, attr):
                 found = self.module_class(value, Site(init_scope, 10**9))
+                if found is not None:
+                    return found
+        class_scope = self.index.body_scope(owner)
+        for binding in class_scope.bindings.get(attr, []) if class_scope else []:
+            if binding.annotation is not None:
+                found = self.module_type(_outer_annotation(binding.annotation), class_scope)
                 if found is not None:
                     return found
         return None

@@ -114,7 +114,7 @@ class Leaves:
         if init is not None and init_scope is not None:
             for name, value in _self_assignments(init):
                 if name in found and found[name] is None and name in declared and not _annotation_unknown(
-                        facts, scope, name):
+                        facts, scope, name) and not _annotated_module(facts, scope, name):
                     continue
                 site = Site(init_scope, 10**9)
                 leaves = self._from_value(name, value, site, depth)
@@ -183,6 +183,13 @@ def _is_static_field(facts: Facts, value: cst.BaseExpression | None, scope) -> b
         return False
     return any(arg.keyword is not None and arg.keyword.value == "static" and isinstance(arg.value, cst.Name)
                and arg.value.value == "True" for arg in value.args)
+
+
+def _annotated_module(facts: Facts, scope, name: str) -> bool:
+    """Is the field annotated with a module type (`eqx.Module`, an abstract base)? A concrete
+    module its `__init__` assigns is then what the field holds, with the leaves of its class."""
+    return any(b.annotation is not None and facts.annotation_kind(b.annotation, scope) is Kind.MODULE
+               for b in scope.bindings.get(name, []))
 
 
 def _annotation_unknown(facts: Facts, scope, name: str) -> bool:
