@@ -427,11 +427,48 @@ BASE_TYPED = """
 
 def test_a_field_annotated_with_a_base_type_holds_what_init_assigns() -> None:
     """`body: eqx.Module` assigned an MLP has the MLP's function leaf; an abstract base
-    annotation gives way to the subclass assigned; an unknown value leaves the annotation."""
+    annotation gives way to the subclass assigned, and a constructor argument to what the
+    construction passes (`eqx.nn.LayerNorm`)."""
     model = Model(BASE_TYPED)
     assert model.leaves("net") == ["`net.body.activation` is a function", "`net.body.final_activation` is a function",
                                    "`net.head.mlp.activation` is a function",
                                    "`net.head.mlp.final_activation` is a function"]
     assert model.facts.module_class(cst.parse_expression("net.body"), model.end).name == "equinox.nn.MLP"
     assert model.facts.module_class(cst.parse_expression("net.head"), model.end).name == "MLPHead"
-    assert model.facts.module_class(cst.parse_expression("net.norm"), model.end).name == "equinox.Module"
+    assert model.facts.module_class(cst.parse_expression("net.norm"), model.end).name == "equinox.nn.LayerNorm"
+
+
+CONSTRUCTED = """
+    import equinox as eqx
+    import jax
+
+    class Wrapper(eqx.Module):
+        inner: eqx.Module
+        label: str
+
+        def __init__(self, inner, label="wrapped"):
+            self.inner = inner
+            self.label = label
+
+    class Either(eqx.Module):
+        branch: eqx.Module
+
+        def __init__(self, branch):
+            self.branch = branch
+
+    key = jax.random.PRNGKey(0)
+    wrapped = Wrapper(eqx.nn.MLP(2, 2, 8, 1, key=key), label="mlp")
+    left = Either(eqx.nn.Linear(2, 2, key=key))
+    right = Either(eqx.nn.MLP(2, 2, 8, 1, key=key))
+"""
+
+
+def test_constructor_arguments_reach_the_fields_init_assigns() -> None:
+    """`Wrapper(eqx.nn.MLP(...))`: `inner` holds an MLP; when the constructions disagree
+    (`Either` built around a Linear and an MLP) the field's class is not guessed."""
+    model = Model(CONSTRUCTED)
+    assert sorted(model.leaves("wrapped")) == ["`wrapped.inner.activation` is a function",
+                                               "`wrapped.inner.final_activation` is a function",
+                                               "`wrapped.label` is a string"]
+    assert model.facts.module_class(cst.parse_expression("wrapped.inner"), model.end).name == "equinox.nn.MLP"
+    assert model.facts.module_class(cst.parse_expression("left.branch"), model.end).name == "equinox.Module"

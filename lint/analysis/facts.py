@@ -344,7 +344,7 @@ class Facts:
             if isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
                 bound = 1 if binding.scope.parent.kind == CLASS else 0
                 classes = set()
-                for call, site in self.calls_of(function):
+                for call, site in self.arguments_of(function):
                     argument = argument_for(call, binding, bound)
                     if argument is not None:
                         classes.add(self.module_class(argument, site))
@@ -659,6 +659,18 @@ class Facts:
                     self._calls_by_callee.setdefault(id(target), []).append((call, site))
         return self._calls_by_callee.get(id(function), [])
 
+    def arguments_of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, Site]]:
+        """The calls whose arguments reach `function`'s parameters: its own calls and, for an
+        `__init__`, the calls that build its class (`Outer(inner)` gives `inner` to `__init__`)."""
+        scope = self.index.body_scope(function)
+        owner = scope.parent if scope is not None else None
+        if function.name.value != "__init__" or owner is None or owner.kind != CLASS:
+            return self.calls_of(function)
+        cls = owner.node
+        built = [(call, site) for call, site in self.index.of_type(cst.Call) if isinstance(call.func, cst.Name)
+                 and any(b.kind == "class" and b.node is cls for b in self.lookup(call.func.value, site.scope))]
+        return self.calls_of(function) + built
+
     def _param_kind(self, binding: Binding) -> Kind:
         """What the calls of this file pass for a parameter: a module if any call passes one,
         else the one kind every call that is understood agrees on."""
@@ -667,7 +679,7 @@ class Facts:
             return Kind.UNKNOWN
         bound = 1 if binding.scope.parent.kind == CLASS else 0
         kinds = set()
-        for call, site in self.calls_of(function):
+        for call, site in self.arguments_of(function):
             argument = argument_for(call, binding, bound)
             if argument is not None:
                 kinds.add(self.kind(argument, site))

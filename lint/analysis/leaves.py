@@ -119,7 +119,9 @@ class Leaves:
                 site = Site(init_scope, 10**9)
                 leaves = self._from_value(name, value, site, depth)
                 for leaf in leaves:
-                    found[leaf.path] = leaf
+                    declared_leaf = found.get(leaf.path)
+                    if declared_leaf is None or declared_leaf.kind is leaf.kind:  # the annotation's kind wins
+                        found[leaf.path] = leaf
         return tuple(leaf for leaf in found.values() if leaf is not None)
 
     def _from_kind(self, name: str, kind: Kind, node: cst.BaseExpression, site: Site, depth: int,
