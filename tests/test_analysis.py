@@ -472,3 +472,24 @@ def test_constructor_arguments_reach_the_fields_init_assigns() -> None:
                                                "`wrapped.label` is a string"]
     assert model.facts.module_class(cst.parse_expression("wrapped.inner"), model.end).name == "equinox.nn.MLP"
     assert model.facts.module_class(cst.parse_expression("left.branch"), model.end).name == "equinox.Module"
+
+
+SEQUENTIAL = """
+    import equinox as eqx
+    import jax
+
+    key = jax.random.PRNGKey(0)
+    wrapped = eqx.nn.Sequential([eqx.nn.Linear(2, 8, key=key), eqx.nn.Lambda(jax.nn.relu)])
+    bare = eqx.nn.Sequential([eqx.nn.Linear(2, 8, key=key), jax.nn.relu, eqx.nn.MLP(8, 1, 4, 1, key=key)])
+    linear = eqx.nn.Sequential([eqx.nn.Linear(2, 8, key=key), eqx.nn.Linear(8, 1, key=key)])
+"""
+
+
+def test_a_sequential_has_the_leaves_of_the_layers_it_is_given() -> None:
+    model = Model(SEQUENTIAL)
+    assert model.leaves("wrapped") == ["`wrapped.layers[1].fn` is a function"]
+    assert model.leaves("bare") == ["`bare.layers[1]` is a function (`jax.nn.relu`)",
+                                    "`bare.layers[2].activation` is a function",
+                                    "`bare.layers[2].final_activation` is a function"]
+    assert model.leaves("linear") == []
+    assert model.kind("linear") is Kind.MODULE

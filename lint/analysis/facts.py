@@ -293,6 +293,8 @@ class Facts:
                     and self.qualname(func.func, site.scope) == "equinox.nn.make_with_state"):
                 func = func.args[0].value  # make_with_state(Cls)(...) builds a Cls
             found = self.module_type(func, site.scope)
+            if found is not None and found.node is None and found.name in jax_api.names("layer_containers"):
+                return ModuleClass(None, found.name, built=(node, site))  # its leaves are the layers given
             if found is not None:
                 return found
             qualname = self.qualname(node.func, site.scope)
@@ -912,13 +914,18 @@ class ModuleClass:
     node: cst.ClassDef | None
     name: str
     facts: Facts | None = None   # set for a class of another file of the project: its file's facts
+    # a container of layers (`eqx.nn.Sequential([...])`): the call that built this instance
+    built: tuple[cst.Call, Site] | None = None
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ModuleClass) and (self.node is other.node if self.node or other.node
-                                                   else self.name == other.name)
+        if not isinstance(other, ModuleClass) or (self.built is None) is not (other.built is None):
+            return False
+        if self.built is not None and other.built is not None:
+            return self.built[0] is other.built[0]
+        return self.node is other.node if self.node or other.node else self.name == other.name
 
     def __hash__(self) -> int:
-        return hash((id(self.node), self.name))
+        return hash((id(self.node), self.name, id(self.built[0]) if self.built else 0))
 
 
 def _element_at(value: cst.BaseExpression, path: tuple[int, ...]) -> tuple[cst.BaseExpression, tuple[int, ...]]:

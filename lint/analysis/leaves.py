@@ -15,6 +15,7 @@ import enum
 
 import libcst as cst
 from odelint.analysis import jax_api
+from odelint.analysis.calls import argument_at
 from odelint.analysis.facts import Facts, Kind, ModuleClass
 from odelint.analysis.scopes import Site
 
@@ -58,7 +59,9 @@ class Leaves:
         self._cache[module_class] = ()  # cycle guard
         if depth > MAX_DEPTH:
             return ()
-        if module_class.node is None:
+        if module_class.built is not None:
+            found = self._layers(*module_class.built, depth)
+        elif module_class.node is None:
             found = self._library(module_class.name, depth)
         else:
             found = self._own(module_class.node, depth)
@@ -80,6 +83,14 @@ class Leaves:
             path = f"{name}[0]" if many else name
             found += _nested(path, self.non_array(ModuleClass(None, inner.rstrip("[]")), depth + 1))
         return tuple(found)
+
+    def _layers(self, call: cst.Call, site: Site, depth: int) -> tuple[Leaf, ...]:
+        """`eqx.nn.Sequential([eqx.nn.Linear(...), jax.nn.relu, eqx.nn.Lambda(f)])`: the leaves of
+        each layer given, under `layers[i]` (a bare function is itself a function leaf)."""
+        given = argument_at(call, "layers", 0)
+        if given is None or not isinstance(given.value, (cst.List, cst.Tuple, cst.ListComp)):
+            return ()
+        return tuple(self._from_value("layers", given.value, site, depth + 1))
 
     def _own(self, cls: cst.ClassDef, depth: int) -> tuple[Leaf, ...]:
         facts = self.facts
