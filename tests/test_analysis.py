@@ -493,3 +493,27 @@ def test_a_sequential_has_the_leaves_of_the_layers_it_is_given() -> None:
                                     "`bare.layers[2].final_activation` is a function"]
     assert model.leaves("linear") == []
     assert model.kind("linear") is Kind.MODULE
+
+
+CONTAINERS = """
+    import equinox as eqx
+    import jax
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    blocks = [eqx.nn.MLP(2, 2, 8, 1, key=k) for k in keys]
+    pair = (eqx.nn.Linear(2, 2, key=keys[0]), eqx.nn.Linear(2, 2, key=keys[1]))
+    scales = [1.0, 2.0]
+    first = blocks[0]
+    for block in blocks:
+        pass
+    rest = blocks[1:]
+"""
+
+
+def test_indexing_and_iterating_a_container_gives_what_it_holds() -> None:
+    model = Model(CONTAINERS)
+    assert [model.kind(name) for name in ("blocks[0]", "first", "block", "pair[1]", "scales[0]")] == [
+        Kind.MODULE, Kind.MODULE, Kind.MODULE, Kind.MODULE, Kind.PLAIN]
+    assert model.kind("rest") is Kind.UNKNOWN, "a slice is a list again, not an element"
+    assert model.leaves("block") == ["`block.activation` is a function", "`block.final_activation` is a function"]
+    assert model.leaves("pair[0]") == []

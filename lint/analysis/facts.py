@@ -315,7 +315,37 @@ class Facts:
             outer = self.module_class(node.value, site)
             if outer is not None and outer.node is not None:
                 return self._field_module_class(outer.node, node.attr.value)
+        if isinstance(node, cst.Subscript):
+            return self._element_module_class(_single_index(node) and node.value, site)
         return None
+
+    def _element_module_class(self, container: cst.BaseExpression | None, site: Site) -> ModuleClass | None:
+        """The one module class the elements of a container hold (`[eqx.nn.MLP(...) for ...]`)."""
+        classes = {self.module_class(element, where) for element, where in self.elements(container, site)}
+        classes.discard(None)
+        return classes.pop() if len(classes) == 1 else None
+
+    def elements(self, container: cst.BaseExpression | None, site: Site,
+                 seen: frozenset[int] = frozenset()) -> list[tuple[cst.BaseExpression, Site]]:
+        """What a container may hold, each with where to read it: the elements of a list, tuple,
+        set or dict display (dict values), the element of a comprehension, through a name bound
+        once to one of these. Empty when the container is not known."""
+        if container is None or id(container) in seen:
+            return []
+        seen = seen | {id(container)}
+        if isinstance(container, (cst.List, cst.Tuple, cst.Set)):
+            return [(e.value, site) for e in container.elements if isinstance(e, cst.Element)]
+        if isinstance(container, cst.Dict):
+            return [(e.value, site) for e in container.elements if isinstance(e, cst.DictElement)]
+        if isinstance(container, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            scope = self.index.body_scope(container)
+            return [(container.elt, Site(scope, 10**9))] if scope is not None else []
+        if isinstance(container, cst.Name):
+            bindings = self.lookup(container.value, site.scope)
+            if len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path:
+                binding = bindings[0]
+                return self.elements(binding.value, Site(binding.scope, binding.order), seen)
+        return []
 
     def _binding_module_class(self, binding: Binding) -> ModuleClass | None:
         key = id(binding)
@@ -325,6 +355,8 @@ class Facts:
         return self._binding_classes[key]
 
     def _compute_binding_module_class(self, binding: Binding) -> ModuleClass | None:
+        if binding.kind == "for" and not binding.path:
+            return self._element_module_class(_iterated(binding), Site(binding.scope, binding.order))
         if binding.kind == "param" and binding.path == (0,) and binding.annotation is None:
             owner = self._method_class_of_self(cst.Name(binding.name), binding.scope)
             if owner is not None:
@@ -458,6 +490,8 @@ class Facts:
                 if class_binding is not None and self.is_module_class(class_binding):
                     return Kind.MODULE
             return self._param_kind(binding)
+        if binding.kind == "for" and not binding.path:
+            return self._element_kind(_iterated(binding), Site(binding.scope, binding.order))
         if binding.kind != "assign" or binding.value is None:
             return Kind.UNKNOWN
         site = Site(binding.scope, binding.order)
@@ -542,7 +576,17 @@ class Facts:
                 if found is not Kind.UNKNOWN:
                     return found
         inner = self.kind(node.value, site)
-        return inner if inner in (Kind.ARRAY, Kind.KEY) else Kind.UNKNOWN
+        if inner in (Kind.ARRAY, Kind.KEY):
+            return inner
+        return self._element_kind(node.value, site) if _single_index(node) else Kind.UNKNOWN
+
+    def _element_kind(self, container: cst.BaseExpression | None, site: Site) -> Kind:
+        """The kind of what a container holds: a module if any element is one, else the one
+        kind all its elements agree on."""
+        kinds = {self.kind(element, where) for element, where in self.elements(container, site)}
+        if Kind.MODULE in kinds:
+            return Kind.MODULE
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     def _attribute_kind(self, node: cst.Attribute, site: Site) -> Kind:
         """`self.model` inside a method: the class's annotation or `__init__` assignment;
@@ -937,3 +981,14 @@ def _element_at(value: cst.BaseExpression, path: tuple[int, ...]) -> tuple[cst.B
         else:
             return value, path[depth:]
     return value, ()
+
+
+def _single_index(node: cst.Subscript) -> bool:
+    """`xs[i]`, one element (not a slice `xs[1:]`, which is a container again)."""
+    return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+
+
+def _iterated(binding: Binding) -> cst.BaseExpression | None:
+    """What a `for` binding iterates over (`blocks` in `for block in blocks`)."""
+    node = binding.node
+    return node.iter if isinstance(node, (cst.For, cst.CompFor)) else None
