@@ -77,12 +77,10 @@ class CallablePytreeInControlFlow(Rule):
             arg = argument_at(node, name, position)
             if arg is None:
                 continue
-            if name == "branches":
-                functions = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) else []
-            else:
-                functions = [arg.value]
-            for function in functions:
-                self._check(function, params, qualname, site)
+            # the branches of `switch`: a list given there or through a name (`branches = [...]`)
+            functions = self.facts.elements(arg.value, site) if name == "branches" else [(arg.value, site)]
+            for function, where in functions:
+                self._check(function, params, qualname, where)
 
     def _check(self, function: cst.BaseExpression, params: tuple[str, ...] | None, qualname: str, site: Site) -> None:
         what = self._callable_pytree(function, site)
