@@ -45,7 +45,7 @@ def imports_of(name: str) -> set[str]:
     path = MODULES[name]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
@@ -160,7 +160,7 @@ def _prose(tree: ast.Module) -> set[int]:
         if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
             skipped.add(id(body[0].value))
-        inside = None
+        inside: ast.AST | None = None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Flag", "Pass"):
             inside = node
         elif isinstance(node, ast.Call) and any(isinstance(a, ast.Constant) and isinstance(a.value, str)

@@ -316,7 +316,7 @@ class Facts:
             if outer is not None and outer.node is not None:
                 return self._field_module_class(outer.node, node.attr.value)
         if isinstance(node, cst.Subscript):
-            return self._element_module_class(_single_index(node) and node.value, site)
+            return self._element_module_class(node.value, site) if _single_index(node) else None
         return None
 
     def _element_module_class(self, container: cst.BaseExpression | None, site: Site) -> ModuleClass | None:

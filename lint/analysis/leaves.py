@@ -60,7 +60,7 @@ class Leaves:
         if depth > MAX_DEPTH:
             return ()
         if module_class.built is not None:
-            found = self._layers(*module_class.built, depth)
+            found = self._layers(module_class.built[0], module_class.built[1], depth)
         elif module_class.node is None:
             found = self._library(module_class.name, depth)
         else:

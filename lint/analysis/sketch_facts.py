@@ -286,7 +286,7 @@ def module_field_assigned(sketch: Sketch) -> bool:
         a class that may be a module is one such name (a parameter of a method of that class)."""
     if not sketch.may_hold_modules():
         return False
-    owners = {target.value.id for target in _targets(sketch)}
+    owners = {target.value.id for target in _targets(sketch) if isinstance(target.value, ast.Name)}
     called = called_names(sketch)
     return any(may_name_module(sketch, owner, called) for owner in owners)
 
@@ -450,7 +450,7 @@ def _sketch_number(node: ast.expr) -> float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _sketch_number(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
     return None
 

@@ -126,8 +126,8 @@ class Tracing(Reach):
                 if keyword.endswith("argnames"):
                     static_names = literals.strings(given.value) or frozenset()
                 else:
-                    params = function.params
-                    count = len(params.posonly_params) + len(params.params) - offset
+                    signature = function.params
+                    count = len(signature.posonly_params) + len(signature.params) - offset
                     static_positions = literals.positions(given.value, count)
             in_axes = keyword_arg(options, "in_axes")
             if in_axes is not None and isinstance(in_axes.value, (cst.Tuple, cst.List)):
