@@ -393,3 +393,127 @@ def test_optimisers_that_keep_no_state_per_parameter() -> None:
     """)
     keeps = {name: model.facts.optax_keeps_param_state(cst.Name(name), model.end) for name in "abcde"}
     assert keeps == {"a": False, "b": True, "c": False, "d": False, "e": True}
+
+
+BASE_TYPED = """
+    import equinox as eqx
+    import jax
+
+    class AbstractHead(eqx.Module):
+        pass
+
+    class MLPHead(AbstractHead):
+        mlp: eqx.nn.MLP
+
+        def __init__(self, key):
+            self.mlp = eqx.nn.MLP(2, 2, 8, 1, key=key)
+
+    class Net(eqx.Module):
+        body: eqx.Module
+        head: AbstractHead
+        norm: eqx.Module
+
+        def __init__(self, key, norm):
+            self.body = eqx.nn.MLP(2, 2, 8, 1, key=key)
+            self.head = MLPHead(key)
+            self.norm = norm
+
+        def features(self, x):
+            return self.body(x)
+
+    net = Net(jax.random.PRNGKey(0), eqx.nn.LayerNorm(2))
+"""
+
+
+def test_a_field_annotated_with_a_base_type_holds_what_init_assigns() -> None:
+    """`body: eqx.Module` assigned an MLP has the MLP's function leaf; an abstract base
+    annotation gives way to the subclass assigned, and a constructor argument to what the
+    construction passes (`eqx.nn.LayerNorm`)."""
+    model = Model(BASE_TYPED)
+    assert model.leaves("net") == ["`net.body.activation` is a function", "`net.body.final_activation` is a function",
+                                   "`net.head.mlp.activation` is a function",
+                                   "`net.head.mlp.final_activation` is a function"]
+    assert model.facts.module_class(cst.parse_expression("net.body"), model.end).name == "equinox.nn.MLP"
+    assert model.facts.module_class(cst.parse_expression("net.head"), model.end).name == "MLPHead"
+    assert model.facts.module_class(cst.parse_expression("net.norm"), model.end).name == "equinox.nn.LayerNorm"
+
+
+CONSTRUCTED = """
+    import equinox as eqx
+    import jax
+
+    class Wrapper(eqx.Module):
+        inner: eqx.Module
+        label: str
+
+        def __init__(self, inner, label="wrapped"):
+            self.inner = inner
+            self.label = label
+
+    class Either(eqx.Module):
+        branch: eqx.Module
+
+        def __init__(self, branch):
+            self.branch = branch
+
+    key = jax.random.PRNGKey(0)
+    wrapped = Wrapper(eqx.nn.MLP(2, 2, 8, 1, key=key), label="mlp")
+    left = Either(eqx.nn.Linear(2, 2, key=key))
+    right = Either(eqx.nn.MLP(2, 2, 8, 1, key=key))
+"""
+
+
+def test_constructor_arguments_reach_the_fields_init_assigns() -> None:
+    """`Wrapper(eqx.nn.MLP(...))`: `inner` holds an MLP; when the constructions disagree
+    (`Either` built around a Linear and an MLP) the field's class is not guessed."""
+    model = Model(CONSTRUCTED)
+    assert sorted(model.leaves("wrapped")) == ["`wrapped.inner.activation` is a function",
+                                               "`wrapped.inner.final_activation` is a function",
+                                               "`wrapped.label` is a string"]
+    assert model.facts.module_class(cst.parse_expression("wrapped.inner"), model.end).name == "equinox.nn.MLP"
+    assert model.facts.module_class(cst.parse_expression("left.branch"), model.end).name == "equinox.Module"
+
+
+SEQUENTIAL = """
+    import equinox as eqx
+    import jax
+
+    key = jax.random.PRNGKey(0)
+    wrapped = eqx.nn.Sequential([eqx.nn.Linear(2, 8, key=key), eqx.nn.Lambda(jax.nn.relu)])
+    bare = eqx.nn.Sequential([eqx.nn.Linear(2, 8, key=key), jax.nn.relu, eqx.nn.MLP(8, 1, 4, 1, key=key)])
+    linear = eqx.nn.Sequential([eqx.nn.Linear(2, 8, key=key), eqx.nn.Linear(8, 1, key=key)])
+"""
+
+
+def test_a_sequential_has_the_leaves_of_the_layers_it_is_given() -> None:
+    model = Model(SEQUENTIAL)
+    assert model.leaves("wrapped") == ["`wrapped.layers[1].fn` is a function"]
+    assert model.leaves("bare") == ["`bare.layers[1]` is a function (`jax.nn.relu`)",
+                                    "`bare.layers[2].activation` is a function",
+                                    "`bare.layers[2].final_activation` is a function"]
+    assert model.leaves("linear") == []
+    assert model.kind("linear") is Kind.MODULE
+
+
+CONTAINERS = """
+    import equinox as eqx
+    import jax
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    blocks = [eqx.nn.MLP(2, 2, 8, 1, key=k) for k in keys]
+    pair = (eqx.nn.Linear(2, 2, key=keys[0]), eqx.nn.Linear(2, 2, key=keys[1]))
+    scales = [1.0, 2.0]
+    first = blocks[0]
+    for block in blocks:
+        pass
+    rest = blocks[1:]
+"""
+
+
+def test_indexing_and_iterating_a_container_gives_what_it_holds() -> None:
+    model = Model(CONTAINERS)
+    assert [model.kind(name) for name in ("blocks[0]", "first", "block", "pair[1]", "scales[0]")] == [
+        Kind.MODULE, Kind.MODULE, Kind.MODULE, Kind.MODULE, Kind.PLAIN]
+    assert model.kind("rest") is Kind.UNKNOWN, "a slice is a list again, not an element"
+    assert model.leaves("block") == ["`block.activation` is a function", "`block.final_activation` is a function"]
+    assert model.leaves("pair[0]") == []

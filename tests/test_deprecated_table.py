@@ -1,15 +1,15 @@
-"""The deprecated-API table (rules/data/deprecated_apis.toml) and the ODL9xx rules serving it."""
+"""The deprecated-API table (lint/analysis/data/deprecated_apis.toml) and the ODL9xx rules serving it."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+from odelint.analysis.deprecated_apis import load, parse
 from odelint.api.finding import Safety
 from odelint.api.registry import all_rules, rules_by_code
 from odelint.engine.core import lint_source
 from odelint.rules.deprecated.common import DeprecatedApiRule
-from odelint.rules.deprecated.table import load, parse
 from packaging.version import Version
 
 ROWS = load()

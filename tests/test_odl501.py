@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from odelint.analysis import known_bad
+from odelint.api import dependency_files
 from odelint.api.finding import Span
 from odelint.engine.core import lint_source
 from odelint.faces import cli
-from odelint.files import dependency_files
-from odelint.rules.dependencies import known_bad
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 

@@ -48,14 +48,20 @@ def copied_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return copy
 
 
-def test_editing_a_visitor_or_a_data_table_keeps_the_index_but_not_the_cache(copied_rules: Path) -> None:
+def test_editing_a_visitor_or_a_data_table_keeps_the_index_but_not_the_cache(copied_rules: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     before = rule_index.sources_digest.__wrapped__()
     module = copied_rules / "optimisers" / "optimizer_init_unfiltered.py"
     module.write_text(module.read_text() + "\n# a changed line of the visitor\n")
-    table = copied_rules / "data" / "jax_api.toml"
+    tables = copied_rules.parent / "tables"
+    shutil.copytree(rule_index._tables_folder(), tables)
+    monkeypatch.setattr(rule_index, "_tables_folder", lambda: str(tables))
+    assert rule_index.sources_digest.__wrapped__() != before, "cached results must not outlive a changed rule"
+    before = rule_index.sources_digest.__wrapped__()
+    table = tables / "jax_api.toml"
     table.write_text(table.read_text() + "\n# a changed table\n")
     assert rule_index.load() == tuple(RuleInfo.of(rule) for rule in all_rules())
-    assert rule_index.sources_digest.__wrapped__() != before, "cached results must not outlive a changed rule"
+    assert rule_index.sources_digest.__wrapped__() != before, "cached results must not outlive a changed table"
 
 
 def test_an_added_or_removed_rule_module_makes_the_index_stale(copied_rules: Path) -> None:

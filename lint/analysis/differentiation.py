@@ -12,11 +12,10 @@ nested inside a differentiated function is as well. The analysis is built once p
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_for, keyword_arg, positional_args
 from odelint.analysis.classes import enclosing_class
 from odelint.analysis.facts import Facts, loaded_names
@@ -25,7 +24,7 @@ from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
 
 # The transforms that differentiate, what they differentiate with respect to ("argnums":
 # jax's `argnums`, default 0; "first": Equinox's filter_* transforms; "all": jvp/vjp/linearize
-# primals) and in which modes, outermost first: all from rules/data/jax_api.toml.
+# primals) and in which modes, outermost first: all from lint/analysis/data/jax_api.toml.
 FORWARD, REVERSE = "forward", "reverse"
 
 
@@ -315,14 +314,9 @@ class Differentiation(Reach):
         return None
 
 
-_CACHE: weakref.WeakKeyDictionary[Facts, Differentiation] = weakref.WeakKeyDictionary()
-
-
 def differentiation(facts: Facts) -> Differentiation:
-    """The analysis for this file, computed on first use and shared by the rules."""
-    if facts not in _CACHE:
-        _CACHE[facts] = Differentiation(facts)
-    return _CACHE[facts]
+    """The analysis for this file, built once as a part of its facts and shared by the rules."""
+    return facts.part(Differentiation, Differentiation)
 
 
 def is_stop_gradient(facts: Facts, node: cst.BaseExpression, scope: Scope) -> bool:
@@ -334,15 +328,11 @@ def _argnums_given(call: cst.Call) -> cst.BaseExpression | None:
     return given.value if given is not None else None
 
 
-def _argnums(node: cst.BaseExpression | None) -> set[int] | None:
+def _argnums(node: cst.BaseExpression | None) -> frozenset[int] | None:
     """jax's `argnums`: default 0, an int or a tuple of ints; None when it is not a literal."""
     if node is None:
-        return {0}
-    if isinstance(node, cst.Integer):
-        return {int(node.value)}
-    if isinstance(node, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Integer) for e in node.elements):
-        return {int(e.value.value) for e in node.elements}  # type: ignore[attr-defined]
-    return None
+        return frozenset({0})
+    return literals.integers(node)
 
 
 def _spelling(node: cst.BaseExpression) -> str:

@@ -14,16 +14,20 @@ import dataclasses
 import enum
 import functools
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of
 from odelint.api.finding import NeedImport
 
+T = TypeVar("T")
+Node = TypeVar("Node", bound=cst.CSTNode)
+
 if TYPE_CHECKING:
+    from odelint.analysis.differentiation import Differentiation
     from odelint.analysis.leaves import Leaf, Leaves
     from odelint.analysis.tracing import Traced, Tracing
 
@@ -77,6 +81,21 @@ class Facts:
         self._in_progress_returns: set[tuple[int, tuple[int, ...]]] = set()
         self._tracing: Tracing | None = None
         self._leaves: Leaves | None = None
+        self._parts: dict[type, object] = {}
+
+    def part(self, build: Callable[[Facts], T], kind: type[T]) -> T:
+        """An analysis built on these facts, built on first use and kept with them (one per
+        kind: `differentiation`, loops, key uses, ...), so no module keeps a cache of its own."""
+        found = self._parts.get(kind)
+        if found is None:
+            found = self._parts[kind] = build(self)
+        return found  # type: ignore[return-value]
+
+    @property
+    def differentiation(self) -> Differentiation:
+        """What code runs under differentiation, in which modes (odelint.analysis.differentiation)."""
+        from odelint.analysis.differentiation import differentiation
+        return differentiation(self)
 
     # -- contexts (built on first use) -------------------------------------------------
 
@@ -126,6 +145,20 @@ class Facts:
 
     def lookup(self, name: str, scope: Scope) -> list[Binding]:
         return self.index.lookup(name, scope)
+
+    @property
+    def module_scope(self) -> Scope:
+        """The file's top-level scope."""
+        return self.index.module_scope
+
+    def body_scope(self, node: cst.CSTNode) -> Scope | None:
+        """The scope a `def`, `lambda`, class or comprehension opens, else None."""
+        return self.index.body_scope(node)
+
+    def sites_of(self, node_type: type[Node]) -> list[tuple[Node, Site]]:
+        """Every node of this type in the file with its site, in source order (the engine's
+        shared index: only node types some rule or the model visits are kept)."""
+        return self.index.of_type(node_type)
 
     def binding_of(self, node: cst.FunctionDef | cst.ClassDef) -> Binding | None:
         """The binding a `def` or `class` statement creates in the scope around it."""
@@ -222,7 +255,7 @@ class Facts:
 
     def module_type(self, node: cst.BaseExpression, scope: Scope) -> ModuleClass | None:
         """The Equinox module class a type expression names: a class of this file, or a
-        library's (`equinox.nn.MLP`, `diffrax.PIDController`, from rules/data), else None."""
+        library's (`equinox.nn.MLP`, `diffrax.PIDController`, from lint/analysis/data), else None."""
         qualname = self.qualname(node, scope)
         if qualname == "equinox.Module":
             return ModuleClass(None, qualname)
@@ -276,6 +309,8 @@ class Facts:
                     and self.qualname(func.func, site.scope) == "equinox.nn.make_with_state"):
                 func = func.args[0].value  # make_with_state(Cls)(...) builds a Cls
             found = self.module_type(func, site.scope)
+            if found is not None and found.node is None and found.name in jax_api.names("layer_containers"):
+                return ModuleClass(None, found.name, built=(node, site))  # its leaves are the layers given
             if found is not None:
                 return found
             qualname = self.qualname(node.func, site.scope)
@@ -296,7 +331,37 @@ class Facts:
             outer = self.module_class(node.value, site)
             if outer is not None and outer.node is not None:
                 return self._field_module_class(outer.node, node.attr.value)
+        if isinstance(node, cst.Subscript):
+            return self._element_module_class(node.value, site) if _single_index(node) else None
         return None
+
+    def _element_module_class(self, container: cst.BaseExpression | None, site: Site) -> ModuleClass | None:
+        """The one module class the elements of a container hold (`[eqx.nn.MLP(...) for ...]`)."""
+        classes = {self.module_class(element, where) for element, where in self.elements(container, site)}
+        classes.discard(None)
+        return classes.pop() if len(classes) == 1 else None
+
+    def elements(self, container: cst.BaseExpression | None, site: Site,
+                 seen: frozenset[int] = frozenset()) -> list[tuple[cst.BaseExpression, Site]]:
+        """What a container may hold, each with where to read it: the elements of a list, tuple,
+        set or dict display (dict values), the element of a comprehension, through a name bound
+        once to one of these. Empty when the container is not known."""
+        if container is None or id(container) in seen:
+            return []
+        seen = seen | {id(container)}
+        if isinstance(container, (cst.List, cst.Tuple, cst.Set)):
+            return [(e.value, site) for e in container.elements if isinstance(e, cst.Element)]
+        if isinstance(container, cst.Dict):
+            return [(e.value, site) for e in container.elements if isinstance(e, cst.DictElement)]
+        if isinstance(container, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            scope = self.index.body_scope(container)
+            return [(container.elt, Site(scope, 10**9))] if scope is not None else []
+        if isinstance(container, cst.Name):
+            bindings = self.lookup(container.value, site.scope)
+            if len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path:
+                binding = bindings[0]
+                return self.elements(binding.value, Site(binding.scope, binding.order), seen)
+        return []
 
     def _binding_module_class(self, binding: Binding) -> ModuleClass | None:
         key = id(binding)
@@ -306,6 +371,8 @@ class Facts:
         return self._binding_classes[key]
 
     def _compute_binding_module_class(self, binding: Binding) -> ModuleClass | None:
+        if binding.kind == "for" and not binding.path:
+            return self._element_module_class(_iterated(binding), Site(binding.scope, binding.order))
         if binding.kind == "param" and binding.path == (0,) and binding.annotation is None:
             owner = self._method_class_of_self(cst.Name(binding.name), binding.scope)
             if owner is not None:
@@ -327,7 +394,7 @@ class Facts:
             if isinstance(parameter_of, cst.FunctionDef) and binding.scope.parent is not None:
                 bound = 1 if binding.scope.parent.kind == CLASS else 0
                 classes = set()
-                for call, site in self.calls_of(parameter_of):
+                for call, site in self.arguments_of(parameter_of):
                     argument = argument_for(call, binding, bound)
                     if argument is not None:
                         classes.add(self.module_class(argument, site))
@@ -353,17 +420,19 @@ class Facts:
             self._in_progress_returns.discard(key)
 
     def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
-        class_scope = self.index.body_scope(owner)
-        for binding in class_scope.bindings.get(attr, []) if class_scope is not None else []:
-            if binding.annotation is not None and class_scope is not None:
-                found = self.module_type(_outer_annotation(binding.annotation), class_scope)
-                if found is not None:
-                    return found
+        """The module class a field holds: what `__init__` assigns it when that is known (an
+        `eqx.Module` or abstract-base annotation says less), else its annotation's class."""
         init = _method(owner, "__init__")
         init_scope = self.index.body_scope(init) if init is not None else None
         if init is not None and init_scope is not None:
             for value in _self_assignments(init, attr):
                 found = self.module_class(value, Site(init_scope, 10**9))
+                if found is not None:
+                    return found
+        class_scope = self.index.body_scope(owner)
+        for binding in class_scope.bindings.get(attr, []) if class_scope is not None else []:
+            if binding.annotation is not None and class_scope is not None:
+                found = self.module_type(_outer_annotation(binding.annotation), class_scope)
                 if found is not None:
                     return found
         return None
@@ -455,6 +524,8 @@ class Facts:
                 if class_binding is not None and self.is_module_class(class_binding):
                     return Kind.MODULE
             return self._param_kind(binding)
+        if binding.kind == "for" and not binding.path:
+            return self._element_kind(_iterated(binding), Site(binding.scope, binding.order))
         if binding.kind != "assign" or binding.value is None:
             return Kind.UNKNOWN
         site = Site(binding.scope, binding.order)
@@ -533,12 +604,23 @@ class Facts:
     def _subscript_kind(self, node: cst.Subscript, site: Site) -> Kind:
         if isinstance(node.value, cst.Call) and len(node.slice) == 1:
             index = node.slice[0].slice
-            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-                found = self._unpacked_call_kind(node.value, (int(index.value.value),), site)
+            position = literals.integer(index.value) if isinstance(index, cst.Index) else None
+            if position is not None and position >= 0:
+                found = self._unpacked_call_kind(node.value, (position,), site)
                 if found is not Kind.UNKNOWN:
                     return found
         inner = self.kind(node.value, site)
-        return inner if inner in (Kind.ARRAY, Kind.KEY) else Kind.UNKNOWN
+        if inner in (Kind.ARRAY, Kind.KEY):
+            return inner
+        return self._element_kind(node.value, site) if _single_index(node) else Kind.UNKNOWN
+
+    def _element_kind(self, container: cst.BaseExpression | None, site: Site) -> Kind:
+        """The kind of what a container holds: a module if any element is one, else the one
+        kind all its elements agree on."""
+        kinds = {self.kind(element, where) for element, where in self.elements(container, site)}
+        if Kind.MODULE in kinds:
+            return Kind.MODULE
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     def _attribute_kind(self, node: cst.Attribute, site: Site) -> Kind:
         """`self.model` inside a method: the class's annotation or `__init__` assignment;
@@ -657,6 +739,18 @@ class Facts:
                     self._calls_by_callee.setdefault(id(target), []).append((call, site))
         return self._calls_by_callee.get(id(function), [])
 
+    def arguments_of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, Site]]:
+        """The calls whose arguments reach `function`'s parameters: its own calls and, for an
+        `__init__`, the calls that build its class (`Outer(inner)` gives `inner` to `__init__`)."""
+        scope = self.index.body_scope(function)
+        owner = scope.parent if scope is not None else None
+        if function.name.value != "__init__" or owner is None or owner.kind != CLASS:
+            return self.calls_of(function)
+        cls = owner.node
+        built = [(call, site) for call, site in self.index.of_type(cst.Call) if isinstance(call.func, cst.Name)
+                 and any(b.kind == "class" and b.node is cls for b in self.lookup(call.func.value, site.scope))]
+        return self.calls_of(function) + built
+
     def _param_kind(self, binding: Binding) -> Kind:
         """What the calls of this file pass for a parameter: a module if any call passes one,
         else the one kind every call that is understood agrees on."""
@@ -665,7 +759,7 @@ class Facts:
             return Kind.UNKNOWN
         bound = 1 if binding.scope.parent.kind == CLASS else 0
         kinds = set()
-        for call, site in self.calls_of(function):
+        for call, site in self.arguments_of(function):
             argument = argument_for(call, binding, bound)
             if argument is not None:
                 kinds.add(self.kind(argument, site))
@@ -746,7 +840,7 @@ class Facts:
     def optax_keeps_param_state(self, node: cst.BaseExpression, site: Site) -> bool:
         """Does this optimiser's `init` build state per parameter (`zeros_like` over the
         params)? False only when every part is known to be stateless (`sgd` without
-        momentum, `scale`, `clip_by_global_norm`, ...: rules/data/jax_api.toml)."""
+        momentum, `scale`, `clip_by_global_norm`, ...: lint/analysis/data/jax_api.toml)."""
         parts = self.optax_constructors(node, site)
         if not parts:
             return True
@@ -897,13 +991,18 @@ class ModuleClass:
     node: cst.ClassDef | None
     name: str
     facts: Facts | None = None   # set for a class of another file of the project: its file's facts
+    # a container of layers (`eqx.nn.Sequential([...])`): the call that built this instance
+    built: tuple[cst.Call, Site] | None = None
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ModuleClass) and (self.node is other.node if self.node or other.node
-                                                   else self.name == other.name)
+        if not isinstance(other, ModuleClass) or (self.built is None) is not (other.built is None):
+            return False
+        if self.built is not None and other.built is not None:
+            return self.built[0] is other.built[0]
+        return self.node is other.node if self.node or other.node else self.name == other.name
 
     def __hash__(self) -> int:
-        return hash((id(self.node), self.name))
+        return hash((id(self.node), self.name, id(self.built[0]) if self.built else 0))
 
 
 def _element_at(value: cst.BaseExpression, path: tuple[int, ...]) -> tuple[cst.BaseExpression, tuple[int, ...]]:
@@ -915,3 +1014,14 @@ def _element_at(value: cst.BaseExpression, path: tuple[int, ...]) -> tuple[cst.B
         else:
             return value, path[depth:]
     return value, ()
+
+
+def _single_index(node: cst.Subscript) -> bool:
+    """`xs[i]`, one element (not a slice `xs[1:]`, which is a container again)."""
+    return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+
+
+def _iterated(binding: Binding) -> cst.BaseExpression | None:
+    """What a `for` binding iterates over (`blocks` in `for block in blocks`)."""
+    node = binding.node
+    return node.iter if isinstance(node, (cst.For, cst.CompFor)) else None

@@ -11,11 +11,10 @@ and applies each rule's `expected_errors` policy there. Names resolve through im
 from __future__ import annotations
 
 import functools
-import tomllib
 from collections.abc import Iterator
-from importlib import resources
 
 import libcst as cst
+from odelint.analysis import tables
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Site
 
@@ -25,8 +24,7 @@ _WORDS = ("raises", "warns", "assertRaises", "assertWarns", "deprecated_call", "
 
 @functools.cache
 def _table() -> dict:
-    text = resources.files("odelint.rules").joinpath("data").joinpath("intent.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)["expected_errors"]
+    return tables.read("intent.toml")["expected_errors"]
 
 
 def may_expect_errors(source: str) -> bool:

@@ -8,6 +8,7 @@ import dataclasses
 import math
 
 import libcst as cst
+from odelint.analysis.literals import number
 from odelint.analysis.scopes import dotted_name
 
 INF = math.inf
@@ -61,13 +62,3 @@ def guard(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression, list[Inter
         return None
     true, false = _REGIONS[operator]
     return name, variable, true(constant), false(constant)
-
-
-def number(node: cst.BaseExpression) -> float | None:
-    """The value of a numeric literal (`1e-6`, `-1`), else None."""
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        inner = number(node.expression)
-        return None if inner is None else (-inner if isinstance(node.operator, cst.Minus) else inner)
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return float(node.evaluated_value)
-    return None

@@ -1,7 +1,7 @@
-"""What odelint knows about the JAX stack's API, read from the data tables in rules/data/.
+"""What odelint knows about the JAX stack's API, read from the data tables (odelint.analysis.tables).
 
-`rules/data/jax_api.toml` says which functions transform, trace, differentiate or call back,
-and what calls return; `rules/data/library_modules.toml` names the Equinox module classes of
+`jax_api.toml` says which functions transform, trace, differentiate or call back,
+and what calls return; `library_modules.toml` names the Equinox module classes of
 the ecosystem's libraries and their leaves that are not arrays. Both are read once, on first
 use, so linting a file that asks nothing pays nothing. No rule hard-codes this knowledge.
 """
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import tomllib
-from importlib import resources
+import math
+from typing import Any
+
+from odelint.analysis import tables
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Callback:
     qualname: str
     first_arg: int
     differentiable: bool
+    error: str = ""              # what differentiating through it raises
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,14 +69,8 @@ class LibraryModule:
     modules: tuple[tuple[str, str], ...] = ()   # (field, class) ; class ends with [] for tuples
 
 
-def _read(name: str) -> dict:
-    text = resources.files("odelint.rules").joinpath("data").joinpath(name).read_text(encoding="utf-8")
-    return tomllib.loads(text)
-
-
-@functools.cache
 def _api() -> dict:
-    return _read("jax_api.toml")
+    return tables.read("jax_api.toml")
 
 
 @functools.cache
@@ -107,7 +104,8 @@ def traced_body(qualname: str | None) -> TracedBody | None:
 
 @functools.cache
 def callbacks() -> dict[str, Callback]:
-    return {name: Callback(name, row["first_arg"], row["differentiable"]) for name, row in _api()["callback"].items()}
+    return {name: Callback(name, row["first_arg"], row["differentiable"], row.get("error", ""))
+            for name, row in _api()["callback"].items()}
 
 
 def callback(qualname: str | None) -> Callback | None:
@@ -153,9 +151,8 @@ def annotation_kind(qualname: str | None) -> str | None:
     return None
 
 
-@functools.cache
 def _libraries() -> dict:
-    return _read("library_modules.toml")
+    return tables.read("library_modules.toml")
 
 
 def is_library_module(qualname: str | None) -> bool:
@@ -230,3 +227,63 @@ def singular_functions() -> dict[str, Singular]:
 
 def singular(qualname: str | None) -> Singular | None:
     return singular_functions().get(qualname or "")
+
+
+DIVISION = Singular("/", ((0.0, 0.0),), 1.0, (1,))           # `a / x`: at x == 0
+_FRACTIONAL_POWER = Singular("**", ((-math.inf, 0.0),), 1.0, (0,))
+_NEGATIVE_POWER = Singular("**", ((0.0, 0.0),), 1.0, (0,))
+
+
+def power_singular(value: float | None) -> Singular | None:
+    """What a literal exponent makes singular: a fractional one x <= 0, a negative whole one
+    x == 0; a whole number >= 0 or a variable exponent nothing (not flagged)."""
+    if value is None or (value.is_integer() and value >= 0):
+        return None
+    return _NEGATIVE_POWER if value.is_integer() else _FRACTIONAL_POWER
+
+
+def diffrax_api() -> dict[str, Any]:
+    """diffrax_api.toml: diffrax's `diffeqsolve` defaults, solvers, controllers and adjoints."""
+    return tables.read("diffrax_api.toml")
+
+
+# -- the names rules ask about, by role ([names]) ---------------------------------------------
+
+def names(role: str) -> frozenset[str]:
+    """The qualified names (or prefixes) of a role: `names("where")` -> {jax.numpy.where, ...}."""
+    found = _api()["names"][role]
+    return frozenset([found] if isinstance(found, str) else found)
+
+
+def name(role: str) -> str:
+    """The one qualified name of a role: `name("debug_print")` -> "jax.debug.print"."""
+    found = _api()["names"][role]
+    if not isinstance(found, str):
+        raise TypeError(f"role {role!r} names more than one thing")
+    return found
+
+
+def names_table(role: str) -> dict[str, Any]:
+    """A role keyed by qualified name: `names_table("custom_derivatives")["jax.custom_jvp"]` -> "jvp"."""
+    found = _api()["names"][role]
+    if not isinstance(found, dict):
+        raise TypeError(f"role {role!r} is not keyed by names")
+    return dict(found)
+
+
+def starts_with_any(qualname: str | None, role: str) -> bool:
+    """Does `qualname` lie under one of a role's prefixes (`jax.numpy.` for `array_makers`)?"""
+    return bool(qualname) and any(qualname.startswith(prefix) for prefix in names(role))  # type: ignore[union-attr]
+
+
+@functools.cache
+def control_flow_slots() -> dict[str, tuple[tuple[int, str, tuple[str, ...] | None], ...]]:
+    """lax control flow -> its function arguments: (position, keyword, lambda parameters or None)."""
+    return {qualname: tuple((slot[0], slot[1], tuple(slot[2]) if len(slot) > 2 else None) for slot in slots)
+            for qualname, slots in names_table("control_flow_slots").items()}
+
+
+def tracer_conversions() -> dict[str, str]:
+    """Builtins that need a concrete value -> the error they raise on a tracer (`bool` ->
+    TracerBoolConversionError)."""
+    return dict(_api()["tracer_conversions"])

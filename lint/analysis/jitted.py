@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import libcst as cst
+from odelint.analysis import literals
 from odelint.analysis.calls import keyword_arg, positional_args
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import CLASS, Scope
@@ -42,8 +43,9 @@ class Jitted:
         `static_argnames` is static when passed by position, and one in `static_argnums` when
         passed by keyword."""
         keywords = self.static_keywords()
-        positions = _integers(keywords.get("static_argnums")) | _integers(keywords.get("static_broadcasted_argnums"))
-        names = set(_strings(keywords.get("static_argnames")))
+        positions = set(literals.integers(keywords.get("static_argnums")) or ())
+        positions |= literals.integers(keywords.get("static_broadcasted_argnums")) or set()
+        names = set(literals.strings(keywords.get("static_argnames")) or ())
         params = _positional_names(self.function)
         names |= {params[p + self.bound] for p in positions if 0 <= p + self.bound < len(params)}
         positions |= {params.index(name) - self.bound for name in names if name in params}
@@ -107,25 +109,6 @@ def _positional_names(function: cst.FunctionDef | cst.Lambda | None) -> list[str
         return []
     params = function.params
     return [p.name.value for p in (*params.posonly_params, *params.params)]
-
-
-def _integers(node: cst.BaseExpression | None) -> set[int]:
-    if isinstance(node, cst.Integer):
-        return {int(node.value)}
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        return {-n for n in _integers(node.expression)}
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return {n for element in node.elements for n in _integers(element.value)}
-    return set()
-
-
-def _strings(node: cst.BaseExpression | None) -> list[str]:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return [value] if isinstance(value, str) else []
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return [s for element in node.elements for s in _strings(element.value)]
-    return []
 
 
 def _code(node: cst.CSTNode) -> str:

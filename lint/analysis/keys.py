@@ -32,7 +32,6 @@ passed by position to a function of this file that splits or draws from that par
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -326,6 +325,8 @@ class KeyUses:
         if self._repeats and self._repeats[-1] and self._constant_key(call) and id(call) not in self._seen:
             self._seen.add(id(call))
             self.constant_keys_in_loops.append(call)
+        if self._draws_from_key_expression(call):
+            self._note_drawn_constant(call)  # `jax.random.normal(jax.random.PRNGKey(0))`
         for name, how in self.consumptions(call):
             if how != PASS:
                 self._note_drawn_constant(call)
@@ -336,6 +337,14 @@ class KeyUses:
                 self._seen.add(id(call))
                 self.reuses.append(KeyReuse(name, earlier[0], call, in_loop=False,
                                             deliberate=self._deliberate(name, earlier, (call, how))))
+
+    def _draws_from_key_expression(self, call: cst.Call) -> bool:
+        """A `jax.random` function that splits or draws from a key made in its argument."""
+        site = self._sites.get(id(call))
+        argument = argument_at(call, "key", 0)
+        if site is None or argument is None or not isinstance(argument.value, cst.Call):
+            return False
+        return jax_api.consumes_key(self.facts.qualname(call.func, site.scope))
 
     def _note_drawn_constant(self, call: cst.Call) -> None:
         argument = argument_at(call, "key", 0)
@@ -451,11 +460,6 @@ def _merge(states: Iterable[State | None]) -> State | None:
     return merged
 
 
-_CACHE: weakref.WeakKeyDictionary[Facts, KeyUses] = weakref.WeakKeyDictionary()
-
-
 def key_uses(facts: Facts) -> KeyUses:
-    """The analysis for this file, computed on first use and shared by the rules."""
-    if facts not in _CACHE:
-        _CACHE[facts] = KeyUses(facts)
-    return _CACHE[facts]
+    """The analysis for this file, built once as a part of its facts and shared by the rules."""
+    return facts.part(KeyUses, KeyUses)

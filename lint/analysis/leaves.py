@@ -5,7 +5,7 @@ leaf (`eqx.nn.MLP`'s `activation`, a `Callable` field, a stored `jax.vmap(f)`) o
 crashes them, while Python numbers are traced like arrays. Fields declared with
 `eqx.field(static=True)` are not leaves. Classes of this file are read from their field
 annotations and `__init__` assignments; library classes (equinox.nn, diffrax, lineax,
-optimistix) from rules/data/library_modules.toml.
+optimistix) from lint/analysis/data/library_modules.toml.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import enum
 
 import libcst as cst
 from odelint.analysis import jax_api
+from odelint.analysis.calls import argument_at
 from odelint.analysis.facts import Facts, Kind, ModuleClass
 from odelint.analysis.scopes import Site
 
@@ -58,7 +59,9 @@ class Leaves:
         self._cache[module_class] = ()  # cycle guard
         if depth > MAX_DEPTH:
             return ()
-        if module_class.node is None:
+        if module_class.built is not None:
+            found = self._layers(module_class.built[0], module_class.built[1], depth)
+        elif module_class.node is None:
             found = self._library(module_class.name, depth)
         else:
             found = self._own(module_class.node, depth)
@@ -80,6 +83,14 @@ class Leaves:
             path = f"{name}[0]" if many else name
             found += _nested(path, self.non_array(ModuleClass(None, inner.rstrip("[]")), depth + 1))
         return tuple(found)
+
+    def _layers(self, call: cst.Call, site: Site, depth: int) -> tuple[Leaf, ...]:
+        """`eqx.nn.Sequential([eqx.nn.Linear(...), jax.nn.relu, eqx.nn.Lambda(f)])`: the leaves of
+        each layer given, under `layers[i]` (a bare function is itself a function leaf)."""
+        given = argument_at(call, "layers", 0)
+        if given is None or not isinstance(given.value, (cst.List, cst.Tuple, cst.ListComp)):
+            return ()
+        return tuple(self._from_value("layers", given.value, site, depth + 1))
 
     def _own(self, cls: cst.ClassDef, depth: int) -> tuple[Leaf, ...]:
         facts = self.facts
@@ -114,12 +125,14 @@ class Leaves:
         if init is not None and init_scope is not None:
             for name, value in _self_assignments(init):
                 if name in found and found[name] is None and name in declared and not _annotation_unknown(
-                        facts, scope, name):
+                        facts, scope, name) and not _annotated_module(facts, scope, name):
                     continue
                 site = Site(init_scope, 10**9)
                 leaves = self._from_value(name, value, site, depth)
                 for leaf in leaves:
-                    found[leaf.path] = leaf
+                    declared_leaf = found.get(leaf.path)
+                    if declared_leaf is None or declared_leaf.kind is leaf.kind:  # the annotation's kind wins
+                        found[leaf.path] = leaf
         return tuple(leaf for leaf in found.values() if leaf is not None)
 
     def _from_kind(self, name: str, kind: Kind, node: cst.BaseExpression, site: Site, depth: int,
@@ -183,6 +196,13 @@ def _is_static_field(facts: Facts, value: cst.BaseExpression | None, scope) -> b
         return False
     return any(arg.keyword is not None and arg.keyword.value == "static" and isinstance(arg.value, cst.Name)
                and arg.value.value == "True" for arg in value.args)
+
+
+def _annotated_module(facts: Facts, scope, name: str) -> bool:
+    """Is the field annotated with a module type (`eqx.Module`, an abstract base)? A concrete
+    module its `__init__` assigns is then what the field holds, with the leaves of its class."""
+    return any(b.annotation is not None and facts.annotation_kind(b.annotation, scope) is Kind.MODULE
+               for b in scope.bindings.get(name, []))
 
 
 def _annotation_unknown(facts: Facts, scope, name: str) -> bool:

@@ -3,13 +3,11 @@
 `facts.differentiated_by` answers for any mode; some failures need reverse mode only
 (`lax.while_loop` has a JVP rule but no transpose, so `jax.jvp`/`jacfwd` through it work
 while `grad`/`vjp`/`jacrev` fail). Roots are functions handed to or decorated by a transform
-whose table row says it differentiates in reverse mode (rules/data/jax_api.toml), through
+whose table row says it differentiates in reverse mode (lint/analysis/data/jax_api.toml), through
 `functools.partial` and wrappers such as `jax.jit(jax.grad(f))`; `Reach` adds what they call.
 """
 
 from __future__ import annotations
-
-import weakref
 
 import libcst as cst
 from odelint.analysis import jax_api
@@ -72,11 +70,6 @@ class ReverseMode(Reach):
         self.add_root(function, f"{function_name(function)} is differentiated in reverse mode by `{spelling}`")
 
 
-_CACHE: weakref.WeakKeyDictionary[Facts, ReverseMode] = weakref.WeakKeyDictionary()
-
-
 def reverse_differentiated_by(facts: Facts, site: Site) -> str | None:
     """Why the code at `site` may run under reverse-mode differentiation, else None."""
-    if facts not in _CACHE:
-        _CACHE[facts] = ReverseMode(facts)
-    return _CACHE[facts].why(site)
+    return facts.part(ReverseMode, ReverseMode).why(site)

@@ -3,12 +3,13 @@
 Parsing with `ast` costs about a tenth of a LibCST parse, and most files of a JAX code base
 hold nothing any rule could report: no transform ever gets a function of the file, no
 Equinox module is in sight. A `Sketch` answers, for the whole file at once and always
-erring towards "maybe", the questions the rules' `may_fire` pre-checks ask: which dotted
+erring towards "maybe", the questions the rules' declared needs ask (odelint.analysis.needs,
+and the named facts of odelint.analysis.sketch_facts): which dotted
 names the file may refer to (through imports and `x = a.b` aliases, like `Facts.qualname`),
 where code sits (loops, functions called in loops), and, in their own modules, which
 functions may run traced or differentiated (sketch_reach), which values may be JAX arrays
 (sketch_arrays) and whether an Equinox module may be in play (sketch_modules).
-A pre-check that answers False must mean the rule cannot fire: tests/test_gate.py lints every
+A declaration that does not hold must mean the rule cannot fire: tests/test_gate.py lints every
 fixture, program and example with and without it; tests/test_sketch.py pins each fact.
 """
 

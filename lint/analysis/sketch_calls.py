@@ -1,4 +1,4 @@
-"""Call shapes, literals and Equinox classes of a sketched file, for the rules' pre-checks.
+"""Call shapes, literals and Equinox classes of a sketched file, for the rules' declared needs.
 
 Each function over-approximates what a rule's model code would find on the LibCST tree:
 `configures` a transform's options call (`jax.jit(f, static_argnums=1)`, `partial(jax.jit,

@@ -1,7 +1,7 @@
 """Whether an Equinox module may be in play in a sketched file, here or in a project file.
 
 `Facts.module_class` finds modules through Equinox, the libraries of modules of
-rules/data/library_modules.toml, and classes of the project's other files (`from model import
+lint/analysis/data/library_modules.toml, and classes of the project's other files (`from model import
 Net`, odelint.analysis.project). A file that refers to none of those packages and imports no
 project file that may (itself or through its imports) holds no module.
 """
@@ -42,7 +42,7 @@ def _project_files(sketch: Sketch) -> Iterator[str]:
 
 @functools.cache
 def _module_libraries() -> tuple[str, ...]:
-    """Top-level packages that define Equinox modules (rules/data/library_modules.toml)."""
+    """Top-level packages that define Equinox modules (lint/analysis/data/library_modules.toml)."""
     return tuple(sorted({prefix.split(".")[0] for prefix in jax_api.library_prefixes()}))
 
 

@@ -3,7 +3,7 @@ may hold traced values: `Reach` and `Tracing` on `ast`.
 
 An over-approximation of odelint.analysis.reach: roots are the functions a transform or a
 traced-body call may be given where the model looks (a transform's first argument or `fun=`,
-`lax.scan`'s `f`, `lax.switch`'s branches, per rules/data/jax_api.toml), or that a transform
+`lax.scan`'s `f`, `lax.switch`'s branches, per lint/analysis/data/jax_api.toml), or that a transform
 decorates. From a reached function, every function of a name it calls (`f(...)`, `obj.f(...)`,
 `jax.jit(f)(...)`) or passes to a call is reached (whatever scope that name is in), so are the
 functions nested in it, the functions a name was assigned from (`step = jax.jit(update)`),

@@ -1,7 +1,7 @@
 """Where code runs on abstract tracers, and which values there are traced.
 
 Code is traced inside a function handed to (or decorated by) a tracing transform
-(`jax.jit`, `jax.vmap`, `eqx.filter_jit`, `jax.checkpoint`, ... from rules/data/jax_api.toml),
+(`jax.jit`, `jax.vmap`, `eqx.filter_jit`, `jax.checkpoint`, ... from lint/analysis/data/jax_api.toml),
 a function given to `lax.scan`/`while_loop`/`fori_loop`/`cond`/`switch` or to a diffrax
 term, and everything those call or nest (`Reach`). There, Python `if`, `bool()`, `print` and
 `hash` see tracers, not numbers.
@@ -18,7 +18,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
@@ -142,10 +142,11 @@ class Tracing(Reach):
                 if given is None:
                     continue
                 if keyword.endswith("argnames"):
-                    static_names = frozenset(_strings(given.value))
+                    static_names = literals.strings(given.value) or frozenset()
                 else:
-                    numbers = _integers(given.value)
-                    static_positions = None if numbers is None else frozenset(numbers)
+                    signature = function.params
+                    count = len(signature.posonly_params) + len(signature.params) - offset
+                    static_positions = literals.positions(given.value, count)
             in_axes = keyword_arg(options, "in_axes")
             if in_axes is not None and isinstance(in_axes.value, (cst.Tuple, cst.List)):
                 unmapped = frozenset(i for i, e in enumerate(in_axes.value.elements)
@@ -269,19 +270,3 @@ def _body_functions(call: cst.Call, body: jax_api.TracedBody) -> list[cst.BaseEx
         if arg is not None and isinstance(arg.value, (cst.List, cst.Tuple)):
             found.extend(element.value for element in arg.value.elements)
     return found
-
-
-def _integers(node: cst.BaseExpression) -> set[int] | None:
-    if isinstance(node, cst.Integer):
-        return {int(node.value)}
-    if isinstance(node, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Integer) for e in node.elements):
-        return {int(e.value.value) for e in node.elements}  # type: ignore[attr-defined]
-    return None
-
-
-def _strings(node: cst.BaseExpression) -> list[str]:
-    if isinstance(node, cst.SimpleString):
-        return [node.evaluated_value] if isinstance(node.evaluated_value, str) else []
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return [s for e in node.elements for s in _strings(e.value)]
-    return []

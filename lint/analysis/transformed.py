@@ -13,7 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
 from odelint.analysis.facts import Facts, ModuleClass
 from odelint.analysis.reach import Reach
@@ -168,7 +168,7 @@ def consumes(application: Application, param: Binding) -> bool | None:
     transform = application.transform
     if transform.wrt == "argnums":
         given = keyword_arg(options, "argnums") if options is not None else None
-        numbers = _integers(given.value) if given is not None else frozenset({0})
+        numbers = literals.integers(given.value) if given is not None else frozenset({0})
         return None if numbers is None else position in numbers
     if transform.wrt == "first":
         return position == 0
@@ -179,13 +179,13 @@ def consumes(application: Application, param: Binding) -> bool | None:
         if given is None:
             continue
         if keyword.endswith("argnames"):
-            names = _strings(given.value)
+            names = literals.strings(given.value)
             if names is None:
                 return None
             if param.name in names:
                 return False
         else:
-            numbers = _integers(given.value)
+            numbers = literals.integers(given.value)
             if numbers is None:
                 return None
             if position in numbers:
@@ -201,21 +201,4 @@ def consumes(application: Application, param: Binding) -> bool | None:
         if isinstance(axis, cst.Name) and axis.value == "None":
             return False
         return True if isinstance(axis, (cst.Integer, cst.UnaryOperation)) else None
-    return None
-
-
-def _integers(node: cst.BaseExpression) -> frozenset[int] | None:
-    """`1`, `(0, 2)`, `[1]` -> their integers; None for anything not literal."""
-    elements = [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
-    integers = [e for e in elements if isinstance(e, cst.Integer)]
-    if len(integers) == len(elements):
-        return frozenset(int(e.value, 0) for e in integers)
-    return None
-
-
-def _strings(node: cst.BaseExpression) -> frozenset[str] | None:
-    elements = [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
-    strings = [e.evaluated_value for e in elements if isinstance(e, cst.SimpleString)]
-    if len(strings) == len(elements):
-        return frozenset(s for s in strings if isinstance(s, str))  # a bytes literal names no parameter
     return None

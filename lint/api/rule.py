@@ -23,7 +23,7 @@ from packaging.version import Version
 
 if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading their metadata
     from odelint.analysis.facts import Facts
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis.needs import Need
 
 CODE_PATTERN = re.compile(r"^ODL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -155,16 +155,15 @@ class BaseRule:
 class Rule(BaseRule):
     """A rule over the Python syntax tree."""
 
+    # What a file must contain for the rule to fire, declared with odelint.analysis.needs
+    # (`Needs.calls_to(...) & Needs.may_hold_modules()`); the engine evaluates it on the
+    # file's Sketch before the LibCST parse. None: every file the gate lets through.
+    needs: ClassVar[Need | None] = None
+
     @property
     def facts(self) -> Facts:
         assert self.context.facts is not None
         return self.context.facts
-
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """The rule's pre-check on CPython's `ast` (odelint.analysis.sketch), run before the
-        LibCST parse: False must mean the rule cannot report anything on the file."""
-        return True
 
     @classmethod
     def callees(cls) -> Callees | None:
@@ -172,10 +171,6 @@ class Rule(BaseRule):
         name once per file and visits only the calls a rule declares: 18,000 visits of a
         1,200-line training script become a few dozen."""
         return None
-
-    @classmethod
-    def has_precheck(cls) -> bool:
-        return cls.may_fire.__func__ is not Rule.may_fire.__func__  # type: ignore[attr-defined]
 
     @classmethod
     def node_types(cls) -> dict[type[cst.CSTNode], str]:

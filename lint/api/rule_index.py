@@ -91,8 +91,15 @@ def source_files() -> list[str]:
         subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
         found += [os.path.join(folder, name) for name in names
                   if name.endswith((".py", ".toml")) and name not in _GENERATED]
+    tables = _tables_folder()
+    found += [os.path.join(tables, name) for name in os.listdir(tables) if name.endswith(".toml")]
     api = os.path.dirname(os.path.abspath(__file__))
     return sorted(found) + [os.path.join(api, name) for name in _API_SOURCES]
+
+
+def _tables_folder() -> str:
+    """The model's API tables (odelint.analysis's data), which the rules' behaviour reads."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "analysis", "data")
 
 
 @functools.cache

@@ -150,7 +150,8 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
 
 
 def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
-    """The rules whose pre-check on CPython's `ast` says they may fire (odelint.analysis.sketch).
+    """The rules whose declared needs the file holds (odelint.analysis.needs, evaluated on
+    the file's Sketch of CPython's `ast`).
 
     Files CPython cannot parse keep every rule: LibCST, which judges newer syntax, decides."""
     return _candidates(source, path, rules)[0]
@@ -159,7 +160,7 @@ def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[
 def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
                 tree: ast.Module | None = None) -> tuple[list[type[BaseRule]], bool]:
     """The candidates, and whether CPython parsed the text (then it holds no syntax error)."""
-    if not any(issubclass(rule, Rule) and rule.has_precheck() for rule in rules):
+    if not any(issubclass(rule, Rule) and rule.needs is not None for rule in rules):
         return list(rules), False
     if tree is None:
         with warnings.catch_warnings():
@@ -171,7 +172,8 @@ def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(tree, path)
-    return [rule for rule in rules if not issubclass(rule, Rule) or rule.may_fire(sketch)], True
+    return [rule for rule in rules
+            if not issubclass(rule, Rule) or rule.needs is None or rule.needs.holds(sketch)], True
 
 
 def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cst.Module | Finding:

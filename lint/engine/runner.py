@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from odelint.analysis import project
 from odelint.api.finding import Finding, Safety
 from odelint.api.registry import file_patterns, uses_versions
 from odelint.engine.collector import fewer_collections
@@ -96,8 +97,6 @@ class RunResult:
 
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
-    from odelint.analysis import project
-
     outcome = Outcome(task.path)
     with project.recording() as outcome.depends:
         return _process(task, outcome)
@@ -263,8 +262,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     targets = list(discovered.targets)
     if stdin is not None:
         targets.append(Target(stdin[0], True))
-    cache = result_cache.Cache(options.cache_dir or os.path.join(resolver.cwd, result_cache.CACHE_DIR)) \
-        if options.use_cache else None
+    cache = result_cache.Cache(options.cache_dir or os.path.join(resolver.cwd, result_cache.CACHE_DIR),
+                               project.stamp) if options.use_cache else None
 
     tasks: list[Task] = []
     cached: list[tuple[str, list[dict]]] = []

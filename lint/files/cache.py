@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeGuard
 
 from odelint import __version__
@@ -26,6 +26,7 @@ from odelint.api.registry import rules_digest
 CACHE_DIR = ".odelint_cache"
 MAX_ENTRIES = 100_000
 REFRESH_SECONDS = 24 * 3600
+Stamp = Callable[[str], "list[int] | None"]
 
 
 def key(data: bytes, filename: str, kind: str, versions: str = "") -> str:
@@ -47,20 +48,19 @@ def _well_formed(entry: object) -> TypeGuard[dict]:
             and isinstance(entry.get("results"), dict))
 
 
-def _unchanged(depends: object) -> bool:
+def _unchanged(depends: object, stamp: Stamp) -> bool:
     """Do the project files a cached result depends on still have the stamps it was made with?"""
     if not isinstance(depends, dict):
         return False
-    if not depends:
-        return True
-    from odelint.analysis.project import stamp  # only a file that read another file's classes gets here
-
     return all(stamp(path) == recorded for path, recorded in depends.items())
 
 
 class Cache:
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, stamp: Stamp) -> None:
+        """`stamp` is how the model stamped the project files a result read (the engine
+        passes `odelint.analysis.project.stamp`: this layer knows nothing of the model)."""
         self.folder = folder
+        self._stamp = stamp
         self.file = os.path.join(folder, f"results-{__version__}.json")
         self._entries: dict[str, dict] = {}
         self._dirty = False
@@ -79,7 +79,7 @@ class Cache:
         entry = self._entries.get(cache_key)
         if not _well_formed(entry):
             return None
-        if not _unchanged(entry.get("depends", {})):
+        if not _unchanged(entry.get("depends", {}), self._stamp):
             return None
         relevant = entry["relevant"]
         findings = entry["results"].get(_subkey(code for code in codes if code in relevant))

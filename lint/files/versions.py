@@ -44,7 +44,7 @@ def parse_targets(values: Iterable[str], where: str) -> dict[str, Version]:
 
 def pinned(folder: str) -> dict[str, Version]:
     """Exact, unconditional pins (`jax==0.4.33`) in the dependency files directly in `folder`."""
-    from odelint.files import dependency_files  # the parser ODL501 uses
+    from odelint.api import dependency_files  # the parser ODL501 uses
 
     pins: dict[str, Version] = {}
     for pattern in PIN_FILES:

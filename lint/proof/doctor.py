@@ -36,7 +36,7 @@ def installed_versions(path: Sequence[str] | None = None) -> dict[str, str]:
 
 def diagnose(versions: Mapping[str, str]) -> list[dict]:
     """The known-bad combinations these versions form, as plain data."""
-    from odelint.rules.dependencies import known_bad
+    from odelint.analysis import known_bad
     from packaging.version import InvalidVersion, Version
 
     parsed = {}

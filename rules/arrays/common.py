@@ -5,7 +5,7 @@ from __future__ import annotations
 # Code is traced only under a traced root of the same file: a tracing transform (`jit`,
 # `filter_jit`, `vmap`, `pmap`, `checkpoint`, `remat`) or a function handed to `lax`
 # control flow or a diffrax term. Each spelling of one contains one of these words
-# (tests/test_arrays_rules.py checks them against rules/data/jax_api.toml).
+# (tests/test_arrays_rules.py checks them against lint/analysis/data/jax_api.toml).
 TRACED_ROOT_WORDS = ("jit", "vmap", "pmap", "checkpoint", "remat", "scan", "while_loop", "fori_loop", "cond",
                      "switch", "map", "ODETerm", "ControlTerm")
 

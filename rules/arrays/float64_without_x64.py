@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api, x64
-from odelint.analysis.calls import argument_at, keyword_arg, source_of
-from odelint.analysis.facts import Kind, method_call
-from odelint.analysis.scopes import Site
-from odelint.analysis.sketch_calls import exact_string, keyword, positional
+from odelint.analysis import Kind, Needs, Site, argument_at, jax_api, keyword_arg, method_call, source_of, x64
 from odelint.api.rule import Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-X64_FLAG = "jax_enable_x64"
-_WIDE_TYPES = frozenset({"jax.numpy.float64", "numpy.float64", "jax.numpy.complex128", "numpy.complex128"})
-_WIDE_NAMES = frozenset({"float64", "complex128"})
+X64_FLAG = jax_api.name("x64_flag")
+_WIDE_TYPES = jax_api.names("wide_dtypes")
+_WIDE_NAMES = jax_api.names("wide_dtype_names")
 # calling these makes a JAX array; `np.float64(x)` makes a NumPy scalar, 64-bit whatever JAX's mode
-_WIDE_CONSTRUCTORS = frozenset({"jax.numpy.float64", "jax.numpy.complex128"})
+_WIDE_CONSTRUCTORS = jax_api.names("wide_constructors")
 # `jax.enable_x64` is the 64-bit context manager of jax 0.10 (it left `jax.experimental`)
-_SWITCHES = frozenset({"jax.config.update", "jax.experimental.enable_x64", "jax.enable_x64"})
+_SWITCHES = jax_api.names("x64_switches")
+_CONFIG_UPDATE = jax_api.name("config_update")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,13 +76,7 @@ class Float64WithoutX64(Rule):
     triggers = (("float64",), ("complex128",), (X64_FLAG,))
     fixtures = "tests/fixtures/ODL707"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A 64-bit request in a file that does not name the flag, or a switch after a call that may
-        create an array in the same function (or at the top level)."""
-        if not _names_flag(sketch) and any(_may_request(sketch, call) for call in sketch.calls):
-            return True
-        return any(_may_switch_late(sketch, call) for call in sketch.calls)
+    needs = Needs.fact("float64_without_x64")
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -104,7 +90,7 @@ class Float64WithoutX64(Rule):
         qualname = self.facts.qualname(node.func, site.scope)
         if qualname in _SWITCHES:
             self._mentioned = True
-            if qualname == "jax.config.update" and _names_x64(node):
+            if qualname == _CONFIG_UPDATE and _names_x64(node):
                 (self._switches if _enables_x64(node) else self._switch_offs).append(_Seen(node, site))
             return
         wide = None
@@ -250,49 +236,6 @@ class Float64WithoutX64(Rule):
                     return jnp.zeros(3, dtype=jnp.float64), below
         """),
     )
-
-
-def _names_flag(sketch: Sketch) -> bool:
-    """Does the file surely name the flag as `_mentioned` sees it (a string or attribute)?"""
-    return (any(node.attr == X64_FLAG for node in sketch.of_type(ast.Attribute))
-            or any(isinstance(node.value, str) and node.value.lower() == X64_FLAG
-                   and exact_string(sketch, node) is not None for node in sketch.of_type(ast.Constant)))
-
-
-def _may_request(sketch: Sketch, call: ast.Call) -> bool:
-    """`jnp.float64(x)`, a 64-bit `dtype=` of a call that may make an array, or `.astype` of
-    a value that may be an array."""
-    names = sketch.qualnames(call.func)
-    if names & _WIDE_CONSTRUCTORS:
-        return True
-    dtype = keyword(call, "dtype")
-    if dtype is not None and _may_be_wide(sketch, dtype) and any(jax_api.returns_array(name) for name in names):
-        return True
-    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "astype"):
-        return False
-    dtype = dtype if dtype is not None else positional(call, 0)
-    return dtype is not None and _may_be_wide(sketch, dtype) and sketch.may_be_array(call.func.value)
-
-
-def _may_be_wide(sketch: Sketch, node: ast.expr) -> bool:
-    if isinstance(node, ast.Constant):
-        return node.value in _WIDE_NAMES
-    return bool(sketch.qualnames(node) & _WIDE_TYPES)
-
-
-def _may_switch_late(sketch: Sketch, call: ast.Call) -> bool:
-    """`jax.config.update("jax_enable_x64", ...)` not surely switching off, after (or around) a
-    call of the same function that may create an array: LibCST visits in source order."""
-    if "jax.config.update" not in sketch.qualnames(call.func):
-        return False
-    name, value = positional(call, 0), positional(call, 1)
-    if not (isinstance(name, ast.Constant) and name.value == X64_FLAG) or (
-            isinstance(value, ast.Constant) and value.value is False):
-        return False
-    where, end = sketch.enclosing_function(call), (call.end_lineno, call.end_col_offset)
-    return any((made.lineno, made.col_offset) < end and sketch.enclosing_function(made) is where
-               and any(jax_api.returns_array(name) for name in sketch.qualnames(made.func))
-               for made in sketch.calls)
 
 
 def _names_x64(call: cst.Call) -> bool:

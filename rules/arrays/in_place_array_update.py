@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TypeGuard
 
 import libcst as cst
-from odelint.analysis.arrays import is_jax_array
-from odelint.analysis.calls import source_of
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site, is_jax_array, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
 
 # augmented operator (LibCST's class name) -> the `.at[...]` method that does the same, and
 # whether the value is negated
@@ -71,9 +66,7 @@ class InPlaceArrayUpdate(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL701"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return any(sketch.may_be_array(store.value) for store in sketch.subscript_stores)
+    needs = Needs.array_item_stores()
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         for target in node.targets:

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import source_of
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-DEBUG_PRINT = "jax.debug.print"
+DEBUG_PRINT = jax_api.name("debug_print")
 
 
 class PrintOfTracedValue(Rule):
@@ -65,11 +59,7 @@ class PrintOfTracedValue(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL703"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return any(isinstance(node.func, ast.Name) and node.func.id == "print"
-                   and any(sketch.reach.may_be_traced(arg) for arg in (*node.args, *node.keywords))
-                   for node in sketch.nodes_in(sketch.traced_functions(), ast.Call))
+    needs = Needs.fact("traced_print")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         builtin = isinstance(node.func, cst.Name) and node.func.value == "print"

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import source_of
-from odelint.analysis.keys import key_uses
-from odelint.analysis.sketch_reach import rebinds_each_iteration, repeating_loop
+from odelint.analysis import Needs, key_uses, source_of
 from odelint.api.rule import UNFIXED, Flag, Pass, Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
 
 
 class PrngKeyReuse(Rule):
@@ -80,30 +71,7 @@ class PrngKeyReuse(Rule):
     fixtures = "tests/fixtures/ODL704"
     expected_errors = UNFIXED  # a silent wrong value, not the error the test expects
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        consumers: dict[tuple[int, str], int] = {}
-        passed: dict[tuple[int, str], int] = {}  # names given by position (a function may split them)
-        for call in sketch.calls:
-            for arg in call.args:
-                if isinstance(arg, ast.Name):
-                    where = (id(sketch.enclosing_function(call)), arg.id)
-                    passed[where] = passed.get(where, 0) + 1
-        for call in sketch.calls:
-            key = _key_argument(sketch, call)
-            if key is not None:
-                loop = repeating_loop(sketch, call)
-                if loop is not None and not rebinds_each_iteration(loop, key):
-                    return True  # consumed again on the next iteration
-                where = (id(sketch.enclosing_function(call)), key)
-                consumers[where] = consumers.get(where, 0) + 1
-                if consumers[where] > 1 or passed.get(where, 0) > 1:
-                    return True
-            elif any(jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and _constant_args(call):
-                loop = repeating_loop(sketch, call)
-                if loop is not None and _counting(loop):
-                    return True
-        return False
+    needs = Needs.fact("reused_key")
 
     def visit_Module(self, node: cst.Module, site) -> None:
         uses = key_uses(self.facts)
@@ -319,35 +287,3 @@ class PrngKeyReuse(Rule):
                 return params
         """),
     )
-
-
-def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:
-    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`)."""
-    for keyword in call.keywords:
-        if keyword.arg == "key" and isinstance(keyword.value, ast.Name):
-            return keyword.value.id
-    if call.args and isinstance(call.args[0], ast.Name) and any(
-            jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
-        return call.args[0].id
-    return None
-
-
-def _constant_args(call: ast.Call) -> bool:
-    """Might `keys._constant` find every argument constant (numbers and strings, signed)?"""
-    return all(_constant(value) for value in (*call.args, *(keyword.value for keyword in call.keywords)))
-
-
-def _constant(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp):
-        return _constant(node.operand)
-    return isinstance(node, (ast.Constant, ast.JoinedStr))
-
-
-def _counting(loop: ast.AST) -> bool:
-    """Might `KeyUses._counting` find the loop repeating one computation: a `while`, or a loop
-    over `range`/`enumerate`/`zip` (whose arguments it goes on to check)?"""
-    if isinstance(loop, ast.While):
-        return True
-    iterable = loop.generators[0].iter if not isinstance(loop, (ast.For, ast.AsyncFor)) else loop.iter  # type: ignore[attr-defined]
-    return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and \
-        iterable.func.id in ("range", "enumerate", "zip")

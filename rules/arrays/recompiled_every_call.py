@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.facts import Kind
-from odelint.analysis.jitted import COMPILING, decorated, jitted_callee
-from odelint.analysis.loops import names_read, over_configurations
-from odelint.analysis.reach import enclosing_function
-from odelint.analysis.scopes import FUNCTION, Site
+from odelint.analysis import (
+    COMPILING,
+    FUNCTION,
+    Kind,
+    Needs,
+    Site,
+    decorated,
+    enclosing_function,
+    jax_api,
+    jitted_callee,
+    names_read,
+    over_configurations,
+    positional_args,
+    source_of,
+)
 from odelint.api.rule import Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-_FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
+_FILTERED = jax_api.names("filtered_compilers")
+_PARTIAL = jax_api.name("partial")
 
 
 class RecompiledEveryCall(Rule):
@@ -78,16 +82,7 @@ class RecompiledEveryCall(Rule):
     triggers = (("jit",), ("pmap",))
     fixtures = "tests/fixtures/ODL709"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        if sketch.has_loops and sketch.refers_to(*_FILTERED):
-            return True  # a Python number of a loop passed to a filter_jit function
-        for call in sketch.calls_to(COMPILING):
-            if call.args and isinstance(call.args[0], (ast.Lambda, ast.Call, ast.Name)) and sketch.repeats(call):
-                return True
-        return any(sketch.repeats(function) for function in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
-                   if any(sketch.qualnames(node) & COMPILING for decorator in function.decorator_list
-                          for node in ast.walk(decorator) if isinstance(node, (ast.Name, ast.Attribute))))
+    needs = Needs.fact("compiled_repeatedly")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.traced_by(site) is not None:
@@ -111,7 +106,7 @@ class RecompiledEveryCall(Rule):
                                 f"compiled again for each value: pass `jnp.asarray({text})`")
 
     def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
-        scope = self.facts.index.body_scope(node)
+        scope = self.facts.body_scope(node)
         outer = scope.parent if scope is not None else None
         jitted = decorated(self.facts, node, outer) if outer is not None else None
         if jitted is None or outer is None or self.facts.traced_by(Site(outer, site.order)) is not None:
@@ -143,7 +138,7 @@ class RecompiledEveryCall(Rule):
         """How `target` is a function object made anew where it is wrapped, else None."""
         if isinstance(target, cst.Lambda):
             return "a new `lambda`"
-        if isinstance(target, cst.Call) and self.facts.qualname(target.func, site.scope) == "functools.partial":
+        if isinstance(target, cst.Call) and self.facts.qualname(target.func, site.scope) == _PARTIAL:
             return "a new `functools.partial`"
         if not isinstance(target, cst.Name):
             return None
@@ -153,7 +148,7 @@ class RecompiledEveryCall(Rule):
         binding = bindings[0]
         new = binding.kind == "def" or (binding.kind == "assign" and not binding.path and (
             isinstance(binding.value, cst.Lambda) or isinstance(binding.value, cst.Call)
-            and self.facts.qualname(binding.value.func, site.scope) == "functools.partial"))
+            and self.facts.qualname(binding.value.func, site.scope) == _PARTIAL))
         if not new or (in_loop and self.facts.loop_at(Site(binding.scope, binding.order)) is None):
             return None
         if not in_loop and site.scope.kind != FUNCTION:

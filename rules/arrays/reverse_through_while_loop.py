@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import argument_at, source_of
-from odelint.analysis.differentiation import differentiation
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.reverse import reverse_differentiated_by
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site, argument_at, jax_api, loaded_names, reverse_differentiated_by, source_of
 from odelint.api.rule import Callees, Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
+_LOOPS = jax_api.names("loops_without_reverse")
+_FORI_LOOP = jax_api.name("fori_loop")
 _RECIPE = ("use `lax.scan` with a static length, `lax.fori_loop` with Python-int bounds, or "
            "`eqx.internal.while_loop(..., kind=\"checkpointed\", max_steps=...)`")
 
@@ -75,20 +66,16 @@ class ReverseThroughWhileLoop(Rule):
 
     @classmethod
     def callees(cls) -> Callees:
-        return Callees(names=frozenset({"jax.lax.while_loop", "jax.lax.fori_loop"}))
+        return Callees(names=frozenset(_LOOPS))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        loops = {"jax.lax.while_loop", "jax.lax.fori_loop"}
-        return any(sketch.qualnames(node.func) & loops
-                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
+    needs = Needs.differentiated_calls_to(*_LOOPS)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope)
-        if qualname not in ("jax.lax.while_loop", "jax.lax.fori_loop"):
+        if qualname not in _LOOPS:
             return
         body = jax_api.traced_body(qualname)
-        if qualname == "jax.lax.fori_loop":
+        if qualname == _FORI_LOOP:
             traced = [bound for bound in (argument_at(node, "lower", 0), argument_at(node, "upper", 1))
                       if bound is not None and self.facts.traced_value(bound.value, site) is not None]
             if not traced:
@@ -110,14 +97,14 @@ class ReverseThroughWhileLoop(Rule):
     def _carries_tangent(self, node: cst.Call, carried: cst.Arg | None, site: Site) -> bool:
         """Does the carry, or a value the loop's functions close over, depend on a
         differentiated argument?"""
-        analysis = differentiation(self.facts)
+        analysis = self.facts.differentiation
         values = [carried.value] if carried is not None else []
         for arg in node.args:
             function = self.facts.callee(arg.value, site.scope)
             if isinstance(arg.value, cst.Lambda):
                 values.append(arg.value.body)
             elif function is not None:
-                scope = self.facts.index.body_scope(function)
+                scope = self.facts.body_scope(function)
                 values += [name for name in loaded_names(function.body, into_nested=True)
                            if scope is not None and not scope.bindings.get(name.value)]
         return any(analysis.differentiated_source(value, site.scope) is not None for value in values)

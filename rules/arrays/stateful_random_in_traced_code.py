@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import argument_at, source_of
-from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import FUNCTION, Site
+from odelint.analysis import FUNCTION, Kind, Needs, Site, argument_at, jax_api, source_of
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-_STATEFUL = ("numpy.random.", "random.")
+_STATEFUL = tuple(sorted(jax_api.names("stateful_random")))
 
 
 class StatefulRandomInTracedCode(Rule):
@@ -60,15 +51,7 @@ class StatefulRandomInTracedCode(Rule):
     triggers = traced_triggers("random")
     fixtures = "tests/fixtures/ODL705"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        for call in sketch.nodes_in(sketch.traced_functions(), ast.Call):
-            names = sketch.qualnames(call.func)
-            if any(name.startswith(_STATEFUL) for name in names):
-                return True
-            if any(jax_api.consumes_key(name) for name in names) and _key_from_outside(sketch, call):
-                return True
-        return False
+    needs = Needs.fact("stateful_random_in_traced")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
@@ -177,11 +160,3 @@ class StatefulRandomInTracedCode(Rule):
                 return jax.lax.scan(body, 0.0, xs)
         """, message="the key `step_key`, made outside traced code, is a constant there"),
     )
-
-
-def _key_from_outside(sketch: Sketch, call: ast.Call) -> bool:
-    """May the call's key (`key=` or first) be a name its own scope does not bind (`_outside_key`)?"""
-    given = [keyword.value for keyword in call.keywords if keyword.arg == "key"]
-    if call.args and not isinstance(call.args[0], ast.Starred):
-        given.append(call.args[0])
-    return any(isinstance(key, ast.Name) and not sketch.reach.binds_locally(call, key.id) for key in given)

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import source_of
-from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import Site
+from odelint.analysis import Kind, Needs, Site, jax_api, source_of
 from odelint.api.rule import Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+_CACHES = jax_api.names("function_caches")
 _VALUE_WORDS = ("jit", "vmap", "pmap", "checkpoint", "remat", "scan", "loop", "cond", "switch", "map", "Term",
                 "numpy", "nn", "lax", "scipy", "random", "Array", "jaxtyping")
 _HASHING_WORDS = ("{", "dict", "set", "hash", "cache")
@@ -65,9 +56,7 @@ class TracedValueHashed(Rule):
     triggers = tuple((value, site) for value in _VALUE_WORDS for site in _HASHING_WORDS)
     fixtures = "tests/fixtures/ODL710"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return any(sketch.may_be_array(value) or sketch.arrays.may_be_traced(value) for value in _hashed_values(sketch))
+    needs = Needs.fact("hashed_array")
 
     def visit_Dict(self, node: cst.Dict, site: Site) -> None:
         for element in node.elements:
@@ -132,8 +121,8 @@ class TracedValueHashed(Rule):
             for b in bindings)
 
     def _cached(self, function: cst.FunctionDef) -> bool:
-        scope = self.facts.index.body_scope(function)
-        outer = scope.parent if scope is not None and scope.parent is not None else self.facts.index.module_scope
+        scope = self.facts.body_scope(function)
+        outer = scope.parent if scope is not None and scope.parent is not None else self.facts.module_scope
         for decorator in function.decorators:
             node = decorator.decorator
             if self.facts.qualname(node.func if isinstance(node, cst.Call) else node, outer) in _CACHES:
@@ -198,40 +187,3 @@ class TracedValueHashed(Rule):
             step(jnp.ones(3), key)
         """),
     )
-
-
-
-def _hashed_values(sketch: Sketch) -> Iterator[ast.expr]:
-    """What the file may hash (the pre-check's view): dict keys, set members, `hash()`
-    arguments, keys looked up in dicts or sets, arguments of calls that may run a cached
-    function (`Facts.callee`: by name, or through a wrapper such as `jax.jit(cached)`)."""
-    for node in sketch.of_type(ast.Dict):
-        yield from (key for key in node.keys if key is not None)
-    for members in sketch.of_type(ast.Set):
-        yield from members.elts
-    containers = {name for name in sketch.identifiers if any(_container(v) for v in sketch.assigned(name))}
-    for lookup in sketch.of_type(ast.Subscript):
-        base = lookup.value
-        if isinstance(base, (ast.Dict, ast.DictComp)) or (isinstance(base, ast.Name) and base.id in containers):
-            yield lookup.slice
-    for compare in sketch.of_type(ast.Compare):
-        left = compare.left
-        for operator, right in zip(compare.ops, compare.comparators, strict=True):
-            if isinstance(operator, (ast.In, ast.NotIn)) and (
-                    _container(right) or (isinstance(right, ast.Name) and right.id in containers)):
-                yield left
-            left = right
-    cached = {id(f) for f in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
-              if any("cache" in sketch.names_in(d) or "lru_cache" in sketch.names_in(d) for d in f.decorator_list)}
-    for call in sketch.calls:
-        if (isinstance(call.func, ast.Name) and call.func.id == "hash") or (
-                cached and any(id(f) in cached for f in sketch.arrays.callees_of(call.func))):
-            yield from call.args
-            yield from (keyword.value for keyword in call.keywords)  # the rule checks every argument
-
-
-def _container(value: ast.expr) -> bool:
-    return isinstance(value, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or (
-        isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
-        and value.func.id in ("dict", "set", "frozenset"))
-

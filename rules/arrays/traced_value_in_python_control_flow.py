@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.arrays import traced_array
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site, jax_api, loaded_names, positional_args, source_of, traced_array
 from odelint.api.rule import FileContext, Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
 # builtins that need a concrete value -> the error they raise on a tracer
-_CONVERSIONS = {"bool": "TracerBoolConversionError", "int": "ConcretizationTypeError",
-                "float": "ConcretizationTypeError"}
+_CONVERSIONS = jax_api.tracer_conversions()
 
 
 class TracedValueInPythonControlFlow(Rule):
@@ -77,11 +67,7 @@ class TracedValueInPythonControlFlow(Rule):
     triggers = traced_triggers()
     fixtures = "tests/fixtures/ODL702"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return any(sketch.reach.may_be_traced(value)
-                   for node in sketch.nodes_in(sketch.traced_functions(), *_TRUTH_TESTS)
-                   for value in _tested_values(node))
+    needs = Needs.fact("traced_truth_test")
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
@@ -219,36 +205,6 @@ class TracedValueInPythonControlFlow(Rule):
                     return bool(x)
         """),
     )
-
-
-_TRUTH_TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.UnaryOp, ast.Call)
-
-
-def _tested_values(node: ast.AST) -> list[ast.expr]:
-    """The values whose truth an `ast` node takes or that it converts, as `_test` and `visit_Call`
-    split them (the pre-check's question): operands of `and`/`or`/`not`, not membership tests."""
-    if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
-        return _truth_operands(node.test)
-    if isinstance(node, ast.BoolOp):
-        return [operand for value in node.values[:-1] for operand in _truth_operands(value)]
-    if isinstance(node, ast.UnaryOp):
-        return _truth_operands(node.operand) if isinstance(node.op, ast.Not) else []
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS:
-        single = len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
-        return [node.args[0]] if single and not _is_membership(node.args[0]) else []
-    return []
-
-
-def _truth_operands(test: ast.expr) -> list[ast.expr]:
-    if isinstance(test, ast.BoolOp):
-        return [operand for value in test.values for operand in _truth_operands(value)]
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _truth_operands(test.operand)
-    return [] if _is_membership(test) else [test]
-
-
-def _is_membership(value: ast.expr) -> bool:
-    return isinstance(value, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in value.ops)
 
 
 def _membership(value: cst.BaseExpression) -> bool:

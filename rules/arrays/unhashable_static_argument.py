@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import ast
 import functools
-from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import source_of
-from odelint.analysis.facts import Kind
-from odelint.analysis.jitted import STATIC_KEYWORDS, jitted_callee
-from odelint.analysis.scopes import Site
-from odelint.analysis.sketch_calls import UNHASHABLE_LITERALS, configures, keyword, may_be_module_class
+from odelint.analysis import STATIC_KEYWORDS, Kind, Needs, Site, jax_api, jitted_callee, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
 _UNHASHABLE_LITERALS = {"List": "list", "ListComp": "list", "Dict": "dict", "DictComp": "dict", "Set": "set",
                         "SetComp": "set"}  # by LibCST class name: module-level code never touches `cst.`
-_FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
-_STATIC_TRANSFORMS = frozenset({"jax.jit", "jax.pmap"})
+_FILTERED = jax_api.names("filtered_compilers")
+_STATIC_TRANSFORMS = jax_api.names("static_compilers")
 
 
 class UnhashableStaticArgument(Rule):
@@ -75,21 +66,7 @@ class UnhashableStaticArgument(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL708"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """`eqx.filter_jit(..., static_argnums=...)`; or a function compiled by `jax.jit`/`pmap`
-        with static keywords (decorated, assigned, or called inline) called with something that
-        may be unhashable."""
-        options = [call for call in sketch.calls if keyword(call, *STATIC_KEYWORDS) is not None]
-        if any(configures(sketch, call, _FILTERED) for call in options):
-            return True
-        static = {id(call) for call in options if configures(sketch, call, _STATIC_TRANSFORMS)}
-        if not static:
-            return False
-        modules = any(_may_be_array_module(sketch, c) for classes in sketch.classes.values() for c in classes)
-        return any(_may_be_unhashable(sketch, value, modules) for call in sketch.calls
-                   if _may_call_static(sketch, call.func, static)
-                   for value in (*call.args, *(given.value for given in call.keywords)))
+    needs = Needs.fact("unhashable_static_argument")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) in _FILTERED:
@@ -137,7 +114,7 @@ class UnhashableStaticArgument(Rule):
 
     def _has_array_field(self, cls: cst.ClassDef) -> bool:
         """Does this file's module class declare a field as an array (`w: jax.Array`)?"""
-        scope = self.facts.index.body_scope(cls)
+        scope = self.facts.body_scope(cls)
         return scope is not None and any(
             b.annotation is not None and self.facts.annotation_kind(b.annotation, scope) is Kind.ARRAY
             for bindings in scope.bindings.values() for b in bindings)
@@ -246,36 +223,6 @@ class UnhashableStaticArgument(Rule):
             h([1.0], [2])
         """),
     )
-
-
-def _may_call_static(sketch: Sketch, func: ast.expr, static: set[int]) -> bool:
-    """Does calling `func` run a function compiled with static keywords (`jitted_callee`): the
-    options call itself, or a name defined under one as decorator or assigned one?"""
-    if isinstance(func, ast.Call):
-        return id(func) in static
-    if not isinstance(func, ast.Name):
-        return False
-    return (any(id(value) in static for value in sketch.assigned(func.id))
-            or any(id(decorator) in static for function in sketch.defs.get(func.id, ())
-                   for decorator in function.decorator_list))
-
-
-def _may_be_array_module(sketch: Sketch, cls: ast.ClassDef) -> bool:
-    """May `_has_array_field` hold: a class that may be a module, with a field that may be declared an array?"""
-    return may_be_module_class(sketch, cls) and any(
-        isinstance(node, ast.AnnAssign) and sketch.arrays.may_declare_array(node.annotation) for node in ast.walk(cls))
-
-
-def _may_be_unhashable(sketch: Sketch, value: ast.expr, modules: bool) -> bool:
-    """A list, dict or set (or a name assigned one), a value that may be an array, or, when
-    the file has a module class that may declare an array field, any value but a literal."""
-    if isinstance(value, UNHASHABLE_LITERALS):
-        return True
-    if isinstance(value, ast.Name) and any(isinstance(v, UNHASHABLE_LITERALS) for v in sketch.assigned(value.id)):
-        return True
-    if isinstance(value, (ast.Constant, ast.Tuple, ast.Lambda, ast.JoinedStr, ast.Starred)):
-        return False
-    return modules or sketch.may_be_array(value)
 
 
 def _tuple_edits(value: cst.List) -> Edits:

@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.intervals import INF, guard, number
-from odelint.analysis.scopes import Site, dotted_name
-from odelint.analysis.undifferentiated import never_differentiated
+from odelint.analysis import (
+    Needs,
+    Site,
+    dotted_name,
+    guard,
+    jax_api,
+    never_differentiated,
+    number,
+    positional_args,
+    source_of,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import UNFIXED, Callees, Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-WHERE = frozenset({"jax.numpy.where", "jax.lax.select"})
-_DIVISION = jax_api.Singular("/", ((0.0, 0.0),), 1.0, (1,))
-_FRACTIONAL_POWER = jax_api.Singular("**", ((-INF, 0.0),), 1.0, (0,))
-_NEGATIVE_POWER = jax_api.Singular("**", ((0.0, 0.0),), 1.0, (0,))
+WHERE = jax_api.names("where")
+_JNP_WHERE = jax_api.name("jnp_where")
 
 
 class WhereNanGradient(Rule):
@@ -31,7 +30,7 @@ class WhereNanGradient(Rule):
     Flags `jnp.where(x OP c, a, b)` (and `lax.select`), where `OP` is a comparison with a
     number `c`, when a branch applies `sqrt`, `log`, `arcsin`, `arctan2`, a division, a
     fractional or negative power or another function from the data table of functions
-    with a non-finite derivative (rules/data/jax_api.toml, `[singular]`) to `x` itself,
+    with a non-finite derivative (lint/analysis/data/jax_api.toml, `[singular]`) to `x` itself,
     and the inputs where the guard deselects that branch include inputs where that
     derivative is infinite or NaN: `jnp.where(x > 0, jnp.sqrt(x), 0.0)` (the false side
     holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`. Inputs already guarded by an inner
@@ -78,9 +77,7 @@ class WhereNanGradient(Rule):
     def callees(cls) -> Callees:
         return Callees(names=WHERE)
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return any(_may_flag(sketch, call) for call in sketch.calls_to(WHERE))
+    needs = Needs.fact("where_nan_gradient")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) not in WHERE:
@@ -115,7 +112,7 @@ class WhereNanGradient(Rule):
 
     def _double_where(self, cond: cst.BaseExpression, position: int, function: jax_api.Singular,
                       hits: list[cst.BaseExpression], site: Site) -> Edits:
-        where, imports = self.facts.reference("jax.numpy.where", site)
+        where, imports = self.facts.reference(_JNP_WHERE, site)
         placeholder = cst.Float(repr(float(function.placeholder)))
         replacements = []
         for hit in hits:
@@ -145,7 +142,7 @@ class WhereNanGradient(Rule):
                         yield current, function, [args[i].value for i in function.arguments if i < len(args)]
             elif isinstance(current, cst.BinaryOperation):
                 if isinstance(current.operator, cst.Divide):
-                    yield current, _DIVISION, [current.right]
+                    yield current, jax_api.DIVISION, [current.right]
                 elif isinstance(current.operator, cst.Power):
                     power = _power(current.right)
                     if power is not None:
@@ -285,99 +282,8 @@ class WhereNanGradient(Rule):
 
 
 def _power(exponent: cst.BaseExpression) -> jax_api.Singular | None:
-    """What a literal exponent makes singular (`_power_of`); `1/3` is read as a fraction."""
+    """What a literal exponent makes singular (`jax_api.power_singular`); `1/3` is read as a fraction."""
     if isinstance(exponent, cst.BinaryOperation) and isinstance(exponent.operator, cst.Divide):
         numerator, denominator = number(exponent.left), number(exponent.right)
-        return _power_of(numerator / denominator if numerator is not None and denominator else None)
-    return _power_of(number(exponent))
-
-
-def _power_of(value: float | None) -> jax_api.Singular | None:
-    """What a literal exponent makes singular: a fractional one x <= 0, a negative whole one
-    x == 0; a whole number >= 0 or a variable exponent nothing (not flagged)."""
-    if value is None or (value.is_integer() and value >= 0):
-        return None
-    return _NEGATIVE_POWER if value.is_integer() else _FRACTIONAL_POWER
-
-
-# -- the pre-check's view, on CPython's `ast` ---------------------------------------------------
-
-def _may_flag(sketch: Sketch, call: ast.Call) -> bool:
-    """`visit_Call` on `ast`: three positional arguments, a guard comparing a variable with a
-    number, and a branch applying a singular function to that variable (`_singular_uses`, by
-    dotted name) at inputs the guard deselects (the guard's regions are `intervals.guard`'s)."""
-    if len(call.args) != 3 or call.keywords or any(isinstance(arg, ast.Starred) for arg in call.args):
-        return False
-    test = call.args[0]
-    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
-        return False
-    left, right = test.left, test.comparators[0]
-    variable = (_dotted(left) if _sketch_number(right) is not None
-                else _dotted(right) if _sketch_number(left) is not None else None)
-    if variable is None:
-        return False
-    regions = None
-    for position in (1, 2):
-        for function, inputs in _sketch_singular_uses(sketch, call.args[position]):
-            if variable in (_dotted(value) for value in inputs):
-                regions = regions or guard(cst.parse_expression(ast.unparse(test)))  # `x OP c`: parses
-                if regions is None:
-                    return False
-                deselected = regions[3] if position == 1 else regions[2]
-                if any(region.meets(low, high) for region in deselected for low, high in function.bad):
-                    return True
-    return False
-
-
-def _sketch_singular_uses(sketch: Sketch, node: ast.AST) -> Iterator[tuple[jax_api.Singular, list[ast.expr]]]:
-    """`_singular_uses` on `ast`, for every meaning a function's name may have; inner
-    `jnp.where` calls are entered (the rule may not know them for one)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ast.Lambda):
-            continue
-        if isinstance(current, ast.Call) and not any(isinstance(arg, ast.Starred) for arg in current.args) and not any(
-                keyword.arg is None for keyword in current.keywords):
-            args = current.args
-            for function in filter(None, map(jax_api.singular, sketch.qualnames(current.func))):
-                exponent = function.exponent
-                if exponent is None or (exponent < len(args) and _sketch_power(args[exponent]) is not None):
-                    yield function, [args[i] for i in function.arguments if i < len(args)]
-        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Div):
-            yield _DIVISION, [current.right]
-        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Pow):
-            power = _sketch_power(current.right)
-            if power is not None:
-                yield power, [current.left]
-        stack.extend(ast.iter_child_nodes(current))
-
-
-def _sketch_power(exponent: ast.expr) -> jax_api.Singular | None:
-    """`_power` on `ast`."""
-    if isinstance(exponent, ast.BinOp) and isinstance(exponent.op, ast.Div):
-        numerator, denominator = _sketch_number(exponent.left), _sketch_number(exponent.right)
-        return _power_of(numerator / denominator if numerator is not None and denominator else None)
-    return _power_of(_sketch_number(exponent))
-
-
-def _sketch_number(node: ast.expr) -> float | None:
-    """`intervals.number` on `ast`: an int or float literal, signed."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _sketch_number(node.operand)
-        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    return None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    """`scopes.dotted_name` on `ast`: `a.b.c` as text, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+        return jax_api.power_singular(numerator / denominator if numerator is not None and denominator else None)
+    return jax_api.power_singular(number(exponent))

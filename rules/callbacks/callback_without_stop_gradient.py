@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import ast
 import functools
-from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import source_of
-from odelint.analysis.differentiation import STOP_GRADIENT, callbacks, differentiation, is_stop_gradient
-from odelint.analysis.scopes import Scope, Site
+from odelint.analysis import STOP_GRADIENT, Needs, Scope, Site, callbacks, is_stop_gradient, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Callees, FileContext, Flag, Pass, Rule
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
 
 # keywords of the callback functions themselves, not forwarded to the callback
 _OWN_KEYWORDS = frozenset({"sharding", "vmap_method", "vectorized", "ordered", "result_shape_dtypes"})
 # attributes of an array that are static under tracing
 _STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
-_ERRORS = {"jax.experimental.io_callback": "IO callbacks do not support JVP"}
 
 
 class CallbackWithoutStopGradient(Rule):
@@ -81,11 +73,7 @@ class CallbackWithoutStopGradient(Rule):
     def callees(cls) -> Callees:
         return Callees(names=frozenset(callbacks()))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A host callback called in code that may run under differentiation."""
-        return any(sketch.qualnames(node.func) & callbacks().keys()
-                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
+    needs = Needs.differentiated_calls_to(*callbacks())
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
@@ -97,7 +85,7 @@ class CallbackWithoutStopGradient(Rule):
         forwarded_from = callbacks().get(qualname or "")
         if forwarded_from is None:
             return
-        reason = differentiation(self.facts).why_differentiated(site)
+        reason = self.facts.differentiation.why_differentiated(site)
         if reason is None:
             return
         traced = [arg for arg in _forwarded(node, forwarded_from) if not self._static(arg.value, site.scope)]
@@ -110,7 +98,7 @@ class CallbackWithoutStopGradient(Rule):
     def finish(self) -> None:
         for node, site, qualname, traced, reason in self._found:
             names = ", ".join(f"`{source_of(self.context.module, arg.value)}`" for arg in traced)
-            error = _ERRORS.get(qualname, "Pure callbacks do not support JVP")
+            error = jax_api.callbacks()[qualname].error
             fix = None
             if not any(arg.star for arg in traced):
                 unused = id(node) in self._unused

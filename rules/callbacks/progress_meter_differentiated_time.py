@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import argument_at, calls_within, keyword_arg, source_of
-from odelint.analysis.classes import method_of, named_class
-from odelint.analysis.differentiation import Differentiation, differentiation, is_stop_gradient
-from odelint.analysis.scopes import Binding, Scope, Site
-from odelint.analysis.sketch_calls import keyword
+from odelint.analysis import (
+    Binding,
+    Differentiation,
+    Needs,
+    Scope,
+    Site,
+    argument_at,
+    calls_within,
+    is_stop_gradient,
+    keyword_arg,
+    method_of,
+    named_class,
+    source_of,
+)
 from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, api
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-_NO_METER = "diffrax.NoProgressMeter"
+_NO_METER = api()["names"]["no_progress_meter"]
 
 
 class ProgressMeterDifferentiatedTime(Rule):
@@ -75,20 +80,17 @@ class ProgressMeterDifferentiatedTime(Rule):
 
     @classmethod
     def callees(cls) -> Callees:
-        return Callees(names=frozenset({"diffrax.diffeqsolve"}))
+        return Callees(names=frozenset({DIFFEQSOLVE}))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only a `diffeqsolve` call given a `progress_meter=` is checked."""
-        return any(keyword(call, "progress_meter") is not None for call in sketch.calls_to(("diffrax.diffeqsolve",)))
+    needs = Needs.calls_to(DIFFEQSOLVE, keywords=("progress_meter",))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        if self.facts.qualname(node.func, site.scope) != "diffrax.diffeqsolve":
+        if self.facts.qualname(node.func, site.scope) != DIFFEQSOLVE:
             return
         meter = keyword_arg(node, "progress_meter")
         if meter is None or self._harmless(meter, site.scope, set()):
             return
-        analysis = differentiation(self.facts)
+        analysis = self.facts.differentiation
         for label, position in (("t0", 2), ("t1", 3)):
             value = argument_at(node, label, position)
             origin = analysis.differentiated_source(value.value, site.scope) if value is not None else None
@@ -135,7 +137,7 @@ class ProgressMeterDifferentiatedTime(Rule):
         return False
 
     def _stops_gradient(self, step: cst.FunctionDef) -> bool:
-        scope = self.facts.index.body_scope(step)
+        scope = self.facts.body_scope(step)
         return scope is not None and any(is_stop_gradient(self.facts, node, scope) for node in calls_within(step.body))
 
     examples = (

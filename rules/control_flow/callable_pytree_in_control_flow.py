@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import argument_at, positional_args, source_of
-from odelint.analysis.classes import instance_class, is_module_class, method_of
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.scopes import Site
-from odelint.analysis.sketch_calls import keyword, only_defined, positional
+from odelint.analysis import (
+    Needs,
+    Site,
+    argument_at,
+    instance_class,
+    is_module_class,
+    jax_api,
+    loaded_names,
+    method_of,
+    positional_args,
+    source_of,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Callees, Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
 # lax function -> its function arguments: (position, keyword, lambda parameters); None
 # parameters mean `lambda *a: f(*a)`; `branches` of switch is a list of such functions.
-SLOTS: dict[str, tuple[tuple[int, str, tuple[str, ...] | None], ...]] = {
-    "jax.lax.while_loop": ((0, "cond_fun", ("v",)), (1, "body_fun", ("v",))),
-    "jax.lax.fori_loop": ((2, "body_fun", ("i", "v")),),
-    "jax.lax.scan": ((0, "f", ("c", "x")),),
-    "jax.lax.cond": ((1, "true_fun", None), (2, "false_fun", None)),
-    "jax.lax.switch": ((1, "branches", None),),
-}
+SLOTS = jax_api.control_flow_slots()
+_EQUINOX_PARTIAL = jax_api.name("equinox_partial")
 
 
 class CallablePytreeInControlFlow(Rule):
@@ -82,16 +78,7 @@ class CallablePytreeInControlFlow(Rule):
     def callees(cls) -> Callees:
         return Callees(names=frozenset(SLOTS))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A module may be in play, and some function slot of lax control flow gets neither a
-        lambda nor a name that only a `def` binds."""
-        if not sketch.may_hold_modules():
-            return False
-        given = [function for call in sketch.calls_to(SLOTS) for function in _slot_values(sketch, call)]
-        plain = only_defined(sketch, {node.id for node in given if isinstance(node, ast.Name)})
-        return any(not isinstance(node, ast.Lambda) and not (isinstance(node, ast.Name) and node.id in plain)
-                   for node in given)
+    needs = Needs.fact("callable_module_in_control_flow")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
@@ -102,13 +89,10 @@ class CallablePytreeInControlFlow(Rule):
             arg = argument_at(node, name, position)
             if arg is None:
                 continue
-            if name == "branches":
-                functions = ([e.value for e in arg.value.elements]
-                             if isinstance(arg.value, (cst.List, cst.Tuple)) else [])
-            else:
-                functions = [arg.value]
-            for function in functions:
-                self._check(function, params, qualname, site)
+            # the branches of `switch`: a list given there or through a name (`branches = [...]`)
+            functions = self.facts.elements(arg.value, site) if name == "branches" else [(arg.value, site)]
+            for function, where in functions:
+                self._check(function, params, qualname, where)
 
     def _check(self, function: cst.BaseExpression, params: tuple[str, ...] | None, qualname: str, site: Site) -> None:
         what = self._callable_pytree(function, site)
@@ -145,7 +129,7 @@ class CallablePytreeInControlFlow(Rule):
             if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].path or bindings[0].value is None:
                 return False
             node, site = bindings[0].value, Site(bindings[0].scope, bindings[0].order)
-        return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == "equinox.Partial"
+        return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == _EQUINOX_PARTIAL
 
     examples = (
         Flag("""
@@ -296,19 +280,6 @@ class CallablePytreeInControlFlow(Rule):
         """
         ),
     )
-
-
-def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
-    """What a call of lax control flow passes in its function slots (each branch of a list)."""
-    found = []
-    for qualname in sketch.qualnames(call.func) & SLOTS.keys():
-        for position, name, _ in SLOTS[qualname]:
-            value = keyword(call, name) or positional(call, position)
-            if isinstance(value, (ast.List, ast.Tuple)) and name == "branches":
-                found.extend(value.elts)
-            elif value is not None:
-                found.append(value)
-    return found
 
 
 def _wrap(function: cst.BaseExpression, params: tuple[str, ...] | None) -> cst.Lambda:

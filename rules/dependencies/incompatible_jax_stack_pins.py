@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from odelint.analysis import known_bad
+from odelint.api import dependency_files
+from odelint.api.dependency_files import Declared
 from odelint.api.rule import Flag, Pass, TextRule
-from odelint.files import dependency_files
-from odelint.files.dependency_files import Declared
-from odelint.rules.dependencies import known_bad
 from packaging.specifiers import SpecifierSet
 
 

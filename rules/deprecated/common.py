@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import source_of
-from odelint.analysis.scopes import Site, dotted_name
+from odelint.analysis import DeprecatedApi, Needs, Site, Standing, dotted_name, rows_for, source_of
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Rule
-from odelint.rules.deprecated.table import DeprecatedApi, Standing, rows_for
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
 
 # The handlers that catch what an old import or attribute raises: code inside such a `try`
 # is a compatibility shim that already copes with the removal.
@@ -31,10 +25,11 @@ class DeprecatedApiRule(Rule):
 
     uses_versions = True
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return any(sketch.imports(row.name) or (row.match != "import" and sketch.mentions(row.name))
-                   for row in rows_for(cls.code))
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A serving rule needs a file that imports or names one of its rows' old spellings."""
+        super().__init_subclass__(**kwargs)
+        cls.needs = Needs.any_of(Needs.imports(row.name) if row.match == "import"
+                                 else Needs.imports(row.name) | Needs.mentions(row.name) for row in rows_for(cls.code))
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from odelint.analysis import triggers_for
 from odelint.api.finding import Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.deprecated.common import DeprecatedApiRule
-from odelint.rules.deprecated.table import triggers_for
 
 
 class RemovedJaxModules(DeprecatedApiRule):

@@ -7,8 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import libcst as cst
-from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import Binding, Site
+from odelint.analysis import Binding, Facts, Site
 
 REGISTER_METHODS = frozenset({"defjvp", "def_jvp", "defjvps", "defvjp"})
 

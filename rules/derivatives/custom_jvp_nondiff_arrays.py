@@ -4,38 +4,41 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of
-from odelint.analysis.classes import instance_class, method_of
-from odelint.analysis.facts import loaded_names
-from odelint.analysis.scopes import FUNCTION, LAMBDA, Binding, Site
-from odelint.analysis.sketch_calls import configures, keyword
+from odelint.analysis import (
+    FUNCTION,
+    LAMBDA,
+    Binding,
+    Needs,
+    Site,
+    argument_at,
+    instance_class,
+    jax_api,
+    keyword_arg,
+    literals,
+    loaded_names,
+    method_of,
+    positional_args,
+    source_of,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, assigned_from, positional_params, single_def
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-CUSTOM = {"jax.custom_jvp": "jvp", "jax.custom_vjp": "vjp",
-          "jax.custom_derivatives.custom_jvp": "jvp", "jax.custom_derivatives.custom_vjp": "vjp"}
+CUSTOM: dict[str, str] = jax_api.names_table("custom_derivatives")
 _CUSTOM_NAMES = frozenset(CUSTOM)
-PARTIALS = frozenset({"equinox.Partial", "jax.tree_util.Partial"})
-ARRAY_TYPES = frozenset({"jax.Array", "jax.numpy.ndarray", "jaxtyping.Array", "jaxtyping.PyTree"})
-ARRAY_MAKERS = ("jax.numpy.", "jax.random.")
-# jax.numpy / jax.random functions whose result is metadata (a dtype, a shape, a flag, a
-# function or a printout), never an array: `jnp.result_type(x)` is a static dtype argument.
-NOT_ARRAYS = frozenset(f"jax.numpy.{name}" for name in (
-    "result_type", "promote_types", "dtype", "finfo", "iinfo", "issubdtype", "isdtype", "can_cast",
-    "shape", "ndim", "size", "broadcast_shapes", "einsum_path", "iscomplexobj", "isrealobj", "isscalar",
-    "iterable", "vectorize", "frompyfunc", "ufunc", "array_repr", "array_str", "get_printoptions",
-    "printoptions", "set_printoptions", "save", "savez",
-)) | {"jax.random.key_impl"}
+PARTIALS = jax_api.names("partials")
+ARRAY_TYPES = jax_api.names("array_annotations")
+ARRAY_MAKERS = tuple(sorted(jax_api.names("array_makers")))
+# jax.numpy / jax.random functions whose result is metadata, never an array
+NOT_ARRAYS = jax_api.names("metadata_functions")
 # Annotations that say a parameter holds a dtype and no array. (`DTypeLike` is not one: it
 # admits any object with a `.dtype`, arrays included.)
-DTYPE_TYPES = frozenset({"jax.numpy.dtype", "numpy.dtype"})
+DTYPE_TYPES = jax_api.names("dtype_annotations")
+_PARTIAL = jax_api.name("partial")
+_OPTIONAL = jax_api.name("optional")
+_FILTER_CUSTOM_JVP = jax_api.name("filter_custom_jvp")
 
 
 @dataclasses.dataclass
@@ -140,12 +143,7 @@ class CustomJvpNondiffArrays(Rule):
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL101"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A definition needs `nondiff_argnums`/`nondiff_argnames` given to `jax.custom_jvp`/`vjp`,
-        directly or through `functools.partial`."""
-        return any(keyword(call, "nondiff_argnums", "nondiff_argnames") is not None
-                   and configures(sketch, call, _CUSTOM_NAMES) for call in sketch.calls)
+    needs = Needs.configures(*_CUSTOM_NAMES, keywords=("nondiff_argnums", "nondiff_argnames"))
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -193,7 +191,7 @@ class CustomJvpNondiffArrays(Rule):
 
     def _partial_flavour(self, node: cst.BaseExpression, site: Site) -> str | None:
         """`functools.partial(jax.custom_jvp, nondiff_argnums=...)` -> "jvp"."""
-        if not isinstance(node, cst.Call) or self.facts.qualname(node.func, site.scope) != "functools.partial":
+        if not isinstance(node, cst.Call) or self.facts.qualname(node.func, site.scope) != _PARTIAL:
             return None
         args = positional_args(node)
         return CUSTOM.get(self.facts.qualname(args[0].value, site.scope) or "") if args else None
@@ -223,12 +221,12 @@ class CustomJvpNondiffArrays(Rule):
             return []
         if definition.function is not None:
             return self.facts.calls_of(definition.function)
-        return [(call, site) for call, site in self.facts.index.of_type(cst.Call)
+        return [(call, site) for call, site in self.facts.sites_of(cst.Call)
                 if isinstance(call.func, cst.Name) and self.facts.lookup(call.func.value, site.scope) == [binding]]
 
     def _evidence(self, definition: _Definition) -> tuple[str, str] | None:
         """(parameter, what it holds) for the first array-carrying non-differentiable argument."""
-        scope = definition.site.scope if definition.site else self.facts.index.module_scope
+        scope = definition.site.scope if definition.site else self.facts.module_scope
         for position in definition.nondiff:
             param = definition.params[position] if position < len(definition.params) else None
             label = param.name.value if param else f"argument {position}"
@@ -262,10 +260,10 @@ class CustomJvpNondiffArrays(Rule):
         """`jnp.dtype`, `np.dtype`, and their `Optional[...]` / `X | None` forms."""
         if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
             sides = (annotation.left, annotation.right)
-            return all(_is_none(side) or self._is_dtype_type(side, scope) for side in sides) \
-                and not all(_is_none(side) for side in sides)
+            return all(literals.is_none(side) or self._is_dtype_type(side, scope) for side in sides) \
+                and not all(literals.is_none(side) for side in sides)
         optional = isinstance(annotation, cst.Subscript) and \
-            self.facts.qualname(annotation.value, scope) == "typing.Optional"
+            self.facts.qualname(annotation.value, scope) == _OPTIONAL
         if optional and isinstance(annotation, cst.Subscript):
             element = annotation.slice[0].slice if len(annotation.slice) == 1 else None
             return isinstance(element, cst.Index) and self._is_dtype_type(element.value, scope)
@@ -288,7 +286,7 @@ class CustomJvpNondiffArrays(Rule):
             if qualname.startswith(ARRAY_MAKERS) and qualname not in NOT_ARRAYS:
                 return "an array"
         if isinstance(value, cst.Lambda):
-            closed = self._closed_over(value.body, facts.index.body_scope(value))
+            closed = self._closed_over(value.body, facts.body_scope(value))
             return f"a closure over `{closed}`" if closed else None
         if isinstance(value, cst.Name) and depth < 3:
             bindings = facts.lookup(value.value, site.scope)
@@ -297,7 +295,7 @@ class CustomJvpNondiffArrays(Rule):
             binding = bindings[0]
             if binding.kind == "def":
                 body = binding.node.body  # type: ignore[attr-defined]
-                closed = self._closed_over(body, facts.index.body_scope(binding.node))
+                closed = self._closed_over(body, facts.body_scope(binding.node))
                 return f"a closure over `{closed}`" if closed else None
             if binding.kind == "assign" and not binding.path and binding.value is not None:
                 return self._carries(binding.value, Site(binding.scope, binding.order), depth + 1)
@@ -403,7 +401,7 @@ class CustomJvpNondiffArrays(Rule):
     def _rewrite(self, definition: _Definition, registration: Registration, calls: list[cst.Call]) -> Edits:
         function, decorator = definition.function, definition.decorator
         assert function is not None and decorator is not None and registration.rule is not None
-        reference, imports = self.facts.reference("equinox.filter_custom_jvp", definition.site)  # type: ignore[arg-type]
+        reference, imports = self.facts.reference(_FILTER_CUSTOM_JVP, definition.site)  # type: ignore[arg-type]
         params = function.params.params
         static = [params[i] for i in definition.nondiff]
         dynamic = [p for i, p in enumerate(params) if i not in definition.nondiff]
@@ -698,15 +696,12 @@ def _positions(node: cst.BaseExpression, params: list[cst.Param]) -> list[int]:
     found = set()
     for item in items:
         value = item.value
-        if isinstance(value, cst.Integer):
-            found.add(int(value.value))
-        elif isinstance(value, cst.SimpleString) and value.evaluated_value in names:
-            found.add(names.index(value.evaluated_value))
+        position, name = literals.integer(value), literals.string(value)
+        if position is not None:
+            found.add(position)
+        elif name in names:
+            found.add(names.index(name))
     return sorted(found)
-
-
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def _may_hold_array(binding: Binding) -> bool:
@@ -720,7 +715,7 @@ def _may_hold_array(binding: Binding) -> bool:
 
 
 def _exported(facts, name: str) -> bool:
-    for binding in facts.index.module_scope.bindings.get("__all__", []):
+    for binding in facts.module_scope.bindings.get("__all__", []):
         if isinstance(binding.value, (cst.List, cst.Tuple)) and any(
                 isinstance(e.value, cst.SimpleString) and e.value.evaluated_value == name
                 for e in binding.value.elements):

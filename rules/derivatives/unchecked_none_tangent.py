@@ -6,13 +6,15 @@ import dataclasses
 import functools
 
 import libcst as cst
-from odelint.analysis.scopes import Binding, Scope, Site
+from odelint.analysis import Binding, Needs, Scope, Site, jax_api, literals
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, positional_params
 
 # Calling these on `None` fails like arithmetic does.
-ARRAY_FUNCTIONS = ("jax.numpy.", "jax.lax.", "jax.nn.")
+ARRAY_FUNCTIONS = tuple(sorted(jax_api.names("array_functions")))
+_FILTER_CUSTOM_JVP = jax_api.name("filter_custom_jvp")
+_ZEROS_LIKE = jax_api.name("zeros_like")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +77,7 @@ class UncheckedNoneTangent(Rule):
     name = "unchecked-none-tangent"
     summary = "A filter_custom_jvp rule uses a tangent that may be None without checking"
     triggers = (("filter_custom_jvp", "def_jvp"), ("filter_custom_jvp", "defjvp"))
+    needs = Needs.refers_to(_FILTER_CUSTOM_JVP)
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL102"
 
@@ -100,10 +103,10 @@ class UncheckedNoneTangent(Rule):
             return False
         binding = bindings[0]
         if binding.kind == "def":
-            return any(self.facts.qualname(d.decorator, binding.scope) == "equinox.filter_custom_jvp"
+            return any(self.facts.qualname(d.decorator, binding.scope) == _FILTER_CUSTOM_JVP
                        for d in binding.node.decorators)  # type: ignore[attr-defined]
         return (binding.kind == "assign" and not binding.path and isinstance(binding.value, cst.Call)
-                and self.facts.qualname(binding.value.func, binding.scope) == "equinox.filter_custom_jvp")
+                and self.facts.qualname(binding.value.func, binding.scope) == _FILTER_CUSTOM_JVP)
 
     def _check(self, registration: Registration, deprecated: bool) -> None:
         owner = registration.owner.value
@@ -138,7 +141,7 @@ class UncheckedNoneTangent(Rule):
 
     def _analyse(self, rule: cst.FunctionDef) -> _Analysis | None:
         params = positional_params(rule.params)
-        scope = self.facts.index.body_scope(rule)
+        scope = self.facts.body_scope(rule)
         if len(params) < 2 or scope is None:
             return None
         primals, tangents = params[0].name.value, params[1].name.value
@@ -169,7 +172,7 @@ class UncheckedNoneTangent(Rule):
             edits.append(Replace(attribute, attribute.with_changes(attr=cst.Name("def_jvp"))))
         if not analysis.tangents:
             return Edits(edits)
-        zeros, imports = self.facts.reference("jax.numpy.zeros_like", Site(analysis.scope, 0))
+        zeros, imports = self.facts.reference(_ZEROS_LIKE, Site(analysis.scope, 0))
         spelled = cst.Module([]).code_for_node(zeros)
         lines: dict[int, list[cst.BaseStatement]] = {}
         for name, tangent in sorted(analysis.tangents.items(), key=lambda item: item[1].index):
@@ -409,9 +412,10 @@ def _extracted(binding: Binding, source: str) -> tuple[tuple[int, ...], cst.Name
         return None
     if isinstance(value, (cst.Tuple, cst.List)) and path and path[0] < len(value.elements):
         value, path = value.elements[path[0]].value, path[1:]
-    if (isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index)
-            and isinstance(value.slice[0].slice.value, cst.Integer)):
-        path = (int(value.slice[0].slice.value.value), *path)
+    index = (literals.integer(value.slice[0].slice.value) if isinstance(value, cst.Subscript) and len(value.slice) == 1
+             and isinstance(value.slice[0].slice, cst.Index) else None)
+    if index is not None and isinstance(value, cst.Subscript):
+        path = (index, *path)
         value = value.value
     if isinstance(value, cst.Name) and value.value == source and path:
         return path, value

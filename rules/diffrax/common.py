@@ -3,35 +3,20 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
-import tomllib
-from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import libcst as cst
-from odelint.analysis.calls import argument_at, calls_within, keyword_arg
-from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import Scope, Site
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-DIFFEQSOLVE = "diffrax.diffeqsolve"
-SAVEAT_CLASSES = frozenset({"diffrax.SaveAt", "diffrax.SubSaveAt"})
+from odelint.analysis import Facts, Scope, Site, argument_at, calls_within, jax_api, keyword_arg, literals
 
 
-def solves(sketch: Sketch) -> list[ast.Call]:
-    """The calls that may be `diffrax.diffeqsolve`: every rule of the family reads one."""
-    return sketch.calls_to((DIFFEQSOLVE,))
-
-
-@functools.cache
 def api() -> dict[str, Any]:
-    """rules/data/diffrax_api.toml, read on first use."""
-    text = resources.files("odelint.rules").joinpath("data").joinpath("diffrax_api.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    """diffrax_api.toml, read on first use."""
+    return jax_api.diffrax_api()
+
+
+DIFFEQSOLVE: str = api()["names"]["diffeqsolve"]
+SAVEAT_CLASSES = frozenset(api()["names"]["saveat"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +61,7 @@ class Solve:
     def is_none(self, name: str) -> bool:
         """Is the argument passed as the literal `None`?"""
         arg = self.argument(name)
-        return arg is not None and is_none(arg.value)
+        return arg is not None and literals.is_none(arg.value)
 
     def adjoint(self) -> Setting:
         return self.setting("adjoint", api()["adjoints"]["default"])
@@ -119,12 +104,8 @@ def constructed(facts: Facts, node: cst.BaseExpression, scope: Scope, seen: froz
     return None
 
 
-def is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
 def is_truthy_literal(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Name):
         return node.value == "True"
-    return isinstance(node, cst.Integer) and int(node.value, 0) != 0
+    return bool(literals.integer(node))
 

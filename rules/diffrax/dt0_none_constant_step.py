@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site
 from odelint.api.rule import Callees, Flag, Pass, Rule
-from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api
 
 
 class Dt0NoneConstantStep(Rule):
@@ -59,10 +54,7 @@ class Dt0NoneConstantStep(Rule):
     def callees(cls) -> Callees:
         return Callees(names=frozenset({DIFFEQSOLVE}))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only a `diffeqsolve` call is checked."""
-        return bool(solves(sketch))
+    needs = Needs.calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

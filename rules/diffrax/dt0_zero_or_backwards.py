@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.scopes import Site
-from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, api, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+from odelint.analysis import Needs, Site
+from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api
 
 _STALLS = ("equinox.EquinoxRuntimeError: The maximum number of solver steps was reached. "
            "Try increasing `max_steps`.")
@@ -72,10 +67,11 @@ class Dt0ZeroOrBackwards(Rule):
     triggers = (("diffeqsolve",),)
     fixtures = "tests/fixtures/ODL806"
 
+    needs = Needs.calls_to(DIFFEQSOLVE)
+
     @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only a `diffeqsolve` call is checked."""
-        return bool(solves(sketch))
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({DIFFEQSOLVE}))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import keyword_arg, source_of
-from odelint.analysis.differentiation import FORWARD, REVERSE, differentiation
-from odelint.analysis.scopes import Site
+from odelint.analysis import FORWARD, REVERSE, Needs, Site, keyword_arg, source_of
 from odelint.api.finding import Edits, Fix, Replace, Safety
 from odelint.api.rule import Callees, Flag, Pass, Rule
-from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api
 
 _CUSTOM_VJP = "`TypeError: can't apply forward-mode autodiff (jvp) to a custom_vjp function.`"
 _WHILE_LOOP = ("`ValueError: Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
@@ -91,24 +83,19 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
     def callees(cls) -> Callees:
         return Callees(names=frozenset({DIFFEQSOLVE}))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A `diffeqsolve` call in code that may run under differentiation."""
-        calls = {id(call) for call in solves(sketch)}
-        return bool(calls) and any(id(node) in calls
-                                   for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
+    needs = Needs.differentiated_calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)
         if solve is None:
             return
-        stacks = differentiation(self.facts).modes(site)
+        stacks = self.facts.differentiation.modes(site)
         adjoint = solve.adjoint()
         if not stacks or adjoint.qualname is None or adjoint.qualname in api()["adjoints"]["forward_mode"]:
             return
         spelled = (f"the adjoint `{source_of(self.context.module, adjoint.call)}`" if adjoint.call is not None
                    else "the default adjoint `RecursiveCheckpointAdjoint()`")
-        why = differentiation(self.facts).why_differentiated(site)
+        why = self.facts.differentiation.why_differentiated(site)
         for stack in sorted(stacks, key=_severity):
             problem = self._problem(stack, solve)
             if problem is None:

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import argument_at, source_of
-from odelint.analysis.differentiation import REVERSE, differentiation
-from odelint.analysis.scopes import Site
+from odelint.analysis import REVERSE, Needs, Site, argument_at, literals, source_of
 from odelint.api.rule import Callees, Flag, Pass, Rule
-from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api, is_none, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api
 
 
 class UnboundedMaxSteps(Rule):
@@ -72,10 +65,7 @@ class UnboundedMaxSteps(Rule):
     def callees(cls) -> Callees:
         return Callees(names=frozenset({DIFFEQSOLVE}))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only a `diffeqsolve` call is checked."""
-        return bool(solves(sketch))
+    needs = Needs.calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)
@@ -92,7 +82,7 @@ class UnboundedMaxSteps(Rule):
                                "`ValueError: `max_steps=None` is incompatible with `saveat.dense=True``; "
                                "give `max_steps` a bound")
             return
-        reverse = [stack for stack in differentiation(self.facts).modes(site) if REVERSE in stack]
+        reverse = [stack for stack in self.facts.differentiation.modes(site) if REVERSE in stack]
         adjoint = solve.adjoint()
         if reverse and self._needs_bound(adjoint):
             spelled = (f"`{source_of(self.context.module, adjoint.call)}`" if adjoint.call is not None
@@ -100,7 +90,7 @@ class UnboundedMaxSteps(Rule):
             self.report(
                 where,
                 f"`max_steps=None` with {spelled} in code that is differentiated in reverse mode "
-                f"({differentiation(self.facts).why_differentiated(site)}): diffrax raises `RuntimeError: Cannot "
+                f"({self.facts.differentiation.why_differentiated(site)}): diffrax raises `RuntimeError: Cannot "
                 f"reverse-mode autodifferentiate when using diffeqsolve(..., max_steps=None, ...)`; give "
                 f"`max_steps` a bound, or pass `adjoint=diffrax.RecursiveCheckpointAdjoint(checkpoints=...)`",
             )
@@ -111,7 +101,7 @@ class UnboundedMaxSteps(Rule):
             return False
         # RecursiveCheckpointAdjoint(checkpoints=n) bounds the memory itself
         checkpoints = argument_at(adjoint.call, "checkpoints", 0) if adjoint.call is not None else None
-        return checkpoints is None or is_none(checkpoints.value)
+        return checkpoints is None or literals.is_none(checkpoints.value)
 
     examples = (
         Flag("""

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.scopes import Scope, Site
+from odelint.analysis import Needs, Scope, Site, jax_api, positional_args, source_of
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, constructed, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, constructed
 
 # reductions that an `inf` entry turns into inf or nan (`min` is not among them: the padding
 # is +inf); as functions of jax.numpy / numpy, and as array methods
-_REDUCTIONS = ("sum", "mean", "max", "amax", "prod", "std", "var", "average", "nansum", "nanmean", "nanmax",
-               "nanprod", "nanstd", "nanvar", "linalg.norm")
-_REDUCING_FUNCTIONS = frozenset(f"{module}.{name}" for module in ("jax.numpy", "numpy") for name in _REDUCTIONS)
+_REDUCING_FUNCTIONS = jax_api.names("inf_reductions")
 _REDUCING_METHODS = frozenset({"sum", "mean", "max", "prod", "std", "var"})
 _PADDED_FIELDS = frozenset({"ys", "ts"})
 
@@ -63,10 +55,7 @@ class UnmaskedStepOutputs(Rule):
     triggers = (("SaveAt", "steps", "diffeqsolve"),)
     fixtures = "tests/fixtures/ODL805"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Padded outputs come only from a `diffeqsolve` call of the file."""
-        return bool(solves(sketch))
+    needs = Needs.calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         reduced = self._reduced(node, site.scope)

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import argument_at
-from odelint.analysis.scopes import Scope, Site
-from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, api, constructed, solves
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+from odelint.analysis import Needs, Scope, Site, argument_at
+from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api, constructed
 
 _ERROR = "ValueError: The vector field inside `ODETerm` must return a pytree with the same structure as `y0`."
 _ARTICLE = {"list": "a list", "tuple": "a tuple", "dict": "a dict", "array": "an array"}
@@ -70,10 +64,11 @@ class VectorFieldStructureMismatch(Rule):
     triggers = (("diffeqsolve", "ODETerm"),)
     fixtures = "tests/fixtures/ODL807"
 
+    needs = Needs.calls_to(DIFFEQSOLVE)
+
     @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only a `diffeqsolve` call is checked."""
-        return bool(solves(sketch))
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({DIFFEQSOLVE}))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         solve = Solve.of(self.facts, node, site)

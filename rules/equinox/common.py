@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import transformed
-from odelint.analysis.scopes import Site
-from odelint.analysis.transformed import Application
+from odelint.analysis import Application, Site, transformed
 from odelint.api.rule import Rule
 
 

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import transformed
-from odelint.analysis.calls import keyword_arg, positional_args, source_of
-from odelint.analysis.facts import Kind, loaded_names
-from odelint.analysis.scopes import Binding, Site
-from odelint.analysis.transformed import Application
+from odelint.analysis import (
+    Application,
+    Binding,
+    Kind,
+    Needs,
+    Site,
+    jax_api,
+    keyword_arg,
+    loaded_names,
+    positional_args,
+    source_of,
+    transformed,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-_FILTER_GRADS = frozenset({"equinox.filter_grad", "equinox.filter_value_and_grad"})
+_FILTER_GRADS = jax_api.names("filter_grads")
 
 
 class FilterGradFirstArgument(TransformApplicationRule):
@@ -66,10 +69,7 @@ class FilterGradFirstArgument(TransformApplicationRule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL605"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """Only an application of `eqx.filter_grad`/`filter_value_and_grad` is checked."""
-        return sketch.refers_to(*_FILTER_GRADS)
+    needs = Needs.refers_to(*_FILTER_GRADS)
 
     def check(self, application: Application) -> None:
         if application.qualname not in _FILTER_GRADS:

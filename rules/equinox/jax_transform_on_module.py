@@ -3,28 +3,15 @@ function or string leaves."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from odelint.analysis import transformed
-from odelint.analysis.calls import source_of
-from odelint.analysis.transformed import Application
+from odelint.analysis import Application, Needs, jax_api, source_of, transformed
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-# The transforms this rule checks, and what each raises on a function or string leaf
-# (measured on jax 0.10.2).
-_FAILURES = {
-    "jax.jit": "TypeError: Error interpreting argument to <fn> as an abstract array",
-    "jax.grad": "TypeError: Argument ... is not a valid JAX type",
-    "jax.value_and_grad": "TypeError: Argument ... is not a valid JAX type",
-    "jax.vmap": "TypeError: Argument ... is not a valid JAX type",
-}
+# The transforms this rule checks, and what each raises on a function or string leaf.
+_FAILURES: dict[str, str] = jax_api.names_table("module_transforms")
 # Keywords the Equinox transform takes with the same meaning.
-_SAME_KEYWORDS = {"jax.grad": {"has_aux"}, "jax.value_and_grad": {"has_aux"}}
+_SAME_KEYWORDS = {name: set(words) for name, words in jax_api.names_table("same_keywords").items()}
 
 
 class JaxTransformOnModule(TransformApplicationRule):
@@ -78,9 +65,7 @@ class JaxTransformOnModule(TransformApplicationRule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL601"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return sketch.refers_to(*_FAILURES) and sketch.may_hold_modules()
+    needs = Needs.refers_to(*_FAILURES) & Needs.may_hold_modules()
 
     def check(self, application: Application) -> None:
         if application.qualname not in _FAILURES:

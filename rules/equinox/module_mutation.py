@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.classes import enclosing_class, initialising_methods, is_module_class
-from odelint.analysis.scopes import CLASS, Site
-from odelint.analysis.sketch_calls import called_names, may_name_module
+from odelint.analysis import CLASS, Needs, Site, enclosing_class, initialising_methods, is_module_class, jax_api
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
 # Bases that declare no dataclass fields.
-_FIELDLESS_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC"})
+_FIELDLESS_BASES = jax_api.names("fieldless_bases")
+_TREE_AT = jax_api.name("eqx_tree_at")
+_MODULE = jax_api.name("equinox_module")
 # Methods in which Equinox lets a module assign its own fields.
 
 
@@ -62,20 +56,12 @@ class ModuleMutation(Rule):
     code = "ODL604"
     name = "module-mutation"
     summary = "An Equinox module's attribute is assigned outside __init__, or __init__ sets an undeclared field"
-    # the libraries whose classes are Equinox modules (rules/data/library_modules.toml)
+    # the libraries whose classes are Equinox modules (lint/analysis/data/library_modules.toml)
     triggers = (("equinox",), ("diffrax",), ("lineax",), ("optimistix",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL604"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """`name.field = ...` (or `+=`) where the name may hold a module; `self` in `__init__` of
-        a class that may be a module is one such name (a parameter of a method of that class)."""
-        if not sketch.may_hold_modules():
-            return False
-        owners = {target.value.id for target in _targets(sketch) if isinstance(target.value, ast.Name)}
-        called = called_names(sketch)
-        return any(may_name_module(sketch, owner, called) for owner in owners)
+    needs = Needs.fact("module_field_assigned")
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         if len(node.targets) == 1:
@@ -132,7 +118,7 @@ class ModuleMutation(Rule):
                         safe=False)
 
     def _tree_at(self, node: cst.Assign, owner: cst.Name, field: str, site: Site) -> Edits:
-        tree_at, imports = self.facts.reference("equinox.tree_at", site)
+        tree_at, imports = self.facts.reference(_TREE_AT, site)
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         where = cst.Lambda(cst.Parameters([cst.Param(cst.Name("t"))]), cst.Attribute(cst.Name("t"), cst.Name(field)))
         call = cst.Call(tree_at, [cst.Arg(where, comma=comma), cst.Arg(cst.Name(owner.value), comma=comma),
@@ -284,17 +270,10 @@ class ModuleMutation(Rule):
     )
 
 
-def _targets(sketch: Sketch) -> list[ast.Attribute]:
-    """The `name.attr` targets of single-target assignments and augmented assignments."""
-    found = [node.targets[0] for node in sketch.of_type(ast.Assign) if len(node.targets) == 1]
-    found += [node.target for node in sketch.of_type(ast.AugAssign)]
-    return [t for t in found if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
-
-
 def _declared_fields(facts, cls: cst.ClassDef) -> set[str] | None:
     """Names the class body (and its module bases of this file) declare; None when a base is
     a class whose fields are unknown (a library module)."""
-    scope = facts.index.body_scope(cls)
+    scope = facts.body_scope(cls)
     if scope is None:
         return None
     names = {name for name, bindings in scope.bindings.items()
@@ -307,7 +286,7 @@ def _declared_fields(facts, cls: cst.ClassDef) -> set[str] | None:
             if facts.qualname(outer, where) in _FIELDLESS_BASES:
                 continue
             return None  # a class we cannot read may declare fields
-        if parent.name == "equinox.Module":
+        if parent.name == _MODULE:
             continue
         if parent.node is None:
             return None

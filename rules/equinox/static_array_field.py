@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import keyword_arg, source_of
-from odelint.analysis.classes import is_module_class
-from odelint.analysis.facts import Kind
-from odelint.analysis.scopes import CLASS, Site
-from odelint.analysis.sketch_calls import enclosing_class, keyword, may_be_module_class
+from odelint.analysis import CLASS, Kind, Needs, Site, is_module_class, jax_api, keyword_arg, source_of
 from odelint.api.rule import Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
 _ARRAYS = (Kind.ARRAY, Kind.KEY)
+_STATIC_FIELD = jax_api.name("static_field")
+_FIELD = jax_api.name("field")
 
 
 class StaticArrayField(Rule):
@@ -69,12 +61,7 @@ class StaticArrayField(Rule):
     fix_safety = None
     fixtures = "tests/fixtures/ODL603"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """A static field of a class that may be a module, annotated with what may be an array
-        or in a class with an `__init__` (which may assign it one)."""
-        return any(_may_be_static(sketch, node) and _may_hold_array(sketch, node)
-                   for node in sketch.of_type(ast.AnnAssign))
+    needs = Needs.fact("static_array_field")
 
     def visit_AnnAssign(self, node: cst.AnnAssign, site: Site) -> None:
         if site.scope.kind != CLASS or not isinstance(node.target, cst.Name) or not self._is_static(node.value, site):
@@ -102,9 +89,9 @@ class StaticArrayField(Rule):
         if not isinstance(value, cst.Call):
             return False
         qualname = self.facts.qualname(value.func, site.scope)
-        if qualname == "equinox.static_field":
+        if qualname == _STATIC_FIELD:
             return True
-        static = keyword_arg(value, "static") if qualname == "equinox.field" else None
+        static = keyword_arg(value, "static") if qualname == _FIELD else None
         return static is not None and isinstance(static.value, cst.Name) and static.value.value == "True"
 
     examples = (
@@ -158,31 +145,11 @@ class StaticArrayField(Rule):
     )
 
 
-def _may_be_static(sketch: Sketch, node: ast.AnnAssign) -> bool:
-    """`name: T = eqx.static_field()` or `= eqx.field(..., static=True)`."""
-    value = node.value
-    if not (isinstance(node.target, ast.Name) and isinstance(value, ast.Call)):
-        return False
-    names = sketch.qualnames(value.func)
-    static = keyword(value, "static")
-    return "equinox.static_field" in names or (
-        "equinox.field" in names and isinstance(static, ast.Constant) and static.value is True)
-
-
-def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:
-    """In the body of a class that may be a module, with an annotation that may declare an
-    array or key, or an `__init__` that may assign one."""
-    cls = enclosing_class(sketch, node)
-    return cls is not None and may_be_module_class(sketch, cls) and (
-        sketch.arrays.may_declare(node.annotation, "array", "key")
-        or any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in cls.body))
-
-
 def _init_value(facts, cls: cst.ClassDef, field: str) -> cst.BaseExpression | None:
     """The array `__init__` assigns to `self.<field>`, if it assigns one."""
     init = next((item for item in cls.body.body if isinstance(item, cst.FunctionDef) and item.name.value == "__init__"),
                 None)
-    scope = facts.index.body_scope(init) if init is not None else None
+    scope = facts.body_scope(init) if init is not None else None
     if init is None or scope is None:
         return None
     for statement in init.body.body:

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import source_of
-from odelint.analysis.classes import enclosing_class, is_module_class
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site, enclosing_class, is_module_class, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
-
-_STORED = frozenset({"jax.vmap", "jax.jit", "jax.grad", "jax.value_and_grad", "jax.checkpoint", "jax.remat"})
+_STORED = jax_api.names("stored_transforms")
 
 
 class TransformedModuleField(Rule):
@@ -64,9 +56,7 @@ class TransformedModuleField(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL602"
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return "__init__" in sketch.defs and bool(sketch.calls_to(_STORED)) and sketch.may_hold_modules()
+    needs = Needs.defines("__init__") & Needs.calls_to(*_STORED) & Needs.may_hold_modules()
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         value = node.value

@@ -5,9 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import Site
+from odelint.analysis import Facts, Site, jax_api
 from odelint.api.finding import Edits, Replace
 
 
@@ -19,8 +17,8 @@ def needs_params(constructors: frozenset[str] | None) -> list[str]:
 
 def filtered(facts: Facts, value: cst.BaseExpression, site: Site) -> tuple[cst.Call, tuple]:
     """`eqx.filter(value, eqx.is_array)` spelt with the file's own equinox alias."""
-    filter_ref, imports = facts.reference("equinox.filter", site)
-    is_array_ref, more = facts.reference("equinox.is_array", site)
+    filter_ref, imports = facts.reference(jax_api.name("eqx_filter"), site)
+    is_array_ref, more = facts.reference(jax_api.name("eqx_is_array"), site)
     call = cst.Call(filter_ref, [cst.Arg(value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                                  cst.Arg(is_array_ref)])
     return call, (*imports, *more)

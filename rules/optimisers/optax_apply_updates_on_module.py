@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site, jax_api, positional_args, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.optimisers.common import module_fault
 
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+_APPLY_UPDATES = jax_api.names("optax_apply_updates")
 
 
 class OptaxApplyUpdatesOnModule(Rule):
@@ -56,15 +52,12 @@ class OptaxApplyUpdatesOnModule(Rule):
 
     @classmethod
     def callees(cls) -> Callees:
-        return Callees(names=frozenset({"optax.apply_updates", "optax.transforms.apply_updates"}))
+        return Callees(names=frozenset(_APPLY_UPDATES))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return (bool(sketch.calls_to(("optax.apply_updates", "optax.transforms.apply_updates")))
-                and sketch.may_hold_modules())
+    needs = Needs.calls_to(*_APPLY_UPDATES) & Needs.may_hold_modules()
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        if self.facts.qualname(node.func, site.scope) not in ("optax.apply_updates", "optax.transforms.apply_updates"):
+        if self.facts.qualname(node.func, site.scope) not in _APPLY_UPDATES:
             return
         args = positional_args(node)
         if not args or not self.facts.is_module(args[0].value, site):
@@ -80,7 +73,7 @@ class OptaxApplyUpdatesOnModule(Rule):
         )
 
     def _swap(self, node: cst.Call, site: Site) -> Edits:
-        func, imports = self.facts.reference("equinox.apply_updates", site)
+        func, imports = self.facts.reference(jax_api.name("eqx_apply_updates"), site)
         return Edits([Replace(node.func, func)], imports)
 
     examples = (

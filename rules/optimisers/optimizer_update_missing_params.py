@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis import jax_api
-from odelint.analysis.calls import keyword_arg, positional_args, source_of
-from odelint.analysis.facts import method_call
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site, jax_api, keyword_arg, method_call, positional_args, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.optimisers.common import filtered, needs_params
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
 
 
 class OptimizerUpdateMissingParams(Rule):
@@ -64,14 +55,9 @@ class OptimizerUpdateMissingParams(Rule):
     def callees(cls) -> Callees:
         return Callees(methods=frozenset({"update"}))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        """An optimiser built from optax functions that need the params, and a call
-        `x.update(a, b)` of exactly two positional arguments."""
-        return sketch.refers_to(*(f"optax.{name}" for name in jax_api.optax_need_params())) and any(
-            isinstance(call.func, ast.Attribute) and call.func.attr == "update" and len(call.args) == 2
-            and not call.keywords and not any(isinstance(arg, ast.Starred) for arg in call.args)
-            for call in sketch.calls)
+    # an optimiser built from optax functions that need the params, and `x.update(a, b)`
+    needs = (Needs.refers_to(*(f"optax.{name}" for name in jax_api.optax_need_params()))
+             & Needs.method_calls("update", positional=2))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "update")

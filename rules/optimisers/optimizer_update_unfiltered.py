@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
-from odelint.analysis.calls import keyword_arg, positional_args, source_of
-from odelint.analysis.facts import method_call
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site, keyword_arg, method_call, positional_args, source_of
 from odelint.api.finding import Safety
 from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.optimisers.common import filter_fix, module_fault
-
-if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
 
 
 class OptimizerUpdateUnfiltered(Rule):
@@ -62,9 +55,7 @@ class OptimizerUpdateUnfiltered(Rule):
     def callees(cls) -> Callees:
         return Callees(methods=frozenset({"update"}))
 
-    @classmethod
-    def may_fire(cls, sketch: Sketch) -> bool:
-        return sketch.may_hold_modules()
+    needs = Needs.may_hold_modules()
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         receiver = method_call(node, "update")

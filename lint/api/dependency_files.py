@@ -1,4 +1,5 @@
-"""Read the requirements a dependency file declares, each with where it is written.
+"""Read the requirements a dependency file declares, each with where it is written: what
+dependency-file rules (ODL501) and the target-version lookup (odelint.files.versions) read.
 
 Formats: requirements/constraints files (pip's line syntax), pyproject.toml (PEP 621
 dependencies and optional dependencies, PEP 735 dependency groups), setup.cfg

@@ -1,13 +1,13 @@
-"""The deprecated-API table (deprecated_apis.toml): one row per old spelling, loaded once."""
+"""The deprecated-API table (deprecated_apis.toml, odelint.analysis.tables): one row per old
+spelling, loaded once."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import tomllib
 from collections.abc import Mapping
-from importlib import resources
 
+from odelint.analysis import tables
 from packaging.version import InvalidVersion, Version
 
 TABLE_FILE = "deprecated_apis.toml"
@@ -99,8 +99,7 @@ def _version(text: str) -> Version | None:
 @functools.cache
 def load() -> tuple[DeprecatedApi, ...]:
     """The table shipped inside the package (raises on a malformed table: it is our data)."""
-    text = resources.files("odelint.rules").joinpath("data").joinpath(TABLE_FILE).read_text(encoding="utf-8")
-    return parse(tomllib.loads(text))
+    return parse(tables.read(TABLE_FILE))
 
 
 def parse(data: Mapping) -> tuple[DeprecatedApi, ...]:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import tomllib
 from collections.abc import Mapping
-from importlib import resources
 
+from odelint.analysis import tables
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -76,9 +75,7 @@ class Table:
 @functools.cache
 def load() -> Table:
     """The table shipped inside the package (raises on a malformed table: it is our data)."""
-    table = resources.files("odelint.rules").joinpath("data").joinpath(TABLE_FILE)
-    data = tomllib.loads(table.read_text(encoding="utf-8"))
-    return parse(data)
+    return parse(tables.read(TABLE_FILE))
 
 
 def parse(data: Mapping) -> Table:

@@ -1,0 +1,142 @@
+"""What a file must contain for a rule to fire, declared by the rule, evaluated by the engine.
+
+A rule states its pre-check as data (`needs = Needs.calls_to(*names) & Needs.may_hold_modules()`)
+instead of writing code over CPython's `ast`: the engine evaluates every enabled rule's
+declaration on the one `Sketch` of the file (odelint.analysis.sketch) before any LibCST parse.
+Each word of the vocabulary errs towards "maybe", like the Sketch: a declaration that does not
+hold means the rule cannot report anything on the file (tests/test_gate.py lints every input
+with and without it). What no word says plainly is a named fact of the Sketch
+(odelint.analysis.sketch_facts), kept with the model and tested there, never in a rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
+
+
+@dataclasses.dataclass(frozen=True)
+class Need:
+    """One declaration: `holds(sketch)` says whether the file may let the rule fire."""
+
+    text: str
+    test: Callable[[Sketch], bool] = dataclasses.field(compare=False, repr=False)
+
+    def holds(self, sketch: Sketch) -> bool:
+        return self.test(sketch)
+
+    def __and__(self, other: Need) -> Need:
+        return Need(f"({self.text} & {other.text})", lambda sketch: self.holds(sketch) and other.holds(sketch))
+
+    def __or__(self, other: Need) -> Need:
+        return Need(f"({self.text} | {other.text})", lambda sketch: self.holds(sketch) or other.holds(sketch))
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Needs:
+    """The vocabulary of declarations."""
+
+    @staticmethod
+    def calls_to(*names: str, keywords: Iterable[str] = ()) -> Need:
+        """A call that may be to one of these dotted names (given one of `keywords`, if any)."""
+        wanted, given = tuple(sorted(names)), tuple(keywords)
+
+        def test(sketch: Sketch) -> bool:
+            calls = sketch.calls_to(wanted)
+            return bool(calls) if not given else any(_has_keyword(call, given) for call in calls)
+
+        suffix = f" with {'/'.join(given)}=" if given else ""
+        return Need(f"calls_to({', '.join(wanted)}){suffix}", test)
+
+    @staticmethod
+    def configures(*transforms: str, keywords: Iterable[str]) -> Need:
+        """A call giving one of `keywords` to one of these transforms, directly
+        (`jax.jit(f, static_argnums=1)`) or through `functools.partial(jax.jit, ...)`."""
+        wanted, given = frozenset(transforms), tuple(keywords)
+
+        def test(sketch: Sketch) -> bool:
+            from odelint.analysis.sketch_calls import configures
+
+            return any(_has_keyword(call, given) and configures(sketch, call, wanted) for call in sketch.calls)
+
+        return Need(f"configures({', '.join(sorted(wanted))}) with {'/'.join(given)}=", test)
+
+    @staticmethod
+    def method_calls(method: str, positional: int) -> Need:
+        """A call `x.<method>(...)` with exactly `positional` plain positional arguments and no keyword."""
+        def test(sketch: Sketch) -> bool:
+            return any(isinstance(call.func, ast.Attribute) and call.func.attr == method
+                       and len(call.args) == positional and not call.keywords
+                       and not any(isinstance(arg, ast.Starred) for arg in call.args) for call in sketch.calls)
+
+        return Need(f"method_calls({method}, {positional})", test)
+
+    @staticmethod
+    def refers_to(*names: str) -> Need:
+        """A reference to one of these dotted names, or to something inside one."""
+        wanted = tuple(sorted(names))
+        return Need(f"refers_to({', '.join(wanted)})", lambda sketch: sketch.refers_to(*wanted))
+
+    @staticmethod
+    def any_of(needs: Iterable[Need]) -> Need:
+        """At least one of these (none: never)."""
+        found = tuple(needs)
+        return Need(f"any_of({', '.join(map(str, found))})", lambda sketch: any(need.holds(sketch) for need in found))
+
+    @staticmethod
+    def mentions(name: str) -> Need:
+        """A reference to exactly this dotted name."""
+        return Need(f"mentions({name})", lambda sketch: sketch.mentions(name))
+
+    @staticmethod
+    def imports(name: str) -> Need:
+        """An import statement that names `name`, or something inside it."""
+        return Need(f"imports({name})", lambda sketch: sketch.imports(name))
+
+    @staticmethod
+    def may_hold_modules() -> Need:
+        """A value of the file may be an Equinox module (Sketch.may_hold_modules)."""
+        return Need("may_hold_modules()", lambda sketch: sketch.may_hold_modules())
+
+    @staticmethod
+    def defines(name: str) -> Need:
+        """A `def` (or method) of this name."""
+        return Need(f"defines({name})", lambda sketch: name in sketch.defs)
+
+    @staticmethod
+    def array_item_stores() -> Need:
+        """`x[i] = ...` or `x[i] += ...` where `x` may be a JAX array."""
+        return Need("array_item_stores()",
+                    lambda sketch: any(sketch.may_be_array(store.value) for store in sketch.subscript_stores))
+
+    @staticmethod
+    def differentiated_calls_to(*names: str) -> Need:
+        """A call to one of these dotted names inside code that may run under differentiation."""
+        wanted = frozenset(names)
+
+        def test(sketch: Sketch) -> bool:
+            return any(sketch.qualnames(node.func) & wanted
+                       for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
+
+        return Need(f"differentiated_calls_to({', '.join(sorted(wanted))})", test)
+
+    @staticmethod
+    def fact(name: str) -> Need:
+        """A named fact of the Sketch (odelint.analysis.sketch_facts.FACTS)."""
+        def test(sketch: Sketch) -> bool:
+            from odelint.analysis.sketch_facts import FACTS
+
+            return FACTS[name](sketch)
+
+        return Need(f"fact({name})", test)
+
+
+def _has_keyword(call: ast.Call, names: tuple[str, ...]) -> bool:
+    return any(given.arg in names for given in call.keywords)

@@ -1,0 +1,482 @@
+"""Named facts of the Sketch that a rule's declared needs ask (`Needs.fact("traced_print")`):
+questions over CPython's `ast` too particular for a word of odelint.analysis.needs, kept with
+the model (never in a rule) and, like every Sketch answer, erring towards "maybe"."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+import libcst as cst
+from odelint.analysis import jax_api
+from odelint.analysis.intervals import guard
+from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
+from odelint.analysis.sketch import Sketch
+from odelint.analysis.sketch_calls import (
+    UNHASHABLE_LITERALS,
+    called_names,
+    configures,
+    enclosing_class,
+    exact_string,
+    keyword,
+    may_be_module_class,
+    may_name_module,
+    only_defined,
+    positional,
+)
+from odelint.analysis.sketch_reach import rebinds_each_iteration, repeating_loop
+
+FACTS: dict[str, Callable[[Sketch], bool]] = {}
+
+
+def fact(name: str) -> Callable[[Callable[[Sketch], bool]], Callable[[Sketch], bool]]:
+    def register(function: Callable[[Sketch], bool]) -> Callable[[Sketch], bool]:
+        FACTS[name] = function
+        return function
+
+    return register
+
+
+@fact("traced_print")
+def traced_print(sketch: Sketch) -> bool:
+    """A builtin `print` in code that may run traced, given a value that may be traced."""
+    return any(isinstance(node.func, ast.Name) and node.func.id == "print"
+               and any(sketch.reach.may_be_traced(arg) for arg in (*node.args, *node.keywords))
+               for node in sketch.nodes_in(sketch.traced_functions(), ast.Call))
+
+
+@fact("traced_truth_test")
+def traced_truth_test(sketch: Sketch) -> bool:
+    """A truth test or conversion (`if`, `while`, `and`, `bool()`, ...) of a value that may be
+    traced, in code that may run traced."""
+    return any(sketch.reach.may_be_traced(value)
+               for node in sketch.nodes_in(sketch.traced_functions(), *_TRUTH_TESTS)
+               for value in _tested_values(node))
+
+
+_TRUTH_TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.UnaryOp, ast.Call)
+
+
+def _tested_values(node: ast.AST) -> list[ast.expr]:
+    """The values whose truth an `ast` node takes or that it converts, as `_test` and `visit_Call`
+    split them (the pre-check's question): operands of `and`/`or`/`not`, not membership tests."""
+    if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        return _truth_operands(node.test)
+    if isinstance(node, ast.BoolOp):
+        return [operand for value in node.values[:-1] for operand in _truth_operands(value)]
+    if isinstance(node, ast.UnaryOp):
+        return _truth_operands(node.operand) if isinstance(node.op, ast.Not) else []
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in jax_api.tracer_conversions():
+        single = len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+        return [node.args[0]] if single and not _is_membership(node.args[0]) else []
+    return []
+
+
+def _truth_operands(test: ast.expr) -> list[ast.expr]:
+    if isinstance(test, ast.BoolOp):
+        return [operand for value in test.values for operand in _truth_operands(value)]
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _truth_operands(test.operand)
+    return [] if _is_membership(test) else [test]
+
+
+def _is_membership(value: ast.expr) -> bool:
+    return isinstance(value, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in value.ops)
+
+
+@fact("hashed_array")
+def hashed_array(sketch: Sketch) -> bool:
+    """A value that may be an array or traced is hashed (a dict key, a set member, a cached
+    function's argument, ...)."""
+    return any(sketch.may_be_array(value) or sketch.arrays.may_be_traced(value) for value in _hashed_values(sketch))
+
+
+def _hashed_values(sketch: Sketch) -> Iterator[ast.expr]:
+    """What the file may hash (the pre-check's view): dict keys, set members, `hash()`
+    arguments, keys looked up in dicts or sets, arguments of calls that may run a cached
+    function (`Facts.callee`: by name, or through a wrapper such as `jax.jit(cached)`)."""
+    for mapping in sketch.of_type(ast.Dict):
+        yield from (key for key in mapping.keys if key is not None)
+    for members in sketch.of_type(ast.Set):
+        yield from members.elts
+    containers = {name for name in sketch.identifiers if any(_container(v) for v in sketch.assigned(name))}
+    for lookup in sketch.of_type(ast.Subscript):
+        base = lookup.value
+        if isinstance(base, (ast.Dict, ast.DictComp)) or (isinstance(base, ast.Name) and base.id in containers):
+            yield lookup.slice
+    for compare in sketch.of_type(ast.Compare):
+        left = compare.left
+        for operator, right in zip(compare.ops, compare.comparators, strict=True):
+            if isinstance(operator, (ast.In, ast.NotIn)) and (
+                    _container(right) or (isinstance(right, ast.Name) and right.id in containers)):
+                yield left
+            left = right
+    cached = {id(f) for f in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
+              if any("cache" in sketch.names_in(d) or "lru_cache" in sketch.names_in(d) for d in f.decorator_list)}
+    for call in sketch.calls:
+        if (isinstance(call.func, ast.Name) and call.func.id == "hash") or (
+                cached and any(id(f) in cached for f in sketch.arrays.callees_of(call.func))):
+            yield from call.args
+            yield from (keyword.value for keyword in call.keywords)  # the rule checks every argument
+
+
+def _container(value: ast.expr) -> bool:
+    return isinstance(value, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+        and value.func.id in ("dict", "set", "frozenset"))
+
+
+@fact("unhashable_static_argument")
+def unhashable_static_argument(sketch: Sketch) -> bool:
+    """`eqx.filter_jit(..., static_argnums=...)`; or a function compiled by `jax.jit`/`pmap`
+    with static keywords (decorated, assigned, or called inline) called with something that
+    may be unhashable."""
+    options = [call for call in sketch.calls if keyword(call, *STATIC_KEYWORDS) is not None]
+    if any(configures(sketch, call, jax_api.names("filtered_compilers")) for call in options):
+        return True
+    static = {id(call) for call in options if configures(sketch, call, jax_api.names("static_compilers"))}
+    if not static:
+        return False
+    modules = any(_may_be_array_module(sketch, c) for classes in sketch.classes.values() for c in classes)
+    return any(_may_be_unhashable(sketch, value, modules) for call in sketch.calls
+               if _may_call_static(sketch, call.func, static)
+               for value in (*call.args, *(given.value for given in call.keywords)))
+
+
+def _may_call_static(sketch: Sketch, func: ast.expr, static: set[int]) -> bool:
+    """Does calling `func` run a function compiled with static keywords (`jitted_callee`): the
+    options call itself, or a name defined under one as decorator or assigned one?"""
+    if isinstance(func, ast.Call):
+        return id(func) in static
+    if not isinstance(func, ast.Name):
+        return False
+    return (any(id(value) in static for value in sketch.assigned(func.id))
+            or any(id(decorator) in static for function in sketch.defs.get(func.id, ())
+                   for decorator in function.decorator_list))
+
+
+def _may_be_array_module(sketch: Sketch, cls: ast.ClassDef) -> bool:
+    """May `_has_array_field` hold: a class that may be a module, with a field that may be declared an array?"""
+    return may_be_module_class(sketch, cls) and any(
+        isinstance(node, ast.AnnAssign) and sketch.arrays.may_declare_array(node.annotation) for node in ast.walk(cls))
+
+
+def _may_be_unhashable(sketch: Sketch, value: ast.expr, modules: bool) -> bool:
+    """A list, dict or set (or a name assigned one), a value that may be an array, or, when
+    the file has a module class that may declare an array field, any value but a literal."""
+    if isinstance(value, UNHASHABLE_LITERALS):
+        return True
+    if isinstance(value, ast.Name) and any(isinstance(v, UNHASHABLE_LITERALS) for v in sketch.assigned(value.id)):
+        return True
+    if isinstance(value, (ast.Constant, ast.Tuple, ast.Lambda, ast.JoinedStr, ast.Starred)):
+        return False
+    return modules or sketch.may_be_array(value)
+
+
+@fact("callable_module_in_control_flow")
+def callable_module_in_control_flow(sketch: Sketch) -> bool:
+    """A module may be in play, and some function slot of lax control flow gets neither a
+    lambda nor a name that only a `def` binds."""
+    if not sketch.may_hold_modules():
+        return False
+    slots = jax_api.control_flow_slots()
+    given = [function for call in sketch.calls_to(slots) for function in _slot_values(sketch, call)]
+    plain = only_defined(sketch, {node.id for node in given if isinstance(node, ast.Name)})
+    return any(not isinstance(node, ast.Lambda) and not (isinstance(node, ast.Name) and node.id in plain)
+               for node in given)
+
+
+def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
+    """What a call of lax control flow passes in its function slots (each branch of a list)."""
+    found = []
+    for qualname in sketch.qualnames(call.func) & jax_api.control_flow_slots().keys():
+        for position, name, _ in jax_api.control_flow_slots()[qualname]:
+            value = keyword(call, name) or positional(call, position)
+            if isinstance(value, (ast.List, ast.Tuple)) and name == "branches":
+                found.extend(value.elts)
+            elif value is not None:
+                found.append(value)
+    return found
+
+
+@fact("reused_key")
+def reused_key(sketch: Sketch) -> bool:
+    """A key that may be consumed twice (in one function, or again on a loop's next
+    iteration), or a constant key made in a loop that repeats."""
+    consumers: dict[tuple[int, str], int] = {}
+    passed: dict[tuple[int, str], int] = {}  # names given by position (a function may split them)
+    for call in sketch.calls:
+        for arg in call.args:
+            if isinstance(arg, ast.Name):
+                where = (id(sketch.enclosing_function(call)), arg.id)
+                passed[where] = passed.get(where, 0) + 1
+    for call in sketch.calls:
+        key = _key_argument(sketch, call)
+        if key is not None:
+            loop = repeating_loop(sketch, call)
+            if loop is not None and not rebinds_each_iteration(loop, key):
+                return True  # consumed again on the next iteration
+            where = (id(sketch.enclosing_function(call)), key)
+            consumers[where] = consumers.get(where, 0) + 1
+            if consumers[where] > 1 or passed.get(where, 0) > 1:
+                return True
+        elif any(jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and _constant_args(call):
+            loop = repeating_loop(sketch, call)
+            if loop is not None and _counting(loop):
+                return True
+    return False
+
+
+def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:
+    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`)."""
+    for given in call.keywords:
+        if given.arg == "key" and isinstance(given.value, ast.Name):
+            return given.value.id
+    if call.args and isinstance(call.args[0], ast.Name) and any(
+            jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
+        return call.args[0].id
+    return None
+
+
+def _constant_args(call: ast.Call) -> bool:
+    """Might `keys._constant` find every argument constant (numbers and strings, signed)?"""
+    return all(_constant(value) for value in (*call.args, *(keyword.value for keyword in call.keywords)))
+
+
+def _constant(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        return _constant(node.operand)
+    return isinstance(node, (ast.Constant, ast.JoinedStr))
+
+
+def _counting(loop: ast.AST) -> bool:
+    """Might `KeyUses._counting` find the loop repeating one computation: a `while`, or a loop
+    over `range`/`enumerate`/`zip` (whose arguments it goes on to check)?"""
+    if isinstance(loop, ast.While):
+        return True
+    iterable = loop.generators[0].iter if not isinstance(loop, (ast.For, ast.AsyncFor)) else loop.iter  # type: ignore[attr-defined]
+    return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and \
+        iterable.func.id in ("range", "enumerate", "zip")
+
+
+@fact("stateful_random_in_traced")
+def stateful_random_in_traced(sketch: Sketch) -> bool:
+    """Code that may run traced draws from NumPy's or Python's generator, or from a key made
+    outside it."""
+    stateful = tuple(jax_api.names("stateful_random"))
+    for call in sketch.nodes_in(sketch.traced_functions(), ast.Call):
+        names = sketch.qualnames(call.func)
+        if any(name.startswith(stateful) for name in names):
+            return True
+        if any(jax_api.consumes_key(name) for name in names) and _key_from_outside(sketch, call):
+            return True
+    return False
+
+
+def _key_from_outside(sketch: Sketch, call: ast.Call) -> bool:
+    """May the call's key (`key=` or first) be a name its own scope does not bind (`_outside_key`)?"""
+    given = [keyword.value for keyword in call.keywords if keyword.arg == "key"]
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        given.append(call.args[0])
+    return any(isinstance(key, ast.Name) and not sketch.reach.binds_locally(call, key.id) for key in given)
+
+
+@fact("compiled_repeatedly")
+def compiled_repeatedly(sketch: Sketch) -> bool:
+    """A function may be compiled again and again: a transform applied in a loop (or in a
+    function called in one), or a loop's Python number given to a filtered transform."""
+    if sketch.has_loops and sketch.refers_to(*jax_api.names("filtered_compilers")):
+        return True  # a Python number of a loop passed to a filter_jit function
+    for call in sketch.calls_to(COMPILING):
+        if call.args and isinstance(call.args[0], (ast.Lambda, ast.Call, ast.Name)) and sketch.repeats(call):
+            return True
+    return any(sketch.repeats(function) for function in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
+               if any(sketch.qualnames(node) & COMPILING for decorator in function.decorator_list
+                      for node in ast.walk(decorator) if isinstance(node, (ast.Name, ast.Attribute))))
+
+
+@fact("module_field_assigned")
+def module_field_assigned(sketch: Sketch) -> bool:
+    """`name.field = ...` (or `+=`) where the name may hold a module; `self` in `__init__` of
+        a class that may be a module is one such name (a parameter of a method of that class)."""
+    if not sketch.may_hold_modules():
+        return False
+    owners = {target.value.id for target in _targets(sketch) if isinstance(target.value, ast.Name)}
+    called = called_names(sketch)
+    return any(may_name_module(sketch, owner, called) for owner in owners)
+
+
+def _targets(sketch: Sketch) -> list[ast.Attribute]:
+    """The `name.attr` targets of single-target assignments and augmented assignments."""
+    found = [node.targets[0] for node in sketch.of_type(ast.Assign) if len(node.targets) == 1]
+    found += [node.target for node in sketch.of_type(ast.AugAssign)]
+    return [t for t in found if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
+
+
+@fact("static_array_field")
+def static_array_field(sketch: Sketch) -> bool:
+    """A static field of a class that may be a module, annotated with what may be an array
+        or in a class with an `__init__` (which may assign it one)."""
+    return any(_may_be_static(sketch, node) and _may_hold_array(sketch, node)
+               for node in sketch.of_type(ast.AnnAssign))
+
+
+def _may_be_static(sketch: Sketch, node: ast.AnnAssign) -> bool:
+    """`name: T = eqx.static_field()` or `= eqx.field(..., static=True)`."""
+    value = node.value
+    if not (isinstance(node.target, ast.Name) and isinstance(value, ast.Call)):
+        return False
+    names = sketch.qualnames(value.func)
+    static = keyword(value, "static")
+    return jax_api.name("static_field") in names or (
+        jax_api.name("field") in names and isinstance(static, ast.Constant) and static.value is True)
+
+
+def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:
+    """In the body of a class that may be a module, with an annotation that may declare an
+    array or key, or an `__init__` that may assign one."""
+    cls = enclosing_class(sketch, node)
+    return cls is not None and may_be_module_class(sketch, cls) and (
+        sketch.arrays.may_declare(node.annotation, "array", "key")
+        or any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in cls.body))
+
+
+@fact("float64_without_x64")
+def float64_without_x64(sketch: Sketch) -> bool:
+    """A 64-bit request in a file that does not name the flag, or a switch after a call that may
+        create an array in the same function (or at the top level)."""
+    if not _names_flag(sketch) and any(_may_request(sketch, call) for call in sketch.calls):
+        return True
+    return any(_may_switch_late(sketch, call) for call in sketch.calls)
+
+
+def _names_flag(sketch: Sketch) -> bool:
+    """Does the file surely name the flag as `_mentioned` sees it (a string or attribute)?"""
+    flag = jax_api.name("x64_flag")
+    return (any(node.attr == flag for node in sketch.of_type(ast.Attribute))
+            or any(isinstance(node.value, str) and node.value.lower() == flag
+                   and exact_string(sketch, node) is not None for node in sketch.of_type(ast.Constant)))
+
+
+def _may_request(sketch: Sketch, call: ast.Call) -> bool:
+    """`jnp.float64(x)`, a 64-bit `dtype=` of a call that may make an array, or `.astype` of
+    a value that may be an array."""
+    names = sketch.qualnames(call.func)
+    if names & jax_api.names("wide_constructors"):
+        return True
+    dtype = keyword(call, "dtype")
+    if dtype is not None and _may_be_wide(sketch, dtype) and any(jax_api.returns_array(name) for name in names):
+        return True
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "astype"):
+        return False
+    dtype = dtype if dtype is not None else positional(call, 0)
+    return dtype is not None and _may_be_wide(sketch, dtype) and sketch.may_be_array(call.func.value)
+
+
+def _may_be_wide(sketch: Sketch, node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in jax_api.names("wide_dtype_names")
+    return bool(sketch.qualnames(node) & jax_api.names("wide_dtypes"))
+
+
+def _may_switch_late(sketch: Sketch, call: ast.Call) -> bool:
+    """`jax.config.update("jax_enable_x64", ...)` not surely switching off, after (or around) a
+    call of the same function that may create an array: LibCST visits in source order."""
+    if jax_api.name("config_update") not in sketch.qualnames(call.func):
+        return False
+    name, value = positional(call, 0), positional(call, 1)
+    if not (isinstance(name, ast.Constant) and name.value == jax_api.name("x64_flag")) or (
+            isinstance(value, ast.Constant) and value.value is False):
+        return False
+    where, end = sketch.enclosing_function(call), (call.end_lineno, call.end_col_offset)
+    return any((made.lineno, made.col_offset) < end and sketch.enclosing_function(made) is where
+               and any(jax_api.returns_array(name) for name in sketch.qualnames(made.func))
+               for made in sketch.calls)
+
+
+@fact("where_nan_gradient")
+def where_nan_gradient(sketch: Sketch) -> bool:
+    """A `jnp.where` whose guard compares a variable with a number, and a branch applying a
+    singular function to that variable at inputs the guard deselects."""
+    return any(_may_flag(sketch, call) for call in sketch.calls_to(jax_api.names("where")))
+
+
+def _may_flag(sketch: Sketch, call: ast.Call) -> bool:
+    """`visit_Call` on `ast`: three positional arguments, a guard comparing a variable with a
+    number, and a branch applying a singular function to that variable (`_singular_uses`, by
+    dotted name) at inputs the guard deselects (the guard's regions are `intervals.guard`'s)."""
+    if len(call.args) != 3 or call.keywords or any(isinstance(arg, ast.Starred) for arg in call.args):
+        return False
+    test = call.args[0]
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return False
+    left, right = test.left, test.comparators[0]
+    variable = (_dotted(left) if _sketch_number(right) is not None
+                else _dotted(right) if _sketch_number(left) is not None else None)
+    if variable is None:
+        return False
+    regions = None
+    for position in (1, 2):
+        for function, inputs in _sketch_singular_uses(sketch, call.args[position]):
+            if variable in (_dotted(value) for value in inputs):
+                regions = regions or guard(cst.parse_expression(ast.unparse(test)))  # `x OP c`: parses
+                if regions is None:
+                    return False
+                deselected = regions[3] if position == 1 else regions[2]
+                if any(region.meets(low, high) for region in deselected for low, high in function.bad):
+                    return True
+    return False
+
+
+def _sketch_singular_uses(sketch: Sketch, node: ast.AST) -> Iterator[tuple[jax_api.Singular, list[ast.expr]]]:
+    """`_singular_uses` on `ast`, for every meaning a function's name may have; inner
+    `jnp.where` calls are entered (the rule may not know them for one)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Lambda):
+            continue
+        if isinstance(current, ast.Call) and not any(isinstance(arg, ast.Starred) for arg in current.args) and not any(
+                keyword.arg is None for keyword in current.keywords):
+            args = current.args
+            for function in filter(None, map(jax_api.singular, sketch.qualnames(current.func))):
+                exponent = function.exponent
+                if exponent is None or (exponent < len(args) and _sketch_power(args[exponent]) is not None):
+                    yield function, [args[i] for i in function.arguments if i < len(args)]
+        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Div):
+            yield jax_api.DIVISION, [current.right]
+        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Pow):
+            power = _sketch_power(current.right)
+            if power is not None:
+                yield power, [current.left]
+        stack.extend(ast.iter_child_nodes(current))
+
+
+def _sketch_power(exponent: ast.expr) -> jax_api.Singular | None:
+    """`_power` on `ast`."""
+    if isinstance(exponent, ast.BinOp) and isinstance(exponent.op, ast.Div):
+        numerator, denominator = _sketch_number(exponent.left), _sketch_number(exponent.right)
+        return jax_api.power_singular(numerator / denominator if numerator is not None and denominator else None)
+    return jax_api.power_singular(_sketch_number(exponent))
+
+
+def _sketch_number(node: ast.expr) -> float | None:
+    """`intervals.number` on `ast`: an int or float literal, signed."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _sketch_number(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`scopes.dotted_name` on `ast`: `a.b.c` as text, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

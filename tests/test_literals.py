@@ -1,0 +1,92 @@
+"""The one literal reader (odelint.analysis.literals), and the places that used to read
+literals their own way: `0x1`, `1_0`, `-1` and tuples mean what Python says everywhere."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+from odelint.analysis import literals
+from odelint.engine.core import lint_source
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1", 1), ("0x1", 1), ("0o17", 15), ("0b101", 5), ("1_0", 10), ("-1", -1), ("+2", 2), ("-0x10", -16),
+    ("1.0", None), ("x", None), ("'1'", None), ("(1,)", None), ("-x", None),
+])
+def test_integer(text: str, expected: int | None) -> None:
+    assert literals.integer(cst.parse_expression(text)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0x1", {1}), ("(0, 2)", {0, 2}), ("[1_0, -1]", {10, -1}), ("(0x1,)", {1}), ("()", set()),
+    ("(0, n)", None), ("n", None), ("(0, '1')", None),
+])
+def test_integers(text: str, expected: set[int] | None) -> None:
+    found = literals.integers(cst.parse_expression(text))
+    assert (None if found is None else set(found)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("'a'", {"a"}), ("('a', \"b\")", {"a", "b"}), ("['a' 'b']", {"ab"}), ("('a', n)", None), ("f'{a}'", None),
+])
+def test_strings(text: str, expected: set[str] | None) -> None:
+    found = literals.strings(cst.parse_expression(text))
+    assert (None if found is None else set(found)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1e-6", 1e-6), ("-1", -1.0), ("0x10", 16.0), ("1_000.5", 1000.5), ("-(2)", -2.0), ("x", None), ("True", None),
+])
+def test_number(text: str, expected: float | None) -> None:
+    assert literals.number(cst.parse_expression(text)) == expected
+
+
+def _lint(source: str, *codes: str) -> list[tuple[str, int]]:
+    result = lint_source(textwrap.dedent(source), "example.py", codes=set(codes))
+    assert not result.crashes, [crash.message() for crash in result.crashes]
+    return [(finding.code, finding.span.line) for finding in result.findings]
+
+
+BRANCHY = """
+    import jax
+
+    def f(x, n):
+        if n > 0:
+            return x
+        return -x
+
+    g = jax.jit(f, static_argnums={argnums})
+"""
+
+
+@pytest.mark.parametrize("argnums", ["0x1", "1", "(0x1,)", "[1]", "-1", "(-1,)", "1_0"])
+def test_static_positions_in_any_spelling_make_the_test_static(argnums: str) -> None:
+    """`static_argnums=0x1` used to be an internal error in ODL702; `-1` counts from the end."""
+    expected = [("ODL702", 5)] if argnums == "1_0" else []  # position 10 is no parameter: `n` is traced
+    assert _lint(BRANCHY.format(argnums=argnums), "ODL702") == expected
+
+
+def test_argnums_in_hex_select_what_is_differentiated() -> None:
+    source = """
+        import jax
+
+        def loss(w, x):
+            return jax.pure_callback(lambda v: v, x, x).sum() * w
+
+        grads = jax.grad(loss, argnums=0x1)
+    """
+    assert _lint(source, "ODL301", "ODL101", "ODL702", "ODL703", "ODL704") == _lint(
+        source.replace("0x1", "1"), "ODL301", "ODL101", "ODL702", "ODL703", "ODL704")
+
+
+def test_integer_index_in_hex_reads_the_same_element() -> None:
+    source = """
+        import jax
+
+        def f(key):
+            pair = jax.random.split(key)
+            return jax.random.normal(pair[0x0]), jax.random.normal(pair[0])
+    """
+    assert _lint(source, "ODL701") == _lint(source.replace("0x0", "0"), "ODL701")
