@@ -144,7 +144,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
                     findings = engine.lint_source(new_text, task.path, task.codes, python=python,
                                                   versions=task.versions).findings
     except RecursionError:
-        outcome.findings = [engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse").to_dict()]
+        outcome.findings = [engine.too_deep(task.path).to_dict()]
         return outcome
     outcome.crashes = [crash.message() for crash in crashes]
     if new_text != text and notebook is not None:
