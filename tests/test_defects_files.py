@@ -7,7 +7,6 @@ results, valid code called a syntax error).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
