@@ -78,7 +78,12 @@ def _unchanged(depends: object) -> bool:
         return True
     from odelint.analysis.project import stamp  # only a file that read another file's classes gets here
 
-    return all(isinstance(path, str) and stamp(path) == recorded for path, recorded in depends.items())
+    return all(isinstance(path, str) and _still(stamp(path), recorded) for path, recorded in depends.items())
+
+
+def _still(found: list[int] | None, recorded: object) -> bool:
+    """[] records only that a path existed (a root marker, a module found but not read)."""
+    return found is not None if recorded == [] else found == recorded
 
 
 class Cache:
