@@ -346,3 +346,64 @@ def test_a_symlink_and_its_target_are_fixed_once(tmp_path: Path) -> None:
     assert result.returncode == 0, err(result)
     assert "changed on disk" not in err(result) and FIXED in (tmp_path / "train.py").read_text()
     assert (tmp_path / "alias.py").is_symlink()
+
+
+# ---- 7: one worker dying costs one file; one file's cost is capped
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the test's stand-in worker is inherited by fork")
+def test_a_worker_that_dies_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    from odelint.engine import runner
+
+    paths = []
+    for number in range(12):
+        path = tmp_path / f"f{number:02}.py"
+        path.write_text(HAZARD)
+        paths.append(str(path))
+    real = runner._process
+
+    def dying(task: runner.Task, outcome: runner.Outcome) -> runner.Outcome:
+        if task.path.endswith("f05.py"):
+            os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's OOM killer does
+        return real(task, outcome)
+
+    monkeypatch.setattr(runner, "_process", dying)
+    tasks = [runner.Task(path, None, frozenset({"ODL201"}), "python", runner.CHECK, False) for path in paths]
+    outcomes = runner._run_tasks(tasks, 2)
+    assert [outcome.path for outcome in outcomes] == paths
+    for outcome in outcomes:
+        if outcome.path.endswith("f05.py"):
+            assert outcome.error == runner.WORKER_DIED
+        else:
+            assert outcome.error is None and [f["code"] for f in outcome.findings] == ["ODL201"]
+
+
+def test_a_file_that_takes_too_long_is_stopped_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from odelint.engine import runner
+
+    (tmp_path / "slow.py").write_text(HAZARD)
+
+    def slow(task: runner.Task, outcome: runner.Outcome) -> runner.Outcome:
+        time.sleep(30)
+        return outcome
+
+    monkeypatch.setattr(runner, "_process", slow)
+    started = time.monotonic()
+    outcome = runner.process(runner.Task(str(tmp_path / "slow.py"), None, frozenset(), "python", runner.CHECK, False,
+                                         max_seconds=0.5))
+    assert time.monotonic() - started < 10
+    assert outcome.error is not None and "took longer than 0.5 s" in outcome.error
+
+
+def test_a_file_over_the_size_limit_is_one_line_and_the_rest_is_linted(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("x = [" + "1, " * 800_000 + "]\n")
+    (tmp_path / "train.py").write_text(HAZARD)
+    result = odelint("check", "--no-cache", "-q", ".", cwd=tmp_path)
+    assert result.returncode == 2 and codes(result, "train.py") == ["ODL201"]
+    assert codes(result, "big.py") == ["ODL001"] and "over the limit of 2,000,000" in out(result)
+    result = odelint("check", "--no-cache", "-q", "--max-file-size", "3", ".", cwd=tmp_path)
+    assert result.returncode == 1 and codes(result, "big.py") == []
