@@ -194,7 +194,8 @@ def test_a_read_only_file_under_fix_still_reports_its_findings(tmp_path: Path) -
     result = odelint("check", "--no-cache", "--fix", "train.py", cwd=tmp_path)
     assert result.returncode == 2
     assert codes(result, "train.py") == ["ODL001", "ODL201"]
-    assert [line for line in err(result).splitlines() if line] == ["odelint: error: train.py: file is read-only; not fixed"]
+    lines = [line for line in err(result).splitlines() if line]
+    assert lines == ["odelint: error: train.py: file is read-only; not fixed"]
     assert path.read_text() == HAZARD
 
 

@@ -74,11 +74,14 @@ def _with_room(function: Callable[[], _T], fallback: Callable[[], _T]) -> _T:
             sys.setrecursionlimit(max(previous_limit, _ROOMY_RECURSION_LIMIT))
             thread.start()
         except (RuntimeError, ValueError, MemoryError):  # no such thread here: report, do not crash
+            sys.setrecursionlimit(previous_limit)
             return fallback()
         finally:
             threading.stack_size(previous_stack)
-        thread.join()
-        sys.setrecursionlimit(previous_limit)
+        try:
+            thread.join()
+        finally:
+            sys.setrecursionlimit(previous_limit)
     if failure:
         raise failure[0]
     return outcome[0]

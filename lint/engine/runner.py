@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
 # What one file may cost. LibCST's parser holds about 2,000 bytes of memory per byte of a long
 # line (a 5 MB one-line file needs ~10 GB and minutes): larger sources are reported, not linted.
-MAX_SOURCE_BYTES = 2_000_000
+MAX_SOURCE = 2_000_000
 MAX_SECONDS = 120.0
 _MAX_READ_BYTES = 256 * 1024 * 1024  # a notebook's outputs may be large; a device named on the line is not read forever
 WORKER_DIED = ("the worker process linting this file died (killed, or out of memory); not linted "
@@ -59,7 +59,7 @@ class Options:
     use_cache: bool = True
     cache_dir: str | None = None
     progress: Progress | None = None  # told of every finished file (the terminal's progress line)
-    max_bytes: int = MAX_SOURCE_BYTES  # a larger source is reported (ODL001), not linted
+    max_source: int = MAX_SOURCE  # characters of source; a larger file is reported (ODL001), not linted
     max_seconds: float = MAX_SECONDS  # linting one file longer than this stops and is reported (ODL001)
 
 
@@ -72,7 +72,7 @@ class Task:
     mode: str
     unsafe: bool
     versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)  # the JAX stack's targets
-    max_bytes: int = MAX_SOURCE_BYTES
+    max_source: int = MAX_SOURCE
     max_seconds: float = MAX_SECONDS
 
 
@@ -171,8 +171,8 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     except (SourceError, NotebookError) as error:
         outcome.error = str(error)
         return outcome
-    if len(text) > task.max_bytes:
-        outcome.error = (f"{len(text):,} characters of source, over the limit of {task.max_bytes:,}; not linted "
+    if len(text) > task.max_source:
+        outcome.error = (f"{len(text):,} characters of source, over the limit of {task.max_source:,}; not linted "
                          "(raise the limit with --max-file-size MB)")
         return outcome
     if outcome.cache_key is not None:
@@ -303,7 +303,8 @@ def _pool_round(tasks: Sequence[Task], chunks: list[list[int]], jobs: int,
         waiting = set(futures)
         broken = False
         while waiting and not broken:
-            done, waiting = concurrent.futures.wait(waiting, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED)
+            done, waiting = concurrent.futures.wait(waiting, timeout=0.5,
+                                                    return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
                 try:
                     outcomes = future.result()
@@ -392,33 +393,30 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         kind = kind_of(target.path)
         unsafe = settings.unsafe_fixes
         versions = dict(settings.versions) if uses_versions(codes) else {}
-        limits = {"max_bytes": options.max_bytes, "max_seconds": options.max_seconds}
+        data: bytes | None = None  # None: the worker reads the file
         if stdin is not None and target.path == stdin[0]:
-            tasks.append(Task(target.path, stdin[1], codes, kind or PYTHON, options.mode, unsafe, versions, **limits))
-            continue
-        if kind is None and target.explicit and target.regular:
+            data, kind = stdin[1], kind or PYTHON
+        elif kind is None and target.explicit and target.regular:
             result.skipped.append((target.path, NOT_LINTED))
             continue
-        kind = kind or PYTHON  # a pattern the user added to `include`; a pipe (`<(cat t.py)`)
-        if not target.regular:  # read once, here: the worker would find the pipe empty
+        elif not target.regular:  # a pipe (`<(cat t.py)`): read once, here, or the worker finds it empty
             try:
                 data = _read(target.path, regular=False)
             except SourceError as error:
                 result.errors.append((target.path, str(error)))
                 continue
-            tasks.append(Task(target.path, data, codes, kind, options.mode, unsafe, versions, **limits))
-            continue
-        if cache is not None:
+        elif cache is not None:
             try:
-                data = _read(target.path)
+                read = _read(target.path)
             except SourceError as error:
                 result.errors.append((target.path, str(error)))
                 continue
-            hit = cache.get(result_cache.key(data, target.path, kind, describe(versions)), codes)
+            hit = cache.get(result_cache.key(read, target.path, kind or PYTHON, describe(versions)), codes)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue
-        tasks.append(Task(target.path, None, codes, kind, options.mode, unsafe, versions, **limits))
+        tasks.append(Task(target.path, data, codes, kind or PYTHON,  # PYTHON: a pattern added to `include`
+                          options.mode, unsafe, versions, options.max_source, options.max_seconds))
 
     outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1, options.progress)
     result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)

@@ -227,18 +227,20 @@ def _check(args: argparse.Namespace) -> int:
     return _check_once(args)
 
 
-def _limits(args: argparse.Namespace) -> dict[str, float | int]:
-    """What one file may cost (runner.Options' max_bytes and max_seconds)."""
-    limits: dict[str, float | int] = {}
+def _limits(args: argparse.Namespace) -> tuple[int, float]:
+    """What one file may cost: (characters of source, seconds), runner.Options' limits."""
+    from odelint.engine import runner
+
+    source, seconds = runner.MAX_SOURCE, runner.MAX_SECONDS
     if args.max_file_size is not None:
         if args.max_file_size <= 0:
             raise UsageError("--max-file-size must be a positive number of megabytes")
-        limits["max_bytes"] = int(args.max_file_size * 1_000_000)
+        source = int(args.max_file_size * 1_000_000)
     if args.file_timeout is not None:
         if args.file_timeout < 0:
             raise UsageError("--file-timeout must be 0 (no limit) or a positive number of seconds")
-        limits["max_seconds"] = args.file_timeout
-    return limits
+        seconds = args.file_timeout
+    return source, seconds
 
 
 def _check_once(args: argparse.Namespace) -> int:
@@ -256,8 +258,9 @@ def _check_once(args: argparse.Namespace) -> int:
         stdin = (args.stdin_filename or "-", sys.stdin.buffer.read())
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    max_source, max_seconds = _limits(args)
     options = runner.Options(mode=mode, jobs=args.jobs, use_cache=not args.no_cache, cache_dir=args.cache_dir,
-                             progress=progress.for_stream(sys.stderr), **_limits(args))
+                             progress=progress.for_stream(sys.stderr), max_source=max_source, max_seconds=max_seconds)
     result = runner.run(paths, resolver, options, stdin)
 
     unsafe_shown = bool(overrides.unsafe_fixes) or _settings_unsafe(resolver)

@@ -18,6 +18,7 @@ import json
 import os
 import time
 from collections.abc import Iterable
+from typing import TypeGuard
 
 from odelint import __version__
 from odelint.api.registry import rules_digest
@@ -52,7 +53,7 @@ _FINDING_FIELDS: dict[str, tuple[type, ...]] = {
 _SAFETIES = {"safe", "unsafe", None}
 
 
-def _well_formed(entry: object) -> bool:
+def _well_formed(entry: object) -> TypeGuard[dict]:
     """An entry this version wrote (an older one, or a damaged file, reads as a miss)."""
     return (isinstance(entry, dict) and isinstance(entry.get("relevant"), list)
             and all(isinstance(code, str) for code in entry["relevant"])
