@@ -32,6 +32,9 @@ MAX_FIX_ROUNDS = 10
 TOO_DEEP = "the file is nested too deeply to parse"
 _NESTING = "too many nested parentheses"  # CPython's limit (200 levels)
 _NUL = "null bytes"  # CPython refuses a NUL anywhere, even in a comment; LibCST accepts one there
+# What CPython rejects in a larger text is not parsed again by LibCST to look for newer syntax:
+# that parse would take minutes and gigabytes (a generated file of megabytes).
+_RECHECK_LIMIT = 1_000_000
 TOO_DEEP_TO_ANALYSE = "nested too deeply for odelint to analyse (Python accepts it); not linted"
 # Room for the second try at code CPython accepts but a recursive tree walk cannot follow with
 # Python's default limit (a 1,000-term `and` chain, 1,000 adjacent string literals).
@@ -278,7 +281,7 @@ def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:
         except SyntaxError as error:
             message = error.msg or "invalid syntax"
             return (syntax_finding(path, error.lineno or 1, error.offset or 1, message),
-                    _NESTING not in message and _NUL not in message)
+                    _NESTING not in message and _NUL not in message and len(source) <= _RECHECK_LIMIT)
         except (RecursionError, MemoryError):
             return syntax_finding(path, 1, 1, TOO_DEEP), False
         except ValueError as error:  # a NUL byte

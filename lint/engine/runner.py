@@ -20,13 +20,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from odelint.api.finding import Finding, Safety
-from odelint.api.registry import file_patterns, uses_versions
+from odelint.api.registry import SyntaxErrorRule, file_patterns, uses_versions
 from odelint.engine.collector import fewer_collections
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
 from odelint.files.discover import Target, discover
-from odelint.files.fileio import NotRegular, SourceError, atomic_write, decode, display, encode, read_regular
+from odelint.files.fileio import (NotRegular, SourceError, atomic_write, decode, display, encode, ensure_regular,
+                                  nonblocking)
 from odelint.files.kinds import NOT_LINTED, NOTEBOOK, PYTHON, TEXT, kind_of
 from odelint.files.notebook import SUFFIX, Notebook, NotebookError, NotPythonNotebook
 from odelint.files.notebook import read as read_notebook
@@ -171,12 +172,15 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     except (SourceError, NotebookError) as error:
         outcome.error = str(error)
         return outcome
-    if len(text) > task.max_source:
-        outcome.error = (f"{len(text):,} characters of source, over the limit of {task.max_source:,}; not linted "
-                         "(raise the limit with --max-file-size MB)")
+    large = len(text) > task.max_source
+    relevant = relevant_codes(text, task.path, python) if large or outcome.cache_key is not None else frozenset()
+    if large and relevant & task.codes - {SyntaxErrorRule.code}:
+        # Only a rule's parse is capped: CPython's syntax check costs little at any size.
+        outcome.error = (f"{len(text):,} characters of source, over the limit of {task.max_source:,} for its rules; "
+                         "not linted (raise the limit with --max-file-size MB)")
         return outcome
     if outcome.cache_key is not None:
-        outcome.relevant = sorted(relevant_codes(text, task.path, python))
+        outcome.relevant = sorted(relevant)
     try:
         if task.mode in (FIX, DIFF):
             fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python,
@@ -223,11 +227,10 @@ def _read(path: str, regular: bool = True) -> bytes:
     """A file's bytes; `regular=False` reads whatever the path is (a pipe named on the
     command line), which must then be read only once."""
     try:
-        if regular:
-            data = read_regular(path, _MAX_READ_BYTES)
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read(_MAX_READ_BYTES + 1)
+        with open(path, "rb", opener=nonblocking if regular else None) as handle:
+            if regular:
+                ensure_regular(handle.fileno())
+            data = handle.read(_MAX_READ_BYTES + 1)
     except NotRegular as error:
         raise SourceError(f"{error}; skipped") from None
     except OSError as error:

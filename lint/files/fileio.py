@@ -37,18 +37,23 @@ def not_regular(mode: int) -> str:
     return f"{describe_mode(mode)}, not a regular file"
 
 
-def read_regular(path: str, limit: int | None = None) -> bytes:
-    """The bytes of a regular file (at most `limit` + 1 of them). It is opened without
-    blocking and checked once open, so a FIFO is refused, never waited on."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegular(not_regular(mode))
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read() if limit is None else handle.read(limit + 1)
-    finally:
-        os.close(descriptor)
+def nonblocking(path: str, flags: int) -> int:
+    """An `opener` for open(): a FIFO opens at once instead of waiting for a writer."""
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+def ensure_regular(descriptor: int) -> None:
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegular(not_regular(mode))
+
+
+def read_regular(path: str) -> bytes:
+    """The bytes of a regular file. It is opened without blocking and checked once open, so a
+    FIFO is refused, never waited on."""
+    with open(path, "rb", opener=nonblocking) as handle:
+        ensure_regular(handle.fileno())
+        return handle.read()
 
 
 def display(path: str) -> str:
