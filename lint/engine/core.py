@@ -344,7 +344,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
 
 def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None]) -> None:
     """Positions are computed only for files that have findings, and only around them."""
-    located = [(finding, top) for finding, top in zip(findings, tops) if finding.node is not None]
+    located = [(finding, top) for finding, top in zip(findings, tops, strict=True) if finding.node is not None]
     positions = locate(module, source, [(finding.node, top) for finding, top in located])
     for finding, _ in located:
         where = positions.get(finding.node)

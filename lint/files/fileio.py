@@ -82,7 +82,8 @@ def decode(data: bytes, python: bool = True) -> SourceText:
     try:
         return SourceText(data.decode(encoding), encoding)
     except UnicodeDecodeError as error:
-        raise SourceError(f"not valid {encoding.upper()}: byte 0x{data[error.start]:02x} at offset {error.start}") from None
+        byte = data[error.start]
+        raise SourceError(f"not valid {encoding.upper()}: byte 0x{byte:02x} at offset {error.start}") from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
 
@@ -196,7 +197,8 @@ def _signals_interrupt() -> Iterator[None]:
         yield
     finally:
         for name, handler in previous.items():
-            signal.signal(getattr(signal, name), handler)
+            if handler is not None:  # None: set outside Python, cannot be put back from here
+                signal.signal(getattr(signal, name), handler)
 
 
 def atomic_write(path: str, data: bytes) -> None:
@@ -226,7 +228,7 @@ def _replace(target: str, data: bytes, status: os.stat_result) -> bool:
     try:
         with os.fdopen(descriptor, "wb") as stream:
             written = os.fstat(stream.fileno())
-            if (written.st_uid, written.st_gid) != (status.st_uid, status.st_gid):
+            if hasattr(os, "fchown") and (written.st_uid, written.st_gid) != (status.st_uid, status.st_gid):
                 try:
                     os.fchown(stream.fileno(), status.st_uid, status.st_gid)
                 except PermissionError:
@@ -236,7 +238,7 @@ def _replace(target: str, data: bytes, status: os.stat_result) -> bool:
                     # The owner, but not in the file's group: the group cannot be kept.
             stream.write(data)
             stream.flush()
-            os.fchmod(stream.fileno(), stat.S_IMODE(status.st_mode))
+            os.chmod(temporary, stat.S_IMODE(status.st_mode))
             os.fsync(stream.fileno())
         os.replace(temporary, target)
     except BaseException:
