@@ -410,3 +410,23 @@ def test_a_file_over_the_size_limit_is_one_line_and_the_rest_is_linted(tmp_path:
     assert result.returncode == 0, "CPython's syntax check is not capped"
     result = odelint("check", "--no-cache", "-q", "--max-file-size", "0.0001", "train.py", cwd=tmp_path)
     assert result.returncode == 2 and codes(result, "train.py") == ["ODL001"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root may give a file away")
+def test_a_file_whose_owner_cannot_be_given_back_is_written_in_place(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from odelint.files import fileio
+
+    path = tmp_path / "train.py"
+    path.write_text(HAZARD)
+    os.chown(path, 4321, 8765)
+    inode = path.stat().st_ino
+
+    def refused(descriptor: int, uid: int, gid: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(fileio.os, "fchown", refused)  # as for a user fixing a group-writable file
+    fileio.atomic_write(str(path), b"x = 1\n")
+    status = path.stat()
+    assert (status.st_ino, status.st_uid, status.st_gid) == (inode, 4321, 8765)
+    assert path.read_bytes() == b"x = 1\n" and sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
