@@ -381,6 +381,28 @@ def test_a_worker_that_dies_costs_only_its_file(tmp_path: Path, monkeypatch: pyt
             assert outcome.error is None and [f["code"] for f in outcome.findings] == ["ODL201"]
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the test's stand-in worker is inherited by fork")
+def test_a_worker_that_raises_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from odelint.engine import runner
+
+    paths = []
+    for number in range(12):
+        (tmp_path / f"f{number:02}.py").write_text(HAZARD)
+        paths.append(str(tmp_path / f"f{number:02}.py"))
+    real = runner._process
+
+    def raising(task: runner.Task, outcome: runner.Outcome) -> runner.Outcome:
+        if task.path.endswith("f07.py"):
+            raise MemoryError("no room")
+        return real(task, outcome)
+
+    monkeypatch.setattr(runner, "_process", raising)
+    tasks = [runner.Task(path, None, frozenset({"ODL201"}), "python", runner.CHECK, False) for path in paths]
+    outcomes = runner._run_tasks(tasks, 2)
+    assert [outcome.error for outcome in outcomes].count(None) == 11
+    assert outcomes[7].error == "internal error: MemoryError: no room"
+
+
 def test_a_file_that_takes_too_long_is_stopped_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 

@@ -303,24 +303,34 @@ def _pool_round(tasks: Sequence[Task], chunks: list[list[int]], jobs: int,
     with _pool(jobs) as pool:
         futures = {pool.submit(_process_chunk, [tasks[i] for i in chunk]): chunk for chunk in chunks}
         running: set[concurrent.futures.Future] = set()
+        reported: set[concurrent.futures.Future] = set()
         waiting = set(futures)
-        broken = False
-        while waiting and not broken:
+        while waiting:
             done, waiting = concurrent.futures.wait(waiting, timeout=0.5,
                                                     return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
-                try:
-                    outcomes = future.result()
-                except BrokenProcessPool:
-                    broken = True
-                    continue
-                for index, outcome in zip(futures[future], outcomes, strict=True):
-                    finished(index, outcome)
-            if not broken:
-                running = {future for future in waiting if future.running()}
-        if not broken:
-            return [], []
-    left = [future for future in futures if future.exception() is not None]
+                if future.exception() is None:  # the progress line moves as files finish
+                    reported.add(future)
+                    for index, outcome in zip(futures[future], future.result(), strict=True):
+                        finished(index, outcome)
+            if any(isinstance(future.exception(), BrokenProcessPool) for future in done):
+                break  # a worker died: `running` still names the chunks that were running then
+            running = {future for future in waiting if future.running()}
+    left = []  # every future is done now: the pool has shut down
+    for future, chunk in futures.items():
+        if future in reported:
+            continue
+        error = future.exception()
+        if isinstance(error, BrokenProcessPool):
+            left.append(future)
+        elif error is not None:  # a bug, not a death: the chunk's files say so, the rest goes on
+            for index in chunk:
+                finished(index, Outcome(tasks[index].path, error=f"internal error: {type(error).__name__}: {error}"))
+        else:
+            for index, outcome in zip(chunk, future.result(), strict=True):
+                finished(index, outcome)
+    if not left:
+        return [], []
     suspects = [index for future in left if future in running or len(left) == 1 for index in futures[future]]
     retry = [futures[future] for future in left if not (future in running or len(left) == 1)]
     if not suspects:  # it died before this side saw anything start: every chunk left is suspect
