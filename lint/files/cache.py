@@ -1,4 +1,4 @@
-"""Per-file results keyed by content, file name and kind, odelint version, the rules' sources and
+"""Per-file results keyed by content, file path and kind, odelint version, the rules' sources and
 the target versions of the JAX stack, then by the enabled rules that could fire on the file.
 
 A file's entry records which rules could report anything on it (`odelint.engine.relevance`:
