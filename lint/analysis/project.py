@@ -30,9 +30,9 @@ _recording: list[dict[str, list[int] | None]] = []
 
 @contextlib.contextmanager
 def recording() -> Iterator[dict[str, list[int] | None]]:
-    """Collect the project files whose classes answered while linting one file, each with its
-    (modification time, size), None for a file looked for and absent: a cached result for
-    that file holds only while they stay so."""
+    """Collect the paths looked up while linting one file: a project file whose classes
+    answered, with its (modification time, size), and a path where no file was (None), since
+    a module created there later would answer. A cached result holds only while they stay so."""
     files: dict[str, list[int] | None] = {}
     _recording.append(files)
     try:
@@ -49,12 +49,16 @@ def stamp(path: str) -> list[int] | None:
     return [status.st_mtime_ns, status.st_size]
 
 
-def note(path: str) -> list[int] | None:
-    """The stamp of a project file a result depends on (None: absent), recorded as a dependency."""
-    current = stamp(path)
+def noted(path: str, contents: bool = True) -> list[int] | None:
+    """The path's stamp, recorded as something the file being linted depends on: its stamp
+    when its contents matter, [] when only that it exists does (a `.git` folder), None when
+    nothing is there."""
+    found = stamp(path)
     if _recording:
-        _recording[-1][os.path.abspath(path)] = current
-    return current
+        files, key = _recording[-1], os.path.abspath(path)
+        if contents or not files.get(key):
+            files[key] = found if contents or found is None else []
+    return found
 
 
 def is_test_module(path: str) -> bool:
@@ -80,7 +84,7 @@ def is_benchmark_file(path: str) -> bool:
 def project_root(path: str) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
     while True:
-        if any(os.path.exists(os.path.join(folder, marker)) for marker in _ROOT_MARKERS):
+        if any(noted(os.path.join(folder, marker), contents=False) is not None for marker in _ROOT_MARKERS):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -105,18 +109,16 @@ def module_file(qualname_module: str, importer: str) -> str | None:
     for base in bases:
         stem = os.path.join(base, *parts)
         for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if parts and os.path.isfile(candidate):
+            if parts and noted(candidate, contents=False) is not None and os.path.isfile(candidate):
                 return candidate
     return None
 
 
 def facts_of(path: str, seen: frozenset[str]) -> Facts | None:
     """The facts of another file of the project (None when it cannot be read or parsed)."""
-    current = stamp(path)
+    current = noted(path)
     if current is None:
         return None
-    if _recording:
-        _recording[-1][os.path.abspath(path)] = current
     cached = _parsed.get(path)
     if cached is not None and list(cached[0]) == current:
         return cached[1]

@@ -56,7 +56,7 @@ def _project_may_hold_modules(path: str, seen: frozenset[str]) -> bool:
     path = os.path.abspath(path)
     if path in seen:
         return False
-    stamp = project.stamp(path)
+    stamp = project.noted(path)  # the linted file's result depends on this file's contents
     cached = _project_answers.get(path)
     if cached is not None and cached[0] == stamp:
         return cached[1]

@@ -28,7 +28,7 @@ _INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "to
 def enabled_for(path: str) -> str | None:
     """The project file that switches 64-bit mode on for the code in `path`, else None."""
     for candidate in _python_files(path):
-        if project.note(candidate) is not None and _switches_on(candidate):
+        if project.noted(candidate) is not None and _switches_on(candidate):
             return candidate
     if project.is_test_file(path):
         root = project.project_root(path)
@@ -83,7 +83,7 @@ def _enables(call: cst.Call) -> bool:
 def _pytest_env(root: str) -> str | None:
     """The settings file whose pytest `env` sets JAX_ENABLE_X64 to a true value."""
     pyproject = os.path.join(root, "pyproject.toml")
-    if project.note(pyproject) is not None:
+    if project.noted(pyproject) is not None:
         try:
             with open(pyproject, "rb") as handle:
                 table = tomllib.load(handle)
@@ -94,7 +94,7 @@ def _pytest_env(root: str) -> str | None:
             return pyproject
     for name, section in _INI_FILES:
         settings = os.path.join(root, name)
-        if project.note(settings) is None:
+        if project.noted(settings) is None:
             continue
         parser = configparser.ConfigParser(interpolation=None)
         try:

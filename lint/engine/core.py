@@ -9,16 +9,19 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import sys
+import threading
 import traceback
 import warnings
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TypeVar
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
 from odelint.api.finding import Finding, Span
-from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
+from odelint.api.registry import IoErrorRule, SyntaxErrorRule, all_rules, is_python_file
 from odelint.api.rule import NO_OPTIONS, NO_VERSIONS, QUIET, BaseRule, FileContext, Rule, TextRule, all_node_types
 from odelint.engine import noqa
 from odelint.engine.incremental import IncrementalParser
@@ -28,6 +31,68 @@ from packaging.version import Version
 MAX_FIX_ROUNDS = 10
 TOO_DEEP = "the file is nested too deeply to parse"
 _NESTING = "too many nested parentheses"  # CPython's limit (200 levels)
+_NUL = "null bytes"  # CPython refuses a NUL anywhere, even in a comment; LibCST accepts one there
+# What CPython rejects in a larger text is not parsed again by LibCST to look for newer syntax:
+# that parse would take minutes and gigabytes (a generated file of megabytes).
+_RECHECK_LIMIT = 1_000_000
+TOO_DEEP_TO_ANALYSE = "nested too deeply for odelint to analyse (Python accepts it); not linted"
+# Room for the second try at code CPython accepts but a recursive tree walk cannot follow with
+# Python's default limit (a 1,000-term `and` chain, 1,000 adjacent string literals).
+_ROOMY_STACK_BYTES = 512 * 1024 * 1024
+_ROOMY_RECURSION_LIMIT = 30_000
+_T = TypeVar("_T")
+
+
+class _TooDeep(RecursionError):
+    """A parse or tree walk ran out of recursion on text CPython compiled: try again with room."""
+
+
+_roomy = threading.local()
+_roomy_lock = threading.Lock()
+
+
+def _with_room(function: Callable[[], _T], fallback: Callable[[], _T]) -> _T:
+    """`function` again in a thread with a large stack and a high recursion limit (`fallback()`
+    when it still runs out, or when this already is that thread). The limit is the
+    interpreter's, so it is raised only while the thread runs, one such thread at a time."""
+    if getattr(_roomy, "active", False):
+        return fallback()
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+
+    def roomy() -> None:
+        _roomy.active = True
+        try:
+            outcome.append(function())
+        except RecursionError:
+            outcome.append(fallback())
+        except BaseException as error:  # re-raised in the caller's thread
+            failure.append(error)
+
+    with _roomy_lock:
+        previous_stack, previous_limit = threading.stack_size(), sys.getrecursionlimit()
+        try:
+            threading.stack_size(_ROOMY_STACK_BYTES)
+            thread = threading.Thread(target=roomy, name="odelint-deep")
+            sys.setrecursionlimit(max(previous_limit, _ROOMY_RECURSION_LIMIT))
+            thread.start()
+        except (RuntimeError, ValueError, MemoryError):  # no such thread here: report, do not crash
+            sys.setrecursionlimit(previous_limit)
+            return fallback()
+        finally:
+            threading.stack_size(previous_stack)
+        try:
+            thread.join()
+        finally:
+            sys.setrecursionlimit(previous_limit)
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def too_deep(path: str) -> Finding:
+    """Not a syntax error: CPython accepts the file, odelint cannot follow it."""
+    return IoErrorRule.finding(path, TOO_DEEP_TO_ANALYSE)
 
 
 @dataclasses.dataclass
@@ -90,6 +155,17 @@ def lint_source(source: str, path: str, codes: Collection[str] | None = None,
     `versions` are the JAX stack's target versions rules may read (FileContext.versions).
     `tree` is CPython's `ast` of the text when a host already has it (flake8): the pre-checks
     read it instead of parsing again."""
+    try:
+        return _lint_source(source, path, codes, python, apply_noqa, gate, parser, versions, tree, options)
+    except _TooDeep:
+        return _with_room(lambda: _lint_source(source, path, codes, python, apply_noqa, gate, None, versions, tree,
+                                               options),
+                          lambda: LintResult([too_deep(path)]))
+
+
+def _lint_source(source: str, path: str, codes: Collection[str] | None, python: bool | None, apply_noqa: bool,
+                 gate: bool, parser: IncrementalParser | None, versions: Mapping[str, Version | None],
+                 tree: ast.Module | None, options: frozenset[str]) -> LintResult:
     python = is_python_file(path) if python is None else python
     rules = rules_for(path, codes, python)
     unused = apply_noqa and _checks_unused_noqa(codes)  # ODL002 must see what the directives suppress
@@ -202,7 +278,9 @@ def _libcst_parse(source: str, path: str, complaint: Finding | None,
     except cst.CSTValidationError as error:  # e.g. a str literal next to a bytes literal
         return complaint or syntax_finding(path, 1, 1, str(error))
     except RecursionError:
-        return syntax_finding(path, 1, 1, TOO_DEEP)
+        if complaint is not None:
+            return complaint
+        raise _TooDeep from None
     if source.endswith("\r") and not module.has_trailing_newline:  # LibCST misses a final bare `\r`
         module = module.with_changes(has_trailing_newline=True)
     return module
@@ -239,7 +317,8 @@ def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:
             ast.parse(source, filename=path)
         except SyntaxError as error:
             message = error.msg or "invalid syntax"
-            return syntax_finding(path, error.lineno or 1, error.offset or 1, message), _NESTING not in message
+            return (syntax_finding(path, error.lineno or 1, error.offset or 1, message),
+                    _NESTING not in message and _NUL not in message and len(source) <= _RECHECK_LIMIT)
         except (RecursionError, MemoryError):
             return syntax_finding(path, 1, 1, TOO_DEEP), False
         except ValueError as error:  # a NUL byte
@@ -276,7 +355,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     try:
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
     except RecursionError:
-        return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
+        raise _TooDeep from None
     facts = Facts(index, path)
     context = FileContext(path, source, module, facts, versions, options)
     calls = CallIndex(facts)
@@ -294,12 +373,17 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
                     for finding in rule.findings[before:]:
                         visited_at[id(finding)] = site.order
             rule.finish()
+        except RecursionError:
+            raise _TooDeep from None
         except Exception as error:  # a broken rule must not stop the run
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
     if result.findings:
-        _locate(module, source, result.findings, _tops(index, result.findings, visited_at), parser)
+        try:
+            _locate(module, source, result.findings, _tops(index, result.findings, visited_at), parser)
+        except RecursionError:
+            raise _TooDeep from None
         result.findings = _respect_intent(result.findings, facts, source, rules, frozen)
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
@@ -420,6 +504,16 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
     Unused noqa codes (ODL002, when selected) are removed from the text once the tree's fixes
     are made.
     """
+    try:
+        return _fix_source(source, path, codes, unsafe, only, python, versions, frozen, options)
+    except _TooDeep:
+        return _with_room(lambda: _fix_source(source, path, codes, unsafe, only, python, versions, frozen, options),
+                          lambda: FixResult(source, [too_deep(path)]))
+
+
+def _fix_source(source: str, path: str, codes: Collection[str] | None, unsafe: bool, only: Finding | None,
+                python: bool | None, versions: Mapping[str, Version | None], frozen: Sequence[tuple[int, int]],
+                options: frozenset[str]) -> FixResult:
     python = is_python_file(path) if python is None else python
     if only is not None and only.code == noqa.UNUSED_CODE:
         fixed = FixResult(source, [])
@@ -465,6 +559,8 @@ def _fix_tree(source: str, path: str, codes: Collection[str] | None, unsafe: boo
             new_module = fixing.apply(module, [finding.fix.build() for finding in chosen])  # type: ignore[union-attr]
             new_source = new_module.code
             cst.parse_module(new_source)
+        except RecursionError:
+            raise _TooDeep from None
         except Exception as error:  # keep the last good text
             crashes.append(_crash(",".join(sorted({f.code for f in chosen})), path, error))
             return FixResult(current, findings, applied.total(), crashes, applied)

@@ -9,31 +9,51 @@ through it the rules and LibCST, the process pool, difflib) is imported when a f
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from odelint.analysis import project
 from odelint.api.finding import Finding, Safety
-from odelint.api.registry import file_patterns, uses_versions
+from odelint.api.registry import SyntaxErrorRule, file_patterns, uses_versions
 from odelint.engine.collector import fewer_collections
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
 from odelint.files.discover import Target, discover, shown_path
-from odelint.files.fileio import SourceError, atomic_write, decode, encode
+from odelint.files.fileio import (
+    NotRegular,
+    SourceError,
+    atomic_write,
+    decode,
+    display,
+    encode,
+    ensure_regular,
+    nonblocking,
+)
 from odelint.files.kinds import NOT_LINTED, NOTEBOOK, PYTHON, TEXT, kind_of
 from odelint.files.notebook import SUFFIX, Notebook, NotebookError, NotPythonNotebook
 from odelint.files.notebook import read as read_notebook
 from odelint.files.versions import describe
 from packaging.version import Version
 
+if TYPE_CHECKING:
+    import concurrent.futures
+
 CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
+# What one file may cost. LibCST's parser holds about 2,000 bytes of memory per byte of a long
+# line (a 5 MB one-line file needs ~10 GB and minutes): larger sources are reported, not linted.
+MAX_SOURCE = 2_000_000
+MAX_SECONDS = 120.0
+_MAX_READ_BYTES = 256 * 1024 * 1024  # a notebook's outputs may be large; a device named on the line is not read forever
+WORKER_DIED = ("the worker process linting this file died (killed, or out of memory); not linted "
+               "(lower --max-file-size to skip such files)")
 
 
 class Progress(Protocol):
@@ -49,6 +69,8 @@ class Options:
     use_cache: bool = True
     cache_dir: str | None = None
     progress: Progress | None = None  # told of every finished file (the terminal's progress line)
+    max_source: int = MAX_SOURCE  # characters of source; a larger file is reported (ODL001), not linted
+    max_seconds: float = MAX_SECONDS  # linting one file longer than this stops and is reported (ODL001)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +83,8 @@ class Task:
     unsafe: bool
     versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)  # the JAX stack's targets
     options: frozenset[str] = frozenset()  # settings rules read (Settings.options)
+    max_source: int = MAX_SOURCE
+    max_seconds: float = MAX_SECONDS
 
 
 @dataclasses.dataclass
@@ -75,7 +99,7 @@ class Outcome:
     applied_codes: dict[str, int] = dataclasses.field(default_factory=dict)
     cache_key: str | None = None  # of the bytes the findings are for; None for stdin
     relevant: list[str] = dataclasses.field(default_factory=list)  # the rules that could fire on those bytes
-    depends: dict[str, list[int] | None] = dataclasses.field(default_factory=dict)  # project files read: path -> stamp
+    depends: dict[str, list[int] | None] = dataclasses.field(default_factory=dict)  # paths looked up -> stamp
     read_digest: str | None = None  # sha256 of the bytes that new_data replaces
     skipped: str | None = None  # why a file that is not Python was left alone
 
@@ -95,11 +119,41 @@ class RunResult:
     config_errors: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # (path, why) -> line
 
 
+class _TooSlow(BaseException):
+    """Linting one file ran past its time; a BaseException, so no rule's `except` swallows it."""
+
+
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
     outcome = Outcome(task.path)
-    with project.recording() as outcome.depends:
-        return _process(task, outcome)
+    with project.recording() as outcome.depends, _time_limit(task.max_seconds):
+        try:
+            return _process(task, outcome)
+        except _TooSlow:
+            return Outcome(task.path, error=f"took longer than {task.max_seconds:g} s to lint; stopped "
+                                            "(raise the limit with --file-timeout)")
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt Python code that runs past `seconds` (only the main thread gets signals:
+    elsewhere, as in the language server's threads, nothing is limited)."""
+    import signal
+
+    if seconds <= 0 or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(number: int, frame: object) -> None:
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _process(task: Task, outcome: Outcome) -> Outcome:
@@ -128,8 +182,15 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     except (SourceError, NotebookError) as error:
         outcome.error = str(error)
         return outcome
+    large = len(text) > task.max_source
+    relevant = relevant_codes(text, task.path, python) if large or outcome.cache_key is not None else frozenset()
+    if large and relevant & task.codes - {SyntaxErrorRule.code}:
+        # Only a rule's parse is capped: CPython's syntax check costs little at any size.
+        outcome.error = (f"{len(text):,} characters of source, over the limit of {task.max_source:,} for its rules; "
+                         "not linted (raise the limit with --max-file-size MB)")
+        return outcome
     if outcome.cache_key is not None:
-        outcome.relevant = sorted(relevant_codes(text, task.path, python))
+        outcome.relevant = sorted(relevant)
     try:
         if task.mode in (FIX, DIFF):
             fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python,
@@ -149,8 +210,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
                     findings = engine.lint_source(new_text, task.path, task.codes, python=python,
                                                   versions=task.versions, options=task.options).findings
     except RecursionError:
-        too_deep = engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse")
-        outcome.findings = [too_deep.to_dict()]
+        outcome.findings = [engine.too_deep(task.path).to_dict()]
         return outcome
     outcome.crashes = [crash.message() for crash in crashes]
     if new_text != text and notebook is not None:
@@ -170,7 +230,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
         outcome.new_data = encode(source, new_text)
         outcome.diff = "".join(difflib.unified_diff(
             lines.split(text), lines.split(new_text),
-            fromfile=f"a/{task.path}", tofile=f"b/{task.path}"))
+            fromfile=f"a/{display(task.path)}", tofile=f"b/{display(task.path)}"))
     if outcome.new_data is not None:
         outcome.read_digest = hashlib.sha256(data).hexdigest()
     if notebook is not None:
@@ -184,12 +244,21 @@ def _described(options: frozenset[str]) -> str:
     return "".join(f";{key}" for key in sorted(options))
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, regular: bool = True) -> bytes:
+    """A file's bytes; `regular=False` reads whatever the path is (a pipe named on the
+    command line), which must then be read only once."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        with open(path, "rb", opener=nonblocking if regular else None) as handle:
+            if regular:
+                ensure_regular(handle.fileno())
+            data = handle.read(_MAX_READ_BYTES + 1)
+    except NotRegular as error:
+        raise SourceError(f"{error}; skipped") from None
     except OSError as error:
         raise SourceError(error.strerror or str(error)) from None
+    if len(data) > _MAX_READ_BYTES:
+        raise SourceError(f"larger than {_MAX_READ_BYTES // 2**20} MiB; skipped")
+    return data
 
 
 def _size(task: Task) -> int:
@@ -213,23 +282,107 @@ def _run_tasks(tasks: Sequence[Task], jobs: int, progress: Progress | None = Non
         fewer_collections()
         if jobs <= 1 or len(tasks) < 2 * jobs or sum(map(_size, tasks)) < PARALLEL_FROM_BYTES:
             return [_reported(process(task), index, len(tasks), progress) for index, task in enumerate(tasks)]
-        import concurrent.futures
-        import multiprocessing
-
         load("libcst")  # once, before forking, rather than once per worker
-        context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
         order = sorted(range(len(tasks)), key=lambda index: _size(tasks[index]), reverse=True)
         chunk = max(1, min(4, len(tasks) // (jobs * 16)))
         outcomes: list[Outcome | None] = [None] * len(tasks)
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_exit_with_parent,
-                                                    initargs=(os.getpid(),)) as pool:
-            done = pool.map(process, [tasks[i] for i in order], chunksize=chunk)
-            for count, (index, outcome) in enumerate(zip(order, done, strict=True)):
-                outcomes[index] = _reported(outcome, count, len(tasks), progress)
+        counter = [0]
+
+        def finished(index: int, outcome: Outcome) -> None:
+            outcomes[index] = _reported(outcome, counter[0], len(tasks), progress)
+            counter[0] += 1
+
+        pending = [order[start:start + chunk] for start in range(0, len(order), chunk)]
+        suspects: list[int] = []
+        while pending:
+            pending, died = _pool_round(tasks, pending, jobs, finished)
+            suspects += died
+        for index in suspects:  # alone, so a death names its file and takes no other with it
+            finished(index, _alone(tasks[index]))
         return outcomes  # type: ignore[return-value]
     finally:
         if progress is not None:
             progress.close()
+
+
+def _pool(jobs: int) -> concurrent.futures.ProcessPoolExecutor:
+    import concurrent.futures
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+    return concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_exit_with_parent,
+                                                  initargs=(os.getpid(),))
+
+
+def _process_chunk(chunk: list[Task]) -> list[Outcome]:
+    return [process(task) for task in chunk]
+
+
+def _pool_round(tasks: Sequence[Task], chunks: list[list[int]], jobs: int,
+                finished: Callable[[int, Outcome], None]) -> tuple[list[list[int]], list[int]]:
+    """Run `chunks` of task indices in one pool. When a worker dies (out of memory, killed) the
+    pool breaks: the chunks that were running are suspects, to be run alone; those not yet
+    started go to the next round. Returns (next round's chunks, suspects)."""
+    import concurrent.futures
+    from concurrent.futures.process import BrokenProcessPool
+
+    with _pool(jobs) as pool:
+        futures = {pool.submit(_process_chunk, [tasks[i] for i in chunk]): chunk for chunk in chunks}
+        running: set[concurrent.futures.Future] = set()
+        reported: set[concurrent.futures.Future] = set()
+        waiting = set(futures)
+        while waiting:
+            done, waiting = concurrent.futures.wait(waiting, timeout=0.5,
+                                                    return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                if future.exception() is None:  # the progress line moves as files finish
+                    reported.add(future)
+                    for index, outcome in zip(futures[future], future.result(), strict=True):
+                        finished(index, outcome)
+            if any(isinstance(future.exception(), BrokenProcessPool) for future in done):
+                break  # a worker died: `running` still names the chunks that were running then
+            running = {future for future in waiting if future.running()}
+    left = []  # every future is done now: the pool has shut down
+    for future, chunk in futures.items():
+        if future in reported:
+            continue
+        error = future.exception()
+        if isinstance(error, BrokenProcessPool):
+            left.append(future)
+        elif error is not None:  # a bug, not a death: the chunk's files say so, the rest goes on
+            for index in chunk:
+                finished(index, Outcome(tasks[index].path, error=f"internal error: {type(error).__name__}: {error}"))
+        else:
+            for index, outcome in zip(chunk, future.result(), strict=True):
+                finished(index, outcome)
+    if not left:
+        return [], []
+    suspects = [index for future in left if future in running or len(left) == 1 for index in futures[future]]
+    retry = [futures[future] for future in left if not (future in running or len(left) == 1)]
+    if not suspects:  # it died before this side saw anything start: every chunk left is suspect
+        return [], [index for chunk in retry for index in chunk]
+    return retry, suspects
+
+
+def _alone(task: Task) -> Outcome:
+    """One task in a pool of its own: if its worker dies or hangs past the time limit, it is
+    that file's doing."""
+    import concurrent.futures
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = _pool(1)
+    future = pool.submit(process, task)
+    try:
+        return future.result(timeout=task.max_seconds + 30 if task.max_seconds > 0 else None)
+    except BrokenProcessPool:
+        return Outcome(task.path, error=WORKER_DIED)
+    except concurrent.futures.TimeoutError:
+        for worker in list(getattr(pool, "_processes", {}).values()):
+            worker.kill()
+        return Outcome(task.path, error=f"took longer than {task.max_seconds:g} s to lint; stopped "
+                                        "(raise the limit with --file-timeout)")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _reported(outcome: Outcome, index: int, total: int, progress: Progress | None) -> Outcome:
@@ -259,11 +412,14 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{SUFFIX}"))
     result.errors.extend(discovered.errors)
     result.config_errors.update(discovered.config_errors)
+    result.skipped.extend(discovered.skipped)
     targets = list(discovered.targets)
     if stdin is not None:
         targets.append(Target(stdin[0], True))
     cache = result_cache.Cache(options.cache_dir or os.path.join(resolver.cwd, result_cache.CACHE_DIR),
                                project.stamp) if options.use_cache else None
+    if cache is not None and cache.warning is not None:
+        result.skipped.append((display(cache.file), cache.warning))
 
     tasks: list[Task] = []
     cached: list[tuple[str, list[dict]]] = []
@@ -280,33 +436,37 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         kind = kind_of(target.path)
         unsafe = settings.unsafe_fixes
         versions = dict(settings.versions) if uses_versions(codes) else {}
+        data: bytes | None = None  # None: the worker reads the file
         if stdin is not None and target.path == stdin[0]:
-            tasks.append(Task(target.path, stdin[1], codes, kind or PYTHON, options.mode, unsafe, versions,
-                              settings.options))
-            continue
-        if kind is None and target.explicit:
+            data, kind = stdin[1], kind or PYTHON
+        elif kind is None and target.explicit and target.regular:
             result.skipped.append((target.path, NOT_LINTED))
             continue
-        kind = kind or PYTHON  # a pattern the user added to `include`
-        if cache is not None:
+        elif not target.regular:  # a pipe (`<(cat t.py)`): read once, here, or the worker finds it empty
             try:
-                data = _read(target.path)
+                data = _read(target.path, regular=False)
+            except SourceError as error:
+                result.errors.append((target.path, str(error)))
+                continue
+        elif cache is not None:
+            try:
+                read = _read(target.path)
             except SourceError as error:
                 result.errors.append((target.path, str(error)))
                 continue
             described = describe(versions) + _described(settings.options)
-            hit = cache.get(result_cache.key(data, target.path, kind, described),
-                            codes)
+            hit = cache.get(result_cache.key(read, target.path, kind or PYTHON, described), codes)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue
-        tasks.append(Task(target.path, None, codes, kind, options.mode, unsafe, versions, settings.options))
+        tasks.append(Task(target.path, data, codes, kind or PYTHON,  # PYTHON: a pattern added to `include`
+                          options.mode, unsafe, versions, settings.options, options.max_source, options.max_seconds))
 
     outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1, options.progress)
     result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)
     for path, findings in cached:
         result.findings.extend(_findings(path, findings))
-    for task, outcome in zip(tasks, outcomes, strict=False):
+    for task, outcome in zip(tasks, outcomes, strict=True):
         _collect(task, outcome, options, result, stdin)
         if cache is not None and outcome.cache_key is not None and outcome.error is None \
                 and not outcome.crashes and outcome.new_data is None:
@@ -314,7 +474,16 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     if cache is not None:
         cache.save()
     result.findings.sort(key=Finding.sort_key)
+    _displayable(result)
     return result
+
+
+def _displayable(result: RunResult) -> None:
+    """Paths as they can be printed: a file name that is not valid UTF-8 is shown escaped."""
+    for finding in result.findings:
+        finding.path = display(finding.path)
+    for listing in (result.errors, result.skipped, result.internal_errors):
+        listing[:] = [(display(path), reason) for path, reason in listing]
 
 
 def stdin_path(stdin: tuple[str, bytes] | None) -> str | None:
@@ -340,8 +509,8 @@ def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
         result.skipped.append((task.path, outcome.skipped))
         return
     result.internal_errors.extend((task.path, message) for message in outcome.crashes)
-    result.findings.extend(_findings(task.path, outcome.findings))
     if outcome.new_data is None:
+        result.findings.extend(_findings(task.path, outcome.findings))
         return
     if options.mode == DIFF:
         result.diffs.append(outcome.diff or "")
@@ -349,13 +518,19 @@ def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
         result.stdout_data = outcome.new_data
     else:
         try:
+            if task.data is not None:
+                raise SourceError("not a regular file; its fixes cannot be written back")
             if hashlib.sha256(_read(task.path)).hexdigest() != outcome.read_digest:
                 raise SourceError("changed on disk while odelint was fixing it; not written")
             atomic_write(task.path, outcome.new_data)
         except (SourceError, OSError) as error:
             result.errors.append((task.path, str(error) if isinstance(error, SourceError) else
                                   f"cannot write: {error.strerror or error}"))
+            # Not fixed: what the file holds is still wrong, and reported as such.
+            unfixed = process(dataclasses.replace(task, mode=CHECK))
+            result.findings.extend(_findings(task.path, unfixed.findings if unfixed.error is None else []))
             return
+    result.findings.extend(_findings(task.path, outcome.findings))
     result.changed.append(task.path)
     result.fixes_applied += outcome.applied  # counted once the fixed text is written (or shown)
     if outcome.applied_codes:

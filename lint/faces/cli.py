@@ -93,6 +93,10 @@ def _check_parser(sub) -> None:
     speed.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: number of cores)")
     speed.add_argument("--no-cache", action="store_true", help="neither read nor write .odelint_cache")
     speed.add_argument("--cache-dir", help="where to keep the cache (default: ./.odelint_cache)")
+    speed.add_argument("--max-file-size", type=float, default=None, metavar="MB",
+                       help="report larger sources instead of linting them (default: 2 MB)")
+    speed.add_argument("--file-timeout", type=float, default=None, metavar="SECONDS",
+                       help="stop linting a file after this long and report it (default: 120; 0: no limit)")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -199,6 +203,9 @@ def _overrides(args: argparse.Namespace) -> Overrides:
     from odelint.files.versions import TargetError, parse_targets
 
     known = known_codes()
+    if args.select is not None and not args.select:
+        raise UsageError("--select '' selects no rule; name codes or prefixes (e.g. --select ODL), "
+                         "or --ignore the ones to leave out")
     per_file = _per_file_ignores(args.per_file_ignores)
     check_selectors([*(args.select or []), *args.extend_select, *args.ignore,
                      *(c for _, codes in per_file for c in codes)], known, "command line")
@@ -244,6 +251,22 @@ def _check(args: argparse.Namespace) -> int:
     return _check_once(args)
 
 
+def _limits(args: argparse.Namespace) -> tuple[int, float]:
+    """What one file may cost: (characters of source, seconds), runner.Options' limits."""
+    from odelint.engine import runner
+
+    source, seconds = runner.MAX_SOURCE, runner.MAX_SECONDS
+    if args.max_file_size is not None:
+        if args.max_file_size <= 0:
+            raise UsageError("--max-file-size must be a positive number of megabytes")
+        source = int(args.max_file_size * 1_000_000)
+    if args.file_timeout is not None:
+        if args.file_timeout < 0:
+            raise UsageError("--file-timeout must be 0 (no limit) or a positive number of seconds")
+        seconds = args.file_timeout
+    return source, seconds
+
+
 def _check_once(args: argparse.Namespace) -> int:
     from odelint.api.registry import known_codes
     from odelint.engine import runner
@@ -269,8 +292,9 @@ def _check_once(args: argparse.Namespace) -> int:
         stdin = (args.stdin_filename or "-", sys.stdin.buffer.read())
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    max_source, max_seconds = _limits(args)
     options = runner.Options(mode=mode, jobs=args.jobs, use_cache=not args.no_cache, cache_dir=args.cache_dir,
-                             progress=progress.for_stream(sys.stderr))
+                             progress=progress.for_stream(sys.stderr), max_source=max_source, max_seconds=max_seconds)
     result = runner.run(paths, resolver, options, stdin)
 
     unsafe_shown = bool(overrides.unsafe_fixes) or _settings_unsafe(resolver)

@@ -1,4 +1,4 @@
-"""Per-file results keyed by content, file name and kind, odelint version, the rules' sources and
+"""Per-file results keyed by content, file path and kind, odelint version, the rules' sources and
 the target versions of the JAX stack, then by the enabled rules that could fire on the file.
 
 A file's entry records which rules could report anything on it (`odelint.engine.relevance`:
@@ -22,6 +22,7 @@ from typing import TypeGuard
 
 from odelint import __version__
 from odelint.api.registry import rules_digest
+from odelint.files.fileio import NotRegular, read_regular, remove_stale_temporaries, temporary_name
 
 CACHE_DIR = ".odelint_cache"
 MAX_ENTRIES = 100_000
@@ -32,9 +33,12 @@ Stamp = Callable[[str], "list[int] | None"]
 def key(data: bytes, filename: str, kind: str, versions: str = "") -> str:
     """The file's entry. `kind` says how the bytes were read (Python, a notebook, a text file);
     the rules' digest keeps a changed gate from answering for an old one, and `versions` (the
-    target versions of the JAX stack) one computed for other versions."""
+    target versions of the JAX stack) one computed for other versions. The file's folder is
+    part of the key: the same train.py beside another model.py is another result. The name is
+    keyed by its bytes, so a name that is not valid UTF-8 keys like any other."""
     digest = hashlib.sha256(data)
-    digest.update(f"\0{__version__}\0{rules_digest()}\0{os.path.basename(filename)}\0{kind}\0{versions}".encode())
+    digest.update(f"\0{__version__}\0{rules_digest()}\0{kind}\0{versions}\0".encode())
+    digest.update(os.fsencode(os.path.abspath(filename)))
     return digest.hexdigest()
 
 
@@ -42,17 +46,42 @@ def _subkey(codes: Iterable[str]) -> str:
     return ",".join(sorted(codes))
 
 
+_FINDING_FIELDS: dict[str, tuple[type, ...]] = {
+    "code": (str,), "name": (str,), "message": (str,), "line": (int,), "column": (int,), "end_line": (int,),
+    "end_column": (int,), "fixable": (bool,), "fix_safety": (str, type(None)), "fix_description": (str, type(None)),
+    "cell": (int, type(None)), "related": (list, type(None)),
+}
+_SAFETIES = {"safe", "unsafe", None}
+
+
 def _well_formed(entry: object) -> TypeGuard[dict]:
     """An entry this version wrote (an older one, or a damaged file, reads as a miss)."""
     return (isinstance(entry, dict) and isinstance(entry.get("relevant"), list)
-            and isinstance(entry.get("results"), dict))
+            and all(isinstance(code, str) for code in entry["relevant"])
+            and isinstance(entry.get("results"), dict) and isinstance(entry.get("used", 0), int))
+
+
+def _valid_findings(findings: object) -> bool:
+    """Findings as `Finding.to_dict` wrote them: JSON of the right shape but the wrong types
+    (a hand-edited or damaged cache) is a miss, never a crash on every later run."""
+    return isinstance(findings, list) and all(
+        isinstance(finding, dict)
+        and all(isinstance(finding.get(name), types) for name, types in _FINDING_FIELDS.items())
+        and finding["fix_safety"] in _SAFETIES and (finding["fix_safety"] is not None or not finding["fixable"])
+        for finding in findings)
 
 
 def _unchanged(depends: object, stamp: Stamp) -> bool:
-    """Do the project files a cached result depends on still have the stamps it was made with?"""
+    """Do the project files a cached result depends on still have the stamps it was made with?
+    A path recorded as absent (None) must still be absent: a module created since would now answer."""
     if not isinstance(depends, dict):
         return False
-    return all(stamp(path) == recorded for path, recorded in depends.items())
+    return all(isinstance(path, str) and _still(stamp(path), recorded) for path, recorded in depends.items())
+
+
+def _still(found: list[int] | None, recorded: object) -> bool:
+    """[] records only that a path existed (a root marker, a module found but not read)."""
+    return found is not None if recorded == [] else found == recorded
 
 
 class Cache:
@@ -64,11 +93,13 @@ class Cache:
         self.file = os.path.join(folder, f"results-{__version__}.json")
         self._entries: dict[str, dict] = {}
         self._dirty = False
+        self.warning: str | None = None  # why the cache file was left alone (a FIFO in its place)
         try:
-            with open(self.file, encoding="utf-8") as handle:
-                loaded = json.load(handle)
+            loaded = json.loads(read_regular(self.file))
             if isinstance(loaded, dict):
                 self._entries = loaded
+        except NotRegular as error:
+            self.warning = f"{error}; the cache is not used"
         except (OSError, ValueError):
             self._entries = {}
 
@@ -83,7 +114,7 @@ class Cache:
             return None
         relevant = entry["relevant"]
         findings = entry["results"].get(_subkey(code for code in codes if code in relevant))
-        if not isinstance(findings, list):
+        if not _valid_findings(findings):
             return None
         now = int(time.time())
         if now - entry.get("used", 0) > REFRESH_SECONDS:
@@ -95,27 +126,29 @@ class Cache:
             depends: dict[str, list[int] | None] | None = None) -> None:
         """Store the findings of a run with `codes` enabled; `relevant` are the rules that
         could fire on the file, whether enabled or not; `depends` the project files whose
-        classes the run read (path -> [mtime_ns, size]): the entry holds while they do."""
+        classes the run read (path -> [mtime_ns, size]) and the paths it looked up in vain
+        (path -> None): the entry holds while they do."""
         relevant = sorted(relevant)
         entry = self._entries.get(cache_key)
         if not _well_formed(entry) or entry["relevant"] != relevant:
             entry = self._entries[cache_key] = {"relevant": relevant, "results": {}}
         if depends:
-            entry["depends"] = {**entry.get("depends", {}), **depends}
+            recorded = entry.get("depends")
+            entry["depends"] = {**(recorded if isinstance(recorded, dict) else {}), **depends}
         stored = [{k: v for k, v in finding.items() if k != "path"} for finding in findings]
         entry["results"][_subkey(code for code in codes if code in relevant)] = stored
         entry["used"] = int(time.time())
         self._dirty = True
 
     def save(self) -> None:
-        """Write atomically; a cache that cannot be written is silently skipped."""
-        import tempfile  # a warm run over an unchanged tree writes nothing
-
-        if not self._dirty:
+        """Write atomically; a cache that cannot be written is silently skipped, and leaves
+        no temporary file behind."""
+        if not self._dirty or self.warning is not None:
             return
         entries = self._entries
         if len(entries) > MAX_ENTRIES:
-            newest = sorted(entries.items(), key=lambda item: item[1].get("used", 0), reverse=True)
+            newest = sorted(entries.items(), key=lambda item: item[1].get("used", 0) if _well_formed(item[1]) else 0,
+                            reverse=True)
             entries = dict(newest[:MAX_ENTRIES])
         try:
             os.makedirs(self.folder, exist_ok=True)
@@ -123,12 +156,21 @@ class Cache:
             if not os.path.exists(ignore):
                 with open(ignore, "w", encoding="utf-8") as handle:
                     handle.write("# created by odelint\n*\n")
-            handle_fd, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-            with os.fdopen(handle_fd, "w", encoding="utf-8") as handle:
-                json.dump(entries, handle, separators=(",", ":"))
-            os.replace(temporary, self.file)
+            remove_stale_temporaries(self.folder)
         except OSError:
             return
+        temporary = os.path.join(self.folder, temporary_name())
+        try:
+            with open(temporary, "x", encoding="utf-8") as handle:
+                json.dump(entries, handle, separators=(",", ":"))
+            os.replace(temporary, self.file)
+        except BaseException as error:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            if not isinstance(error, OSError):
+                raise
 
 
 def clean(folder: str) -> bool:

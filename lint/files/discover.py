@@ -6,10 +6,12 @@ import dataclasses
 import fnmatch
 import functools
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from odelint.files.config import ConfigError, ConfigResolver
+from odelint.files.fileio import display, is_temporary, not_regular, remove_stale_temporary
 
 if TYPE_CHECKING:
     import pathspec
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 class Target:
     path: str
     explicit: bool  # named on the command line: linted whatever its name
+    regular: bool = True  # False: a pipe named on the command line (`<(cat t.py)`), read once
 
 
 @dataclasses.dataclass
@@ -26,6 +29,7 @@ class Discovery:
     targets: list[Target]
     errors: list[tuple[str, str]]  # (path, reason)
     config_errors: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # of errors: -> line
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (path, why): warnings
 
 
 class GitIgnore:
@@ -87,14 +91,29 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
     """Files under `paths` that `include` picks (by default `patterns`; explicit files always count)."""
     found = Discovery([], [])
     gitignore = GitIgnore()
-    seen: set[str] = set()
+    seen: set[tuple[int, int]] = set()
 
     def add(path: str, explicit: bool) -> None:
+        """Each file once, however it is reached (a symlink and its target, two hard links:
+        fixing one name would find the other changed on disk). Only regular files are read
+        from a folder walk: opening a FIFO would wait forever."""
         path = os.path.normpath(path)  # `./pkg/a.py` is shown as `pkg/a.py`
-        key = os.path.abspath(path)
-        if key not in seen:
-            seen.add(key)
-            found.targets.append(Target(path, explicit))
+        try:
+            status = os.stat(path)
+        except OSError as error:
+            if explicit:  # reported (no such file, permission denied) when it is read
+                found.targets.append(Target(path, explicit))
+            else:
+                found.errors.append((display(path), error.strerror or str(error)))
+            return
+        regular = stat.S_ISREG(status.st_mode)
+        if not regular and not explicit:
+            found.skipped.append((display(path), f"{not_regular(status.st_mode)}; skipped"))
+            return
+        identity = (status.st_dev, status.st_ino)
+        if identity not in seen:
+            seen.add(identity)
+            found.targets.append(Target(path, explicit, regular))
 
     for path in paths:
         if path == "-":
@@ -160,6 +179,9 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             kept.append(name)
         dirs[:] = kept
         for name in sorted(files):
+            if is_temporary(name):  # left by an odelint that was killed while writing
+                remove_stale_temporary(folder, name)
+                continue
             if not included(name, relative(name)):
                 continue
             path = os.path.join(folder, name)

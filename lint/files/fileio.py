@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import dataclasses
 import io
 import os
 import stat
+from collections.abc import Iterator
 
 
 class SourceError(Exception):
@@ -17,6 +19,51 @@ class SourceError(Exception):
 class SourceText:
     text: str
     encoding: str  # a codec name; "utf-8-sig" keeps a byte order mark
+
+
+class NotRegular(OSError):
+    """A FIFO, socket or device where a file was expected: reading it could block forever."""
+
+
+def describe_mode(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def not_regular(mode: int) -> str:
+    return f"{describe_mode(mode)}, not a regular file"
+
+
+def nonblocking(path: str, flags: int) -> int:
+    """An `opener` for open(): a FIFO opens at once instead of waiting for a writer."""
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+def ensure_regular(descriptor: int) -> None:
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegular(not_regular(mode))
+
+
+def read_regular(path: str) -> bytes:
+    """The bytes of a regular file. It is opened without blocking and checked once open, so a
+    FIFO is refused, never waited on."""
+    with open(path, "rb", opener=nonblocking) as handle:
+        ensure_regular(handle.fileno())
+        return handle.read()
+
+
+def display(path: str) -> str:
+    """A path as it can be printed: bytes that are not valid UTF-8 (kept by the file system
+    as surrogates) are shown as `\\xff` escapes."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", errors="backslashreplace")
+    return path
 
 
 def decode(data: bytes, python: bool = True) -> SourceText:
@@ -35,8 +82,8 @@ def decode(data: bytes, python: bool = True) -> SourceText:
     try:
         return SourceText(data.decode(encoding), encoding)
     except UnicodeDecodeError as error:
-        raise SourceError(f"not valid {encoding.upper()}: byte 0x{data[error.start]:02x} "
-                          f"at offset {error.start}") from None
+        byte = data[error.start]
+        raise SourceError(f"not valid {encoding.upper()}: byte 0x{byte:02x} at offset {error.start}") from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
 
@@ -60,27 +107,173 @@ def encode(source: SourceText, text: str) -> bytes:
     return text.encode(source.encoding)
 
 
+TEMPORARY_PREFIX, TEMPORARY_SUFFIX = ".odelint-", ".tmp"
+_JOURNAL = b"odelint-journal "
+_JOURNAL_WINDOW_NS = 10 * 10**9  # a file touched later than this after its journal was edited since
+
+
+def temporary_name() -> str:
+    """A temporary file's name that says which process wrote it, so a later run can tell a
+    stale one (its writer was killed) from one being written now."""
+    return f"{TEMPORARY_PREFIX}{os.getpid()}-{os.urandom(4).hex()}{TEMPORARY_SUFFIX}"
+
+
+def is_temporary(name: str) -> bool:
+    return name.startswith(TEMPORARY_PREFIX) and name.endswith(TEMPORARY_SUFFIX)
+
+
+def _writer_alive(name: str) -> bool:
+    parts = name[len(TEMPORARY_PREFIX):].split("-")
+    if len(parts) != 2 or not parts[0].isdigit():
+        return False  # an older odelint's name: its writer is long gone
+    try:
+        os.kill(int(parts[0]), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, another user's
+    return True
+
+
+def remove_stale_temporary(folder: str, name: str) -> None:
+    """Remove a temporary file whose writer was killed (SIGKILL runs no cleanup). A journal of
+    an in-place write first puts the original back, unless the write finished or the file was
+    edited since."""
+    if not is_temporary(name) or _writer_alive(name):
+        return
+    temporary = os.path.join(folder, name)
+    try:
+        with open(temporary, "rb") as handle:
+            header = handle.readline()
+            if header.startswith(_JOURNAL):
+                _recover(folder, header, handle.read(), os.fstat(handle.fileno()).st_mtime_ns)
+        os.unlink(temporary)
+    except (OSError, ValueError):
+        pass
+
+
+def remove_stale_temporaries(folder: str) -> None:
+    try:
+        names = [name for name in os.listdir(folder) if is_temporary(name)]
+    except OSError:
+        return
+    for name in names:
+        remove_stale_temporary(folder, name)
+
+
+def _recover(folder: str, header: bytes, original: bytes, written_ns: int) -> None:
+    import hashlib
+
+    digest, name = header[len(_JOURNAL):].split()
+    target = os.path.join(folder, os.fsdecode(bytes.fromhex(name.decode())))
+    with open(target, "r+b") as handle:
+        if os.fstat(handle.fileno()).st_mtime_ns > written_ns + _JOURNAL_WINDOW_NS:
+            return
+        if hashlib.sha256(handle.read()).hexdigest().encode() == digest:
+            return
+        handle.seek(0)
+        handle.write(original)
+        handle.truncate()
+        os.fsync(handle.fileno())
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt while a file is written, so the write is
+    undone and its temporary file removed (only the main thread may handle signals)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(number: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {number}")
+
+    names = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    previous = {name: signal.signal(getattr(signal, name), interrupt) for name in names}
+    try:
+        yield
+    finally:
+        for name, handler in previous.items():
+            if handler is not None:  # None: set outside Python, cannot be put back from here
+                signal.signal(getattr(signal, name), handler)
+
+
 def atomic_write(path: str, data: bytes) -> None:
-    """Write through a temporary file in the same folder and rename: old or new, never half.
+    """Replace a file's contents: old or new, never half.
 
-    The file's permission bits are kept; a symlink is written through to its target.
-    """
-    import tempfile
-
+    Normally through a temporary file in the same folder, renamed over the file; its permission
+    bits, owner and group are kept (as far as this user may set them). A file with other hard
+    links, or whose owner this user cannot give back, is written in place behind a journal of
+    its old contents: an interrupted write is undone now, or by the next run after a SIGKILL.
+    A symlink is written through to its target."""
     target = os.path.realpath(path)
     folder = os.path.dirname(target) or "."
-    mode = stat.S_IMODE(os.stat(target).st_mode)
+    status = os.stat(target)
+    mode = stat.S_IMODE(status.st_mode)
     if not mode & stat.S_IWUSR or not os.access(target, os.W_OK):
         raise SourceError("file is read-only; not fixed")
-    handle, temporary = tempfile.mkstemp(prefix=".odelint-", suffix=".tmp", dir=folder)
+    remove_stale_temporaries(folder)
+    with _signals_interrupt():
+        if status.st_nlink > 1 or not _replace(target, data, status):
+            _write_in_place(target, data)
+
+
+def _replace(target: str, data: bytes, status: os.stat_result) -> bool:
+    """Write by renaming; False (nothing written) when the owner could not be kept."""
+    temporary = os.path.join(os.path.dirname(target) or ".", temporary_name())
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        with os.fdopen(handle, "wb") as stream:
+        with os.fdopen(descriptor, "wb") as stream:
+            written = os.fstat(stream.fileno())
+            if hasattr(os, "fchown") and (written.st_uid, written.st_gid) != (status.st_uid, status.st_gid):
+                try:
+                    os.fchown(stream.fileno(), status.st_uid, status.st_gid)
+                except PermissionError:
+                    if written.st_uid != status.st_uid:
+                        os.unlink(temporary)
+                        return False
+                    # The owner, but not in the file's group: the group cannot be kept.
             stream.write(data)
             stream.flush()
+            os.chmod(temporary, stat.S_IMODE(status.st_mode))
             os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:
-        if os.path.exists(temporary):
+        if os.path.lexists(temporary):
             os.unlink(temporary)
         raise
+    return True
+
+
+def _write_in_place(target: str, data: bytes) -> None:
+    import hashlib
+
+    folder = os.path.dirname(target) or "."
+    journal = os.path.join(folder, temporary_name())
+    with open(target, "r+b") as handle:
+        original = handle.read()
+        header = _JOURNAL + hashlib.sha256(data).hexdigest().encode() + b" " + \
+            os.fsencode(os.path.basename(target)).hex().encode() + b"\n"
+        try:
+            with open(journal, "xb") as keep:
+                keep.write(header + original)
+                keep.flush()
+                os.fsync(keep.fileno())
+            try:
+                handle.seek(0)
+                handle.write(data)
+                handle.truncate()
+                handle.flush()
+                os.fsync(handle.fileno())
+            except BaseException:
+                handle.seek(0)
+                handle.write(original)
+                handle.truncate()
+                handle.flush()
+                raise
+        finally:
+            if os.path.lexists(journal):
+                os.unlink(journal)
