@@ -67,7 +67,7 @@ class RemovedJaxModules(DeprecatedApiRule):
 
             enable = True
             config.update("jax_enable_x64", enable)
-        """, message="`jax.config` was removed in jax 0.4.29: ModuleNotFoundError: No module named 'jax.config'"),
+        """, message="`jax.config` was removed in jax 0.4.29: ModuleNotFoundError: No module named 'jax.config'", span="1:1-1:30"),
         Flag("""
             import jax.config
             from jax.config import config as cfg
@@ -80,7 +80,7 @@ class RemovedJaxModules(DeprecatedApiRule):
 
             jax.config.update("jax_enable_x64", True)
             debug = cfg.jax_debug_nans
-        """, count=2),
+        """, count=2, span=("1:8-1:18", "2:1-2:37")),
         # host_callback: reported however it is imported, never rewritten
         Flag("""
             import jax.experimental.host_callback as hcb
@@ -96,7 +96,7 @@ class RemovedJaxModules(DeprecatedApiRule):
 
             def tap(x):
                 return id_tap(print, x), hcb, host_callback
-        """, count=3, message="use `jax.debug.callback`"),
+        """, count=3, message="use `jax.debug.callback`", span=("1:8-1:45", "2:1-2:43", "3:1-3:50")),
         # an import of other names from jax.config is reported without a fix
         Flag("""
             from jax.config import config, flags
@@ -106,7 +106,7 @@ class RemovedJaxModules(DeprecatedApiRule):
             from jax.config import config, flags
 
             FLAGS = flags.FLAGS
-        """),
+        """, span="1:1-1:37"),
         # an import guarded by a handler is a compatibility shim, one in a function body is not
         Flag("""
             import jax
@@ -122,7 +122,7 @@ class RemovedJaxModules(DeprecatedApiRule):
                     return id_tap(print, x)
             except ImportError:
                 tap = jax.debug.print
-        """),
+        """, span="10:9-10:58"),
         # the config object, the new callback APIs
         Pass("""
             import jax

@@ -167,7 +167,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                 return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, 1.0, 0.1, 1.0, args=a, adjoint=diffrax.ForwardMode()).ys[-1]
 
             jax.jacfwd(final)(1.0)
-        """, unsafe=True, message="`diffeqsolve` with the default adjoint `RecursiveCheckpointAdjoint()` is differentiated in forward mode"),
+        """, unsafe=True, message="`diffeqsolve` with the default adjoint `RecursiveCheckpointAdjoint()` is differentiated in forward mode", span="7:12-7:31"),
         # from-imports, jvp through a helper, an explicit BacksolveAdjoint replaced
         Flag("""
             from diffrax import diffeqsolve as solve, ODETerm, Euler, BacksolveAdjoint
@@ -194,7 +194,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                 return helper(a)
 
             jvp(final, (1.0,), (1.0,))
-        """, unsafe=True, message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode"),
+        """, unsafe=True, message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode", span="5:12-5:17"),
         # grad of grad: the recipe, no fix
         Flag("""
             import diffrax as dfx
@@ -205,7 +205,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                                        args=a).ys[-1]
 
             jax.grad(jax.grad(final))(1.0)
-        """, message="twice in reverse mode"),
+        """, message="twice in reverse mode", span="5:12-5:27"),
         # hessian with a staged solver; the same function also under jax.grad: no fix
         Flag("""
             import diffrax
@@ -217,7 +217,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
 
             jax.hessian(final)(1.0)
             jax.grad(final)(1.0)
-        """, message="forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`"),
+        """, message="forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`", span="5:12-5:31"),
         # the adjoints that support these transforms, a bounded stage scan, Euler under
         # hessian, a single reverse pass, no differentiation
         Pass("""
