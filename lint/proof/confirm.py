@@ -18,7 +18,7 @@ from odelint.api.registry import all_rules, rule_for
 from odelint.api.rule import TextRule
 from odelint.engine.core import fix_source, lint_source
 from odelint.proof import confirmations, venvs
-from odelint.proof.fixtures import Case, FixtureError, Run, judge_fixed, judge_hazard, load_cases
+from odelint.proof.fixtures import Case, FixtureError, Run, judge_fixed, judge_hazard, judge_references, load_cases
 
 # Runs a fixture program as `python -c BOOTSTRAP program.py` (in any environment, odelint
 # need not be installed there) and reports, on the last line of stderr, the uncaught
@@ -91,6 +91,7 @@ class Outcome:
     flagged: bool = False
     lint_detail: str = ""
     fix_exact: bool = True            # `fixed` is byte-for-byte the --fix output (fix = safe/unsafe)
+    fixed_clean: bool = True          # the rule neither flags `fixed` nor crashes on either program
     hazard_ok: bool = False
     hazard_detail: str = "not run"
     fixed_ok: bool = False
@@ -100,7 +101,7 @@ class Outcome:
 
     @property
     def confirmed(self) -> bool:
-        return self.flagged and self.hazard_ok and self.fixed_ok and self.fix_exact
+        return self.flagged and self.fixed_clean and self.hazard_ok and self.fixed_ok and self.fix_exact
 
     @property
     def seconds(self) -> float:
@@ -224,8 +225,18 @@ def _lint(outcome: Outcome, rule) -> None:
     if issubclass(rule, TextRule) and case.needs_pins:
         target, twin = case.pins_hazard, case.pins_fixed
     source = _read(case.path(target))
-    outcome.flagged = any(f.code == case.code for f in lint_source(source, case.path(target), {case.code}).findings)
+    linted = lint_source(source, case.path(target), {case.code})
+    outcome.flagged = not linted.crashes and any(f.code == case.code for f in linted.findings)
     outcome.lint_detail = f"{target} flagged" if outcome.flagged else f"{target} is not flagged with {case.code}"
+    if linted.crashes:
+        outcome.lint_detail = f"{case.code} crashed on {target}: {linted.crashes[0].error}"
+    twin_linted = lint_source(_read(case.path(twin)), case.path(twin), {case.code})
+    if twin_linted.crashes:
+        outcome.fixed_clean = False
+        outcome.lint_detail += f"; {case.code} crashed on {twin}: {twin_linted.crashes[0].error}"
+    elif any(f.code == case.code for f in twin_linted.findings):
+        outcome.fixed_clean = False
+        outcome.lint_detail += f"; {twin} is still flagged with {case.code}"
     if case.fix in ("safe", "unsafe"):
         fixed = fix_source(source, case.path(target), {case.code}, unsafe=case.fix == "unsafe").source
         outcome.fix_exact = fixed == _read(case.path(twin))
@@ -315,6 +326,10 @@ def _judge(outcome: Outcome) -> None:
         outcome.hazard_ok, outcome.hazard_detail = judge_hazard(outcome.case, outcome.runs["hazard"])
     if "fixed" in outcome.runs:
         outcome.fixed_ok, outcome.fixed_detail = judge_fixed(outcome.runs["fixed"])
+    if outcome.hazard_ok and outcome.fixed_ok:
+        agree, detail = judge_references(outcome.case, outcome.runs["hazard"], outcome.runs["fixed"])
+        if not agree:
+            outcome.hazard_ok, outcome.hazard_detail = False, detail
 
 
 def _by_rule(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
@@ -346,7 +361,8 @@ def table(outcomes: list[Outcome]) -> str:
         if outcome.skipped:
             rows.append((outcome.case.code, outcome.case.name, "-", "skipped", "skipped", "-", "-", "-"))
             continue
-        rows.append((outcome.case.code, outcome.case.name, _yes(outcome.flagged), _yes(outcome.hazard_ok),
+        rows.append((outcome.case.code, outcome.case.name, _yes(outcome.flagged and outcome.fixed_clean),
+                     _yes(outcome.hazard_ok),
                      _yes(outcome.fixed_ok and outcome.fix_exact), f"{outcome.seconds:.1f}", outcome.backend,
                      _versions(outcome)))
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -379,7 +395,7 @@ def as_json(outcomes: list[Outcome], probe: dict, seconds: float) -> dict:
     rules = []
     for code, cases in _by_rule(outcomes).items():
         rules.append({"code": code, "confirmed": verdict(cases), "cases": [{
-            "name": o.case.name, "flagged": o.flagged, "lint": o.lint_detail,
+            "name": o.case.name, "flagged": o.flagged, "fixed_clean": o.fixed_clean, "lint": o.lint_detail,
             "hazard_reproduced": o.hazard_ok, "hazard": o.hazard_detail,
             "fix_verified": o.fixed_ok and o.fix_exact, "fixed": o.fixed_detail, "seconds": round(o.seconds, 2),
             "backend": o.backend, "versions": {role: o.versions(role) for role in o.runs}, "skipped": o.skipped,
