@@ -366,7 +366,7 @@ def _confirm(*extra: str) -> dict:
 def test_every_rule_with_fixtures_is_confirmed_on_cpu():
     report = _confirm("--device", "cpu")
     verdicts = {rule["code"]: rule["confirmed"] for rule in report["rules"]}
-    with_fixtures = {rule.code for rule in confirm.all_rules_with_fixtures(ROOT)}
+    with_fixtures = {rule.code for rule in confirm.all_rules_with_fixtures(confirm.fixtures_folder(ROOT))}
     assert set(verdicts) == with_fixtures
     pin_only = {rule["code"] for rule in report["rules"] if all(case["skipped"] for case in rule["cases"])}
     assert {code: v for code, v in verdicts.items() if code not in pin_only} == \
@@ -377,7 +377,7 @@ def test_every_rule_with_fixtures_is_confirmed_on_cpu():
 @pytest.mark.skipif(os.environ.get("ODELINT_OLD_PINS") != "1", reason="set ODELINT_OLD_PINS=1 to build old-pin venvs")
 @pytest.mark.skipif(_jax_stack_missing(), reason="needs the JAX extra: pip install odelint[jax]")
 def test_version_pin_fixtures_are_confirmed_in_their_environments():
-    pinned = [rule.code for rule in confirm.all_rules_with_fixtures(ROOT)
+    pinned = [rule.code for rule in confirm.all_rules_with_fixtures(confirm.fixtures_folder(ROOT))
               if any(case.needs_pins for case in load_cases(os.path.join(ROOT, rule.fixtures), rule.code))]
     if not pinned:
         pytest.skip("no fixture has version pins")

@@ -80,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run version-pin fixtures in cached virtual environments built from their pins")
     parser.add_argument("--record", action="store_true",
                         help="write rules/data/confirmations.json and tests/fixtures/CONFIRMED.md")
-    parser.add_argument("--root", help="the folder holding tests/fixtures (default: found from here upwards)")
+    parser.add_argument("--root", help="a source checkout whose tests/fixtures to run (default: the fixtures "
+                                       "installed with odelint)")
 
 
 @dataclasses.dataclass
@@ -120,9 +121,9 @@ class Outcome:
 def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    root = _find_root(args.root)
-    chosen = _chosen_rules(args.rule, root)
-    outcomes = _load(chosen, root)
+    fixtures = fixtures_folder(args.root)
+    chosen = _chosen_rules(args.rule, fixtures)
+    outcomes = _load(chosen, fixtures)
     env = dict(os.environ)
     if PLATFORMS[args.device]:
         env["JAX_PLATFORMS"] = PLATFORMS[args.device]
@@ -145,34 +146,38 @@ def run(args: argparse.Namespace) -> int:
         print(table(outcomes), end="")
         print(summary(outcomes, elapsed, probe["backend"]))
     if args.record:
-        _record(outcomes, root)
+        _record(outcomes, fixtures)
     by_rule = _by_rule(outcomes)
     return 1 if any(verdict(cases) == "NO" for cases in by_rule.values()) else 0
 
 
-def _find_root(given: str | None) -> str:
-    if given:
-        return os.path.abspath(given)
-    here = os.path.abspath(os.getcwd())
-    candidates = [here]
-    while os.path.dirname(candidates[-1]) != candidates[-1]:
-        candidates.append(os.path.dirname(candidates[-1]))
-    candidates.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # a source checkout
-    for candidate in candidates:
-        if os.path.isdir(os.path.join(candidate, "tests", "fixtures")):
+def fixtures_folder(root: str | None = None) -> str:
+    """The folder of `<CODE>/` fixture folders: `<root>/tests/fixtures` when a root is given, else
+    the fixtures shipped with this odelint (package data `odelint/fixtures`; `tests/fixtures` beside
+    `lint/` in a source checkout), so `confirm` proves the installed rules from any folder."""
+    if root:
+        return os.path.join(os.path.abspath(root), "tests", "fixtures")
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for candidate in (os.path.join(package, "fixtures"), os.path.join(os.path.dirname(package), "tests", "fixtures")):
+        if os.path.isdir(candidate):
             return candidate
-    return here
+    raise UsageError(f"no fixtures were installed with odelint (looked in {package}); pass --root")
 
 
-def all_rules_with_fixtures(root: str) -> list:
-    return [rule for rule in all_rules() if rule.fixtures and os.path.isdir(os.path.join(root, rule.fixtures))]
+def rule_folder(fixtures: str, rule) -> str:
+    """A rule's fixture folder: its `fixtures` attribute names it (`tests/fixtures/<CODE>`)."""
+    return os.path.join(fixtures, os.path.basename(rule.fixtures.rstrip("/")))
 
 
-def _chosen_rules(selected: list[str], root: str) -> dict:
+def all_rules_with_fixtures(fixtures: str) -> list:
+    return [rule for rule in all_rules() if rule.fixtures and os.path.isdir(rule_folder(fixtures, rule))]
+
+
+def _chosen_rules(selected: list[str], fixtures: str) -> dict:
     if not selected:
-        rules = all_rules_with_fixtures(root)
+        rules = all_rules_with_fixtures(fixtures)
         if not rules:
-            raise UsageError(f"no rule has fixtures under {root}; pass --root")
+            raise UsageError(f"no rule has fixtures under {fixtures}; pass --root")
         return {rule.code: rule for rule in rules}
     chosen = {}
     for value in ",".join(selected).split(","):
@@ -181,17 +186,17 @@ def _chosen_rules(selected: list[str], root: str) -> dict:
         rule = rule_for(value.strip())
         if rule is None:
             raise UsageError(f"unknown rule {value.strip()!r}")
-        if not rule.fixtures or not os.path.isdir(os.path.join(root, rule.fixtures)):
-            raise UsageError(f"{rule.code} has no fixtures under {root}")
+        if not rule.fixtures or not os.path.isdir(rule_folder(fixtures, rule)):
+            raise UsageError(f"{rule.code} has no fixtures under {fixtures}")
         chosen[rule.code] = rule
     return chosen
 
 
-def _load(chosen: dict, root: str) -> list[Outcome]:
+def _load(chosen: dict, fixtures: str) -> list[Outcome]:
     outcomes = []
     for code, rule in chosen.items():
         try:
-            outcomes += [Outcome(case) for case in load_cases(os.path.join(root, rule.fixtures), code)]
+            outcomes += [Outcome(case) for case in load_cases(rule_folder(fixtures, rule), code)]
         except FixtureError as error:
             raise UsageError(str(error)) from error
     return outcomes
@@ -403,7 +408,7 @@ def as_json(outcomes: list[Outcome], probe: dict, seconds: float) -> dict:
     return {"backend": probe["backend"], "devices": probe["devices"], "seconds": round(seconds, 2), "rules": rules}
 
 
-def _record(outcomes: list[Outcome], root: str) -> None:
+def _record(outcomes: list[Outcome], fixtures: str) -> None:
     today = datetime.date.today().isoformat()
     update = {}
     for code, cases in _by_rule(outcomes).items():
@@ -415,7 +420,7 @@ def _record(outcomes: list[Outcome], root: str) -> None:
             "versions": ran[0].versions(), "cases": [_recorded_case(o) for o in ran],
         }
     data = confirmations.merged(confirmations.load(), update)
-    confirmations.write(data, confirmations.path(), os.path.join(root, "tests", "fixtures", "CONFIRMED.md"))
+    confirmations.write(data, confirmations.path(), os.path.join(fixtures, "CONFIRMED.md"))
 
 
 def _recorded_case(outcome: Outcome) -> dict:
