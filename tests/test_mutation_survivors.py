@@ -1,0 +1,102 @@
+"""Tests written for mutants that survived tests/mutation/mutate.py: each names the fault it catches."""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from odelint.api.finding import Finding, Span
+from odelint.api.registry import known_codes
+from odelint.engine import noqa, runner
+from odelint.engine.core import lint_source
+from odelint.engine.positions import _statement_lines
+from odelint.faces import cli
+from odelint.faces.report import sarif
+from odelint.files.config import ConfigResolver, Overrides
+from test_confirm import _fake_repo, fake_jax  # noqa: F401 - the fixture is used by name
+
+HAZARD = ("import equinox as eqx\nimport optax\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+          "state = optax.adam(1e-3).init(model)")
+
+
+def test_add_noqa_merges_codes_into_the_existing_directive_once() -> None:
+    """Fault: the old comment kept and a second one appended (noqa.add_noqa's slice)."""
+    source = HAZARD + "  # noqa: E501\n"
+    added = noqa.add_noqa(source, lint_source(source, "m.py").findings)
+    assert added.splitlines()[-1] == "state = optax.adam(1e-3).init(model)  # noqa: E501, ODL201"
+
+
+def test_syntax_newer_than_the_running_python_is_left_to_libcst() -> None:
+    """Fault: every `ast` rejection taken as final, so `type X = ...` (3.12) hides real findings."""
+    found = lint_source("type Vector = list[float]\n" + HAZARD + "\n", "m.py").findings
+    assert [(f.code, f.span.line) for f in found] == [("ODL201", 5)]
+
+
+def test_top_level_statements_are_placed_by_ast_lines() -> None:
+    """Fault: the fast path (each statement positioned alone) silently replaced by the slow one."""
+    source = "import a; import b\n\nx = 1\n\n\ndef f():\n    pass\n"
+    assert _statement_lines(cst.parse_module(source), source) == [1, 3, 6]
+
+
+def test_the_cache_folder_ignores_itself_in_git(tmp_path: Path) -> None:
+    """Fault: the cache folder's .gitignore not written."""
+    (tmp_path / "train.py").write_text(HAZARD + "\n", encoding="utf-8")
+    resolver = ConfigResolver(Overrides(), known_codes(), cwd=str(tmp_path))
+    runner.run([str(tmp_path)], resolver, runner.Options(jobs=1, use_cache=True))
+    (ignore,) = tmp_path.rglob(".gitignore")
+    assert ignore.read_text(encoding="utf-8").splitlines()[-1] == "*"
+
+
+def _sarif(findings: list[Finding], errors: list[tuple[str, str]] | None = None) -> dict:
+    return json.loads(sarif.render(findings, errors=errors or []))["runs"][0]
+
+
+def test_sarif_paths_notebook_cells_and_failed_runs() -> None:
+    """Faults: a `./` prefix cut wrongly, cells not located, a failed read reported as success."""
+    cell = Finding("ODL201", "optimizer-init-unfiltered", "m", Span(3, 5, 3, 9), "./nb/train.ipynb", cell=2)
+    plain = Finding("ODL201", "optimizer-init-unfiltered", "m", Span(1, 1, 1, 2), "./pkg/train.py")
+    run = _sarif([cell, plain])
+    with_cell, without = run["results"]
+    assert with_cell["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "nb/train.ipynb"
+    assert with_cell["locations"][0]["logicalLocations"][0]["name"] == "cell 2"
+    assert with_cell["properties"] == {"cell": 2}
+    assert without["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/train.py"
+    assert "logicalLocations" not in without["locations"][0] and "properties" not in without
+    assert run["invocations"][0]["executionSuccessful"] is True
+    failed = _sarif([], [("bad.py", "cannot read: Permission denied")])["invocations"][0]
+    assert failed["executionSuccessful"] is False
+    assert failed["toolExecutionNotifications"][0]["message"]["text"] == "bad.py: cannot read: Permission denied"
+
+
+def test_confirm_reports_the_library_versions_each_program_ran_with(tmp_path: Path, fake_jax: None,  # noqa: F811
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Fault: the versions of a program that ran dropped from the report."""
+    installed = {}
+    for name in ("jax", "jaxlib", "equinox", "diffrax", "optax"):
+        try:
+            installed[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    if not installed:
+        pytest.skip("no library of the JAX stack is installed: every program reports no versions")
+    root = _fake_repo(tmp_path)
+    cli.main(["confirm", "--root", root, "--rule", "ODL204", "--format", "json"])
+    (case,) = json.loads(capsys.readouterr().out)["rules"][0]["cases"]
+    assert case["versions"] == {"hazard": installed, "fixed": installed}
+
+
+def test_ODL704_a_key_consumed_once_inside_a_loop_is_reused_on_the_next_iteration() -> None:
+    """Fault: the pre-check counting only keys consumed twice in the body, dropping loop reuse."""
+    source = ("import jax.random as jr\n\ndef noisy(key, xs):\n    out = []\n    for x in xs:\n"
+              "        out.append(x + jr.normal(key, ()))\n    return out\n")
+    assert [(f.code, f.span.line) for f in lint_source(source, "m.py", {"ODL704"}).findings] == [("ODL704", 6)]
+
+
+def test_ODL704_the_key_keyword_is_found_among_other_keywords() -> None:
+    """Fault: the pre-check taking any name-valued keyword (`shape=n`) for the key."""
+    source = ("import jax.random as jr\n\ndef draw(k, n, m):\n    a = jr.normal(shape=n, key=k)\n"
+              "    b = jr.uniform(key=k, shape=m)\n    return a, b\n")
+    assert [f.code for f in lint_source(source, "m.py", {"ODL704"}).findings] == ["ODL704"]
