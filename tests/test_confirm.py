@@ -492,3 +492,14 @@ def test_a_rule_crashing_on_its_own_fixture_is_a_failure_not_a_verdict(tmp_path,
     assert cli.main(["confirm", "--root", root, "--rule", "ODL204", "--format", "json"]) == 1
     (case,) = json.loads(capsys.readouterr().out)["rules"][0]["cases"]
     assert case["lint"].startswith(lint)
+
+
+def test_confirm_rejects_a_hazard_the_rule_does_not_flag(tmp_path, fake_jax, capsys):
+    unflagged = HAZARD.replace("optax.apply_updates(model", "optax.apply_updates(dict(model)")
+    root = _fake_repo(tmp_path, hazard=unflagged, fixed=unflagged)
+    _write(os.path.join(root, "tests", "fixtures", "ODL204"), "fixture.toml", CASE.replace('"safe"', '"manual"'))
+    assert cli.main(["confirm", "--root", root, "--rule", "ODL204", "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    (case,) = report["rules"][0]["cases"]
+    assert (report["rules"][0]["confirmed"], case["flagged"], case["lint"]) == \
+        ("NO", False, "hazard.py is not flagged with ODL204")
