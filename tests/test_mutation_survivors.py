@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from odelint.engine.core import lint_source
 from odelint.engine.positions import _statement_lines
 from odelint.faces import cli
 from odelint.faces.report import sarif
+from odelint.files import cache
 from odelint.files.config import ConfigResolver, Overrides
 from test_confirm import _fake_repo, fake_jax  # noqa: F401 - the fixture is used by name
 
@@ -100,3 +103,64 @@ def test_ODL704_the_key_keyword_is_found_among_other_keywords() -> None:
     source = ("import jax.random as jr\n\ndef draw(k, n, m):\n    a = jr.normal(shape=n, key=k)\n"
               "    b = jr.uniform(key=k, shape=m)\n    return a, b\n")
     assert [f.code for f in lint_source(source, "m.py", {"ODL704"}).findings] == ["ODL704"]
+
+
+def _stored_cache(folder: Path) -> cache.Cache:
+    store = cache.Cache(str(folder))
+    store.put("k", ["ODL201"], ["ODL201"], [{"code": "ODL201", "path": "t.py"}])
+    store.save()
+    return cache.Cache(str(folder))
+
+
+def test_a_warm_cache_read_within_a_day_does_not_rewrite_the_file(tmp_path: Path) -> None:
+    """Faults: a cache marked changed when only read, or an entry's last use refreshed on every read."""
+    store = _stored_cache(tmp_path)
+    before = Path(store.file).stat().st_mtime_ns
+    assert store.get("k", ["ODL201"]) == [{"code": "ODL201"}]
+    os.utime(store.file, ns=(before - 10**9, before - 10**9))
+    store.save()
+    assert Path(store.file).stat().st_mtime_ns == before - 10**9, "a read-only run rewrote the cache"
+
+
+def test_a_cache_entry_unused_for_more_than_a_day_is_stamped_again(tmp_path: Path) -> None:
+    """Fault: the daily refresh of an entry's last use inverted (old entries evicted first though used)."""
+    store = _stored_cache(tmp_path)
+    store._entries["k"]["used"] = int(time.time()) - 2 * cache.REFRESH_SECONDS
+    assert store.get("k", ["ODL201"]) is not None
+    store.save()
+    stamped = json.loads(Path(store.file).read_text(encoding="utf-8"))["k"]["used"]
+    assert abs(stamped - time.time()) < 60
+
+
+def test_a_cache_entry_with_damaged_dependencies_is_a_miss(tmp_path: Path) -> None:
+    """Fault: an entry whose `depends` is not a mapping trusted (issue 22: validate, treat as a miss)."""
+    store = _stored_cache(tmp_path)
+    store._entries["k"]["depends"] = ["model.py"]
+    assert store.get("k", ["ODL201"]) is None
+
+
+def test_a_full_cache_keeps_the_most_recently_used_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Faults: the cache never trimmed, or trimmed of its newest entries."""
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 2)
+    store = cache.Cache(str(tmp_path))
+    for name in ("old", "newer", "newest"):
+        store.put(name, ["ODL201"], ["ODL201"], [])
+    for age, name in enumerate(("newest", "newer", "old")):
+        store._entries[name]["used"] = 1_000_000 - age
+    store.save()
+    assert sorted(json.loads(Path(store.file).read_text(encoding="utf-8"))) == ["newer", "newest"]
+
+
+def test_cache_clean_removes_the_folder_and_says_whether_there_was_one(tmp_path: Path) -> None:
+    """Faults: `odelint clean` removing nothing, or claiming a cache that was not there."""
+    _stored_cache(tmp_path / "cache")
+    assert cache.clean(str(tmp_path / "cache")) is True and not (tmp_path / "cache").exists()
+    assert cache.clean(str(tmp_path / "cache")) is False
+
+
+def test_sarif_rule_descriptors_say_whether_the_rule_fixes() -> None:
+    """Fault: every rule described as fixable."""
+    findings = [Finding("ODL201", "optimizer-init-unfiltered", "m", Span(1, 1, 1, 2), "a.py"),
+                Finding("ODL704", "prng-key-reuse", "m", Span(1, 1, 1, 2), "a.py")]
+    descriptors = _sarif(findings)["tool"]["driver"]["rules"]
+    assert [(d["id"], d["properties"]["fixable"]) for d in descriptors] == [("ODL201", True), ("ODL704", False)]
