@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ import textwrap
 import pytest
 from odelint.api import docs
 from odelint.api.registry import rule_for
+from odelint.api.rule import BaseRule
 from odelint.engine.core import fix_source
 from odelint.faces import cli
 from odelint.proof import confirm, confirmations, venvs
@@ -390,24 +392,24 @@ def test_version_pin_fixtures_are_confirmed_in_their_environments():
 WRONG_VALUE = _case(expect="wrong-value", error=None, message=None)
 
 
-def _printed(tmp_path, value: object, reference: object, name: str = "program.py") -> Run:
+def _printed(tmp_path: pathlib.Path, value: object, reference: object, name: str = "program.py") -> Run:
     path = _write(tmp_path, name, f"import json\nprint('ODELINT-CHECK', json.dumps({{'value': {value!r}, "
                                   f"'reference': {reference!r}}}))\n")
     return confirm.run_program(sys.executable, path, dict(os.environ), 60)
 
 
-def test_a_wrong_value_hazard_whose_value_matches_its_reference_did_not_show(tmp_path):
+def test_a_wrong_value_hazard_whose_value_matches_its_reference_did_not_show(tmp_path: pathlib.Path) -> None:
     run = _printed(tmp_path, 2.0, 2.0 + 1e-9)
     assert judge_hazard(WRONG_VALUE, run) == (False, "value 2.0 matches the reference: the hazard did not show")
 
 
-def test_a_wrong_value_hazard_must_run_to_the_end(tmp_path):
+def test_a_wrong_value_hazard_must_run_to_the_end(tmp_path: pathlib.Path) -> None:
     crashed = _run("raise ValueError('boom')\n", tmp_path)
     ok, detail = judge_hazard(WRONG_VALUE, crashed)
     assert not ok and detail == "raised ValueError: boom; expected it to run and compute a wrong value"
 
 
-def test_an_error_hazard_that_times_out_or_raises_another_class_is_not_reproduced(tmp_path):
+def test_an_error_hazard_that_times_out_or_raises_another_class_is_not_reproduced(tmp_path: pathlib.Path) -> None:
     slow = _run("import time\ntime.sleep(30)\n", tmp_path, timeout=1)
     ok, detail = judge_hazard(_case(), slow)
     assert not ok and detail.startswith("timed out after") and detail.endswith("expected TypeError: unsupported operand")
@@ -415,11 +417,11 @@ def test_an_error_hazard_that_times_out_or_raises_another_class_is_not_reproduce
     assert judge_hazard(_case(), other) == (False, "raised KeyError: 'unsupported operand'; expected TypeError")
 
 
-def test_a_fixed_program_without_a_check_line_is_not_verified(tmp_path):
+def test_a_fixed_program_without_a_check_line_is_not_verified(tmp_path: pathlib.Path) -> None:
     assert judge_fixed(_run("print('done')\n", tmp_path)) == (False, "the program printed no ODELINT-CHECK line")
 
 
-def test_hazard_and_fixed_programs_of_a_wrong_value_case_must_report_one_reference(tmp_path):
+def test_hazard_and_fixed_programs_of_a_wrong_value_case_must_report_one_reference(tmp_path: pathlib.Path) -> None:
     hazard = _printed(tmp_path, 0.0, [1.0, 2.0], "hazard.py")
     assert judge_references(WRONG_VALUE, hazard, _printed(tmp_path, [1.0, 2.0], [1.0, 2.0 + 1e-9], "fixed.py")) == \
         (True, "both programs report the same reference")
@@ -443,7 +445,7 @@ print("ODELINT-CHECK", json.dumps({"value": model["w"], "reference": %s}))
 """
 
 
-def _wrong_value_repo(tmp_path, hazard_reference: str, fixed_reference: str) -> str:
+def _wrong_value_repo(tmp_path: pathlib.Path, hazard_reference: str, fixed_reference: str) -> str:
     hazard = ("import json\n\nimport equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
               "model = optax.apply_updates(model, {\"w\": 0.5, \"activation\": \"\"})\n"
               f"print(\"ODELINT-CHECK\", json.dumps({{\"value\": 0.0, \"reference\": {hazard_reference}}}))\n")
@@ -452,19 +454,22 @@ def _wrong_value_repo(tmp_path, hazard_reference: str, fixed_reference: str) -> 
     return root
 
 
-def test_confirm_accepts_a_wrong_value_case_whose_programs_share_the_reference(tmp_path, fake_jax, capsys):
+def test_confirm_accepts_a_wrong_value_case_whose_programs_share_the_reference(tmp_path: pathlib.Path, fake_jax: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
     root = _wrong_value_repo(tmp_path, "1.5", "1.5")
     assert cli.main(["confirm", "--root", root, "--rule", "ODL204"]) == 0, capsys.readouterr().out
 
 
-def test_confirm_rejects_a_wrong_value_case_whose_programs_disagree_on_the_reference(tmp_path, fake_jax, capsys):
+def test_confirm_rejects_a_wrong_value_case_whose_programs_disagree_on_the_reference(tmp_path: pathlib.Path, fake_jax: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
     root = _wrong_value_repo(tmp_path, "0.5", "1.5")
     assert cli.main(["confirm", "--root", root, "--rule", "ODL204"]) == 1
     assert "ODL204 apply-updates: hazard: the hazard's reference 0.5 differs from the fixed program's 1.5" in \
         capsys.readouterr().out
 
 
-def test_confirm_rejects_a_fixed_program_the_rule_still_flags(tmp_path, fake_jax, capsys):
+def test_confirm_rejects_a_fixed_program_the_rule_still_flags(tmp_path: pathlib.Path, fake_jax: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
     root = _fake_repo(tmp_path, fixed=HAZARD)
     _write(os.path.join(root, "tests", "fixtures", "ODL204"), "fixture.toml", CASE.replace('"safe"', '"manual"'))
     assert cli.main(["confirm", "--root", root, "--rule", "ODL204", "--format", "json"]) == 1
@@ -477,11 +482,12 @@ def test_confirm_rejects_a_fixed_program_the_rule_still_flags(tmp_path, fake_jax
     ("hazard.py", "ODL204 crashed on hazard.py: RuntimeError: broken on purpose"),
     ("fixed.py", "hazard.py flagged; ODL204 crashed on fixed.py: RuntimeError: broken on purpose"),
 ])
-def test_a_rule_crashing_on_its_own_fixture_is_a_failure_not_a_verdict(tmp_path, fake_jax, capsys, monkeypatch,
-                                                                        broken, lint):
+def test_a_rule_crashing_on_its_own_fixture_is_a_failure_not_a_verdict(
+        tmp_path: pathlib.Path, fake_jax: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        broken: str, lint: str) -> None:
     rule = rule_for("ODL204")
 
-    def finish(self) -> None:
+    def finish(self: BaseRule) -> None:
         if self.context.path.endswith(broken):
             raise RuntimeError("broken on purpose")
 
@@ -494,7 +500,8 @@ def test_a_rule_crashing_on_its_own_fixture_is_a_failure_not_a_verdict(tmp_path,
     assert case["lint"].startswith(lint)
 
 
-def test_confirm_rejects_a_hazard_the_rule_does_not_flag(tmp_path, fake_jax, capsys):
+def test_confirm_rejects_a_hazard_the_rule_does_not_flag(tmp_path: pathlib.Path, fake_jax: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
     unflagged = HAZARD.replace("optax.apply_updates(model", "optax.apply_updates(dict(model)")
     root = _fake_repo(tmp_path, hazard=unflagged, fixed=unflagged)
     _write(os.path.join(root, "tests", "fixtures", "ODL204"), "fixture.toml", CASE.replace('"safe"', '"manual"'))
