@@ -124,8 +124,11 @@ def test_a_warm_cache_read_within_a_day_does_not_rewrite_the_file(tmp_path: Path
 
 def test_a_cache_entry_unused_for_more_than_a_day_is_stamped_again(tmp_path: Path) -> None:
     """Fault: the daily refresh of an entry's last use inverted (old entries evicted first though used)."""
-    store = _stored_cache(tmp_path)
-    store._entries["k"]["used"] = int(time.time()) - 2 * cache.REFRESH_SECONDS
+    written = _stored_cache(tmp_path)
+    entries = json.loads(Path(written.file).read_text(encoding="utf-8"))
+    entries["k"]["used"] = int(time.time()) - 2 * cache.REFRESH_SECONDS
+    Path(written.file).write_text(json.dumps(entries), encoding="utf-8")
+    store = cache.Cache(str(tmp_path))
     assert store.get("k", ["ODL201"]) is not None
     store.save()
     stamped = json.loads(Path(store.file).read_text(encoding="utf-8"))["k"]["used"]
