@@ -2,10 +2,10 @@
 
     python bench/editor.py [--edits 15] [--select CODES]
 
-Builds the buffer from odelint's own modules (real code whose top-level statements are
-functions and classes of ordinary size), plus ODL201 hazards up to 1,000 lines, lints it once
+Lints bench/training_script.py (a scientist's training script: models, losses, training
+loops, ODE solves, with real mistakes in it, so every rule's gate opens) once
 with an `IncrementalParser` (as the language server keeps one per open document), then
-appends a comment to a line inside a top-level function in the middle `--edits` times and
+types one digit into a float literal inside a function in the middle `--edits` times and
 measures each re-lint's CPU time. Prints min, median, p95 and max in milliseconds, with the
 number of findings. (The edited statement is re-parsed; one giant class would be re-parsed
 whole on every edit inside it.)
@@ -14,6 +14,7 @@ whole on every edit inside it.)
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import time
 from pathlib import Path
@@ -22,21 +23,25 @@ from odelint.engine.core import lint_source
 from odelint.engine.incremental import IncrementalParser
 
 ROOT = Path(__file__).resolve().parent.parent
-HAZARD = ("import equinox as eqx\nimport optax\n\nmodel{n} = eqx.nn.MLP(2, 2, 8, 2, key=None)\n"
-          "state{n} = optax.adam(1e-3).init(model{n})\n")
+SCRIPT = ROOT / "bench" / "training_script.py"
 
 
-def buffer(lines: int = 1000) -> list[str]:
-    text: list[str] = []
-    for name in ("calls.py", "jax_api.py", "project.py", "reach.py", "leaves.py", "tracing.py"):
-        text += (ROOT / "lint" / "analysis" / name).read_text().splitlines(keepends=True)
-        if len(text) > lines - 120:
-            break
-    n = 0
-    while len(text) < lines:
-        text += HAZARD.format(n=n).splitlines(keepends=True)
-        n += 1
-    return text[:lines] if len(text) > lines + 5 else text
+def buffer(path: Path = SCRIPT) -> list[str]:
+    """The buffer's lines: by default a real 1,200-line JAX training script (Diffrax, Equinox,
+    Optax; its mistakes give about two dozen findings), where every rule's gate opens."""
+    return path.read_text().splitlines(keepends=True)
+
+
+def edit_site(lines: list[str]) -> tuple[int, int]:
+    """Where the benchmark types: just after the decimal point of the first float literal in
+    a function body from the middle of the buffer on. Each edit inserts one digit there, so
+    every version is valid code that computes something else (not a comment, which no rule
+    reads)."""
+    for number in range(len(lines) // 2, len(lines)):
+        found = re.search(r"\b\d+\.(?=\d)", lines[number])
+        if lines[number].startswith("    ") and found:
+            return number, found.end()
+    raise ValueError("no float literal in a function body in the second half of the buffer")
 
 
 def main() -> int:
@@ -48,11 +53,10 @@ def main() -> int:
     lines = buffer()
     incremental = IncrementalParser()
     first = lint_source("".join(lines), "buffer.py", codes, parser=incremental)
-    middle = next(i for i in range(len(lines) // 2, len(lines)) if lines[i].startswith("    return ")
-                  and lines[i - 1].startswith("    "))
+    line, column = edit_site(lines)
     samples = []
-    for edit in range(args.edits):
-        lines[middle] = lines[middle].rstrip("\n") + f"  # edit {edit}\n"
+    for _ in range(args.edits):
+        lines[line] = lines[line][:column] + "1" + lines[line][column:]
         start = time.process_time()
         result = lint_source("".join(lines), "buffer.py", codes, parser=incremental)
         samples.append((time.process_time() - start) * 1000)

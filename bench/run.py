@@ -1,14 +1,18 @@
 """Benchmark odelint against the LibCST floor and its peers on the JAX-ecosystem corpus.
 
-    python bench/run.py [--corpus /tmp/corpus] [--runs 3] [--slice 1] [--only CASES] [--out FILE]
-    python bench/run.py --check-gate [--slice 1]
+    python bench/run.py [--corpus /tmp/corpus] [--users /tmp/users] [--runs 3] [--slice 1]
+                        [--only CASES] [--out FILE]
+    python bench/run.py --check-gate [--users /tmp/users] [--slice 1]
 
 Every measurement is a whole child process, interleaved with the others run by run: wall
 seconds from a monotonic clock, CPU seconds (user + sys, workers included) and the peak
-RSS of the largest process from `wait4`. Tables report medians. Build the corpus first with
-`bash bench/make_corpus.sh /tmp/corpus`. fixit, ruff and a plain flake8 come from
-`--tools-venv`, a venv without odelint (so its flake8 runs without the ODL plugin) and with
-the same flake8 plugins as odelint's venv otherwise:
+RSS of the largest process from `wait4`. Tables report medians. Build the corpora first with
+`bash bench/make_corpus.sh /tmp/corpus` (the JAX ecosystem's libraries) and
+`bash bench/make_corpus.sh --users /tmp/users` (ten projects built on Equinox, Diffrax and
+Optax: a scientist's code, where every rule's gate opens); `--users` reports both side by
+side. fixit, ruff and a plain flake8 come from `--tools-venv`, a venv without odelint (so
+its flake8 runs without the ODL plugin) and with the same flake8 plugins as odelint's venv
+otherwise:
 
     python3 -m venv /tmp/benchvenv
     /tmp/benchvenv/bin/pip install fixit==2.2.1 ruff==0.17.6 flake8==7.5.0
@@ -172,8 +176,8 @@ def plan(only: set[str] | None, slices: dict[str, Slice], scaling: bool) -> list
     return chosen
 
 
-def fill(case: Case, part: Slice, args: argparse.Namespace) -> list[str]:
-    values = {"{dir}": part.folder, "{cache}": str(Path(args.work) / f"cache-{part.step}"),
+def fill(case: Case, part: Slice, args: argparse.Namespace, work: Path) -> list[str]:
+    values = {"{dir}": part.folder, "{cache}": str(work / f"cache-{part.step}"),
               "{python}": sys.executable, "{tools}": args.tools_venv, "{self}": str(Path(__file__).resolve())}
     filled = []
     for word in case.command:
@@ -331,6 +335,8 @@ def main() -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="/tmp/corpus", help="built by bench/make_corpus.sh")
+    parser.add_argument("--users", help="also the users corpus, built by `bench/make_corpus.sh --users DIR`; "
+                                        "the report puts both side by side")
     parser.add_argument("--work", default="/tmp/odelint-bench", help="slices and caches go here")
     parser.add_argument("--tools-venv", default="/tmp/benchvenv", help="venv with fixit, ruff and flake8")
     parser.add_argument("--runs", type=int, default=3, help="timed runs of every case (median reported)")
@@ -346,38 +352,77 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown case(s) {', '.join(sorted(unknown))}; known: {', '.join(CASES)}")
 
-    corpus, work = Path(args.corpus).resolve(), Path(args.work).resolve()
-    if not corpus.is_dir():
-        parser.error(f"no corpus at {corpus}: run `bash bench/make_corpus.sh {corpus}` first")
-    work.mkdir(parents=True, exist_ok=True)
-    k = args.slice
-    slices = {"base": make_slice(corpus, work, k, "base" if k > 1 else "full"),
-              "slow": make_slice(corpus, work, k * args.slow_step, "slow")}
+    corpora = [("libraries", Path(args.corpus).resolve())]
+    if args.users:
+        corpora.append(("users", Path(args.users).resolve()))
+    for label, corpus in corpora:
+        if not corpus.is_dir():
+            option = "--users " if label == "users" else ""
+            parser.error(f"no corpus at {corpus}: run `bash bench/make_corpus.sh {option}{corpus}` first")
+    reports, summaries = [], []
+    for label, corpus in corpora:
+        work = Path(args.work).resolve() / label
+        work.mkdir(parents=True, exist_ok=True)
+        k = args.slice
+        slices = {"base": make_slice(corpus, work, k, "base" if k > 1 else "full"),
+                  "slow": make_slice(corpus, work, k * args.slow_step, "slow")}
+        if args.check_gate:
+            if check_gate(slices["base"], args.jobs):
+                return 1
+            continue
+        if not args.no_scaling:
+            slices["quarter"] = make_slice(corpus, work, 4 * k, "quarter")
+            slices["half"] = make_slice(corpus, work, 2 * k, "half")
+        pairs = plan(args.only, slices, not args.no_scaling)
+        results, load = run_cases(pairs, work, args)
+        reports.append(f"## {label} corpus ({corpus})\n\n" + render(results, pairs, slices, args, load))
+        summaries.append((label, slices["base"], results))
     if args.check_gate:
-        return check_gate(slices["base"], args.jobs)
-    if not args.no_scaling:
-        slices["quarter"] = make_slice(corpus, work, 4 * k, "quarter")
-        slices["half"] = make_slice(corpus, work, 2 * k, "half")
-    pairs = plan(args.only, slices, not args.no_scaling)
-    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-    for case, part in pairs:  # fill the caches the warm runs read (untimed)
-        if case.warm:
-            shutil.rmtree(Path(args.work) / f"cache-{part.step}", ignore_errors=True)
-            measure(fill(case, part, args), str(work))
-    results: dict[tuple[str, int], list[Sample]] = {}
-    for run in range(args.runs):
-        for case, part in pairs:
-            sample = measure(fill(case, part, args), str(work))
-            results.setdefault((case.name, part.step), []).append(sample)
-            print(f"run {run + 1}/{args.runs}  {case.name:<16} 1/{part.step:<3} wall {sample.wall:8.2f}  "
-                  f"cpu {sample.cpu:8.2f}  peak {sample.peak_mib:6.0f} MiB", file=sys.stderr, flush=True)
-    report = render(results, pairs, slices, args, (load_start, " ".join(f"{x:.2f}" for x in os.getloadavg())))
+        return 0
+    report = (side_by_side(summaries) if len(summaries) > 1 else "") + "\n".join(reports)
     if args.out:
         Path(args.out).write_text(report, encoding="utf-8")
     else:
         sys.stdout.write(report)
     return 0
+
+
+def run_cases(pairs: list[tuple[Case, Slice]], work: Path, args: argparse.Namespace
+              ) -> tuple[dict[tuple[str, int], list[Sample]], tuple[str, str]]:
+    """Every (case, slice) `args.runs` times, interleaved; caches of warm cases filled first."""
+    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    for case, part in pairs:  # fill the caches the warm runs read (untimed)
+        if case.warm:
+            shutil.rmtree(work / f"cache-{part.step}", ignore_errors=True)
+            measure(fill(case, part, args, work), str(work))
+    results: dict[tuple[str, int], list[Sample]] = {}
+    for run in range(args.runs):
+        for case, part in pairs:
+            sample = measure(fill(case, part, args, work), str(work))
+            results.setdefault((case.name, part.step), []).append(sample)
+            print(f"run {run + 1}/{args.runs}  {case.name:<16} 1/{part.step:<3} wall {sample.wall:8.2f}  "
+                  f"cpu {sample.cpu:8.2f}  peak {sample.peak_mib:6.0f} MiB", file=sys.stderr, flush=True)
+    return results, (load_start, " ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+def side_by_side(summaries: list[tuple[str, Slice, dict[tuple[str, int], list[Sample]]]]) -> str:
+    """One row per case, one column group per corpus: wall, CPU and wall × the parse floor."""
+    head = "| what | " + " | ".join(f"{label}: wall s | CPU s | × parse (wall)" for label, _, _ in summaries) + " |"
+    lines = ["## Both corpora side by side (medians)", "",
+             ", ".join(f"{label}: {part.files:,} files, {part.lines:,} lines" for label, part, _ in summaries), "",
+             head, "|---|" + "---:|---:|---:|" * len(summaries)]
+    for name in BASE:
+        cells = []
+        for _, part, results in summaries:
+            samples, floor = results.get((name, part.step)), results.get(("parse", part.step))
+            if not samples:
+                cells.append("- | - | -")
+                continue
+            wall, cpu = _median(samples, "wall"), _median(samples, "cpu")
+            ratio = f"{wall / _median(floor, 'wall'):.3f}" if floor else "-"
+            cells.append(f"{wall:.2f} | {cpu:.2f} | {ratio}")
+        lines.append(f"| {CASES[name].label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n"
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ class RawClient:
         self.process = process
 
     @classmethod
-    async def start(cls) -> "RawClient":
+    async def start(cls) -> RawClient:
         process = await asyncio.create_subprocess_exec(*SERVER, stdin=asyncio.subprocess.PIPE,
                                                        stdout=asyncio.subprocess.PIPE,
                                                        stderr=asyncio.subprocess.DEVNULL)

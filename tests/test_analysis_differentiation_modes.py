@@ -39,7 +39,8 @@ CASES = [
     ("import jax\nfrom functools import partial\n@partial(jax.jacfwd, argnums=1)\ndef f(a, x):\n    return marker()\n",
      {(F,)}),
     # spread through same-file calls, and nested code
-    ("import jax\ndef helper(x):\n    return marker()\ndef loss(x):\n    return helper(x)\njax.jvp(loss, (1.0,), (1.0,))\n",
+    ("import jax\ndef helper(x):\n    return marker()\ndef loss(x):\n    return helper(x)\n"
+     "jax.jvp(loss, (1.0,), (1.0,))\n",
      {(F,)}),
     ("import jax\ndef loss(x):\n    def body():\n        return marker()\n    return body()\njax.grad(loss)\n", {(R,)}),
     # one function under two transforms

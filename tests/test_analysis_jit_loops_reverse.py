@@ -10,9 +10,8 @@ import libcst as cst
 import pytest
 from odelint.analysis.facts import Facts
 from odelint.analysis.jitted import decorated, jitted_callee
-from odelint.analysis.loops import loops
 from odelint.analysis.reverse import reverse_differentiated_by
-from odelint.analysis.scopes import build_scope_index
+from odelint.analysis.scopes import Site, build_scope_index
 
 
 def _facts(source: str) -> tuple[cst.Module, Facts]:
@@ -125,15 +124,16 @@ for j in jax.numpy.arange(3):
 
 def test_loop_bodies_run_per_iteration_but_nested_functions_do_not() -> None:
     module, facts = _facts(LOOPS)
-    found = loops(facts)
-    inside = {module.code_for_node(call.func): found.loop_of(call) is not None
-              for call, _ in facts.index.of_type(cst.Call)
+    inside = {module.code_for_node(call.func): facts.loop_at(site) is not None
+              for call, site in facts.index.of_type(cst.Call)
               if module.code_for_node(call.func) in ("jax.vmap", "jax.pmap", "cond", "range", "jax.numpy.arange")}
     assert inside == {"jax.vmap": True, "jax.pmap": True, "cond": True, "range": False, "jax.numpy.arange": False}
     jits = _calls(module, facts, "jax.jit")
-    assert [found.loop_of(call) is not None for call, _ in jits] == [True, False, False]
+    assert [facts.loop_at(site) is not None for _, site in jits] == [True, False, False]
     inner = next(s for s in module.body[1].body.body if isinstance(s, cst.FunctionDef))
-    assert found.loop_of(inner) is not None  # the `def` statement itself runs every iteration
+    binding = facts.binding_of(inner)
+    assert binding is not None
+    assert facts.loop_at(Site(binding.scope, binding.order)) is module.body[1]  # the `def` runs every iteration
 
 
 # -- reverse-mode differentiation -------------------------------------------------------------

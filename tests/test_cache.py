@@ -99,7 +99,7 @@ def test_a_damaged_or_older_cache_reads_as_misses(project) -> None:
     cache_file = next((folder / ".odelint_cache").glob("results-*.json"))
     entries = json.loads(cache_file.read_text())
     damaged = [{"findings": []}, {"relevant": ["ODL000"]}, {"relevant": "ODL000", "results": {}}, [], None]
-    for entry_key, replacement in zip(sorted(entries), damaged):
+    for entry_key, replacement in zip(sorted(entries), damaged, strict=False):
         entries[entry_key] = replacement
     cache_file.write_text(json.dumps(entries))
     linted.clear()

@@ -329,7 +329,8 @@ def test_fix_keeps_crlf_bom_and_mode(project: Path) -> None:
 def test_linting_never_imports_the_jax_stack(project: Path) -> None:
     code = ("import sys, odelint.faces.cli\n"
             "odelint.faces.cli.main(['check', 'pkg', '--no-cache', '--exit-zero', '-q'])\n"
-            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'jax', 'jaxlib', 'equinox', 'diffrax', 'optax'})\n"
+            "heavy = sorted(m for m in sys.modules\n"
+            "               if m.split('.')[0] in {'jax', 'jaxlib', 'equinox', 'diffrax', 'optax'})\n"
             "print('HEAVY', heavy)\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=60)
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr

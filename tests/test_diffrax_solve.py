@@ -44,7 +44,8 @@ def test_positional_keyword_and_named_values_through_aliases() -> None:
 
 def test_unreadable_values_are_unknown_not_defaults() -> None:
     source = ("import diffrax\ndef run(adjoint, solver, *args):\n"
-              "    diffrax.diffeqsolve(term, solver, 0.0, 1.0, 0.1, y0, adjoint=adjoint, saveat=diffrax.SaveAt(steps=False))\n"
+              "    diffrax.diffeqsolve(term, solver, 0.0, 1.0, 0.1, y0, adjoint=adjoint, "
+              "saveat=diffrax.SaveAt(steps=False))\n"
               "    diffrax.diffeqsolve(*args)\n")
     first, second = solves(source)
     assert first.adjoint().qualname is None and first.adjoint().given

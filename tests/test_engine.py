@@ -66,7 +66,8 @@ def test_imports_go_after_the_leading_imports(source: str, expected: str) -> Non
 def test_gate_skips_parsing_but_still_reports_syntax_errors(monkeypatch) -> None:
     parsed = []
     real = engine._libcst_parse
-    monkeypatch.setattr(engine, "_libcst_parse", lambda source, path, *rest: parsed.append(path) or real(source, path, *rest))
+    monkeypatch.setattr(engine, "_libcst_parse",
+                        lambda source, path, *rest: parsed.append(path) or real(source, path, *rest))
     assert engine.lint_source("import os\nx = 1\n", "a.py").findings == []
     assert parsed == [], "no rule is triggered, so LibCST must not parse"
     assert engine.lint_source("import os\nx = (1,\n", "a.py").findings[0].code == "ODL000"

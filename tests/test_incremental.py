@@ -10,7 +10,8 @@ import pytest
 from odelint.engine.incremental import IncrementalParser
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = ["lint/analysis/facts.py", "lint/engine/core.py", "examples/neural_ode/train.py", "rules/optimisers/optimizer_init_unfiltered.py"]
+FILES = ["lint/analysis/facts.py", "lint/engine/core.py", "examples/neural_ode/train.py",
+         "rules/optimisers/optimizer_init_unfiltered.py"]
 SNIPPETS = ["x", " ", "\n", "\n\n", "# note\n", "(", ")", '"""', "\\\n", "@dec\n", "    ", "else:\n    pass\n",
             "def g():\n    return 1\n", "import os\n", "\r\n", "if True:\n", ":"]
 
@@ -62,8 +63,28 @@ def test_typing_inside_a_function_reuses_the_other_statements() -> None:
     source = (ROOT / "lint/analysis/facts.py").read_text()
     parser = IncrementalParser()
     first = parser.parse(source)
-    edited = source.replace("        return self.index.lookup(name, scope)", "        return self.index.lookup(name, scope)  # x")
+    line = "        return self.index.lookup(name, scope)"
+    edited = source.replace(line, line + "  # x")
     second = parser.parse(edited)
     assert second.deep_equals(cst.parse_module(edited))
-    reused = sum(1 for a, b in zip(first.body, second.body) if a is b)
+    reused = sum(1 for a, b in zip(first.body, second.body, strict=False) if a is b)
     assert reused == len(first.body) - 1
+
+
+def test_an_editor_relint_checks_the_edited_statements_with_cpython_first() -> None:
+    """A re-lint compiles only the statements the edit touched: a syntax error there is ODL000
+    at its line in the file, and nesting LibCST's native parser must not see is refused
+    before it parses anything (the whole-file verdict then names it)."""
+    from odelint.engine.core import lint_source
+
+    source = "import jax\n\n\ndef f(x):\n    return x\n\n\ndef g(y):\n    return y\n\n\nz = 1\n"
+    parser = IncrementalParser()
+    assert lint_source(source, "m.py", parser=parser).findings == []
+    broken = source.replace("    return y\n", "    return y +\n")
+    [error] = lint_source(broken, "m.py", parser=parser).findings
+    assert (error.code, error.span.line) == ("ODL000", 9)
+    assert lint_source(source, "m.py", parser=parser).findings == []
+    deep = source.replace("    return y\n", "    return " + "(" * 5000 + "y" + ")" * 5000 + "\n")
+    [error] = lint_source(deep, "m.py", parser=parser).findings
+    assert error.code == "ODL000"
+    assert lint_source(source, "m.py", parser=parser).findings == []

@@ -288,7 +288,8 @@ def test_the_cache_key_says_the_file_is_a_notebook() -> None:
 def test_an_import_a_fix_needs_goes_into_the_first_code_cell(project: Path, capsys) -> None:
     path = project / "train.ipynb"
     document = json.loads(path.read_text(encoding="utf-8"))
-    document["cells"][1]["source"] = ["%matplotlib inline\n", "from equinox import nn\n", "import jax\n", "import optax"]
+    document["cells"][1]["source"] = ["%matplotlib inline\n", "from equinox import nn\n", "import jax\n",
+                                      "import optax"]
     document["cells"][2]["source"][0] = document["cells"][2]["source"][0].replace("eqx.nn.MLP", "nn.MLP")
     path.write_text(json.dumps(document, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
     assert run(capsys, "--fix", "train.ipynb")[0] == 0

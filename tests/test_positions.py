@@ -8,6 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
+from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +50,9 @@ def _nodes(statement: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
-@pytest.mark.parametrize("path", ["<tricky>", "lint/engine/core.py", "lint/analysis/facts.py", "examples/neural_ode/train.py",
-                                  "tests/fixtures/ODL101/hazard_scan_leak.py"])
+@pytest.mark.parametrize("path", ["<tricky>", "lint/engine/core.py", "lint/analysis/facts.py",
+                                  "examples/neural_ode/train.py",
+                                  "tests/fixtures/ODL101/hazard_scan_leak.py", "bench/training_script.py"])
 def test_every_node_has_the_whole_module_position(path: str) -> None:
     source = TRICKY if path == "<tricky>" else (ROOT / path).read_text()
     module = cst.parse_module(source)
@@ -66,3 +68,19 @@ def test_a_wrong_or_missing_statement_hint_falls_back_to_the_whole_module() -> N
     inner = module.body[-1]
     assert locate(module, TRICKY, [(inner, 0)])[inner] == expected[inner]
     assert locate(module, TRICKY, [(inner, None)])[inner] == expected[inner]
+
+
+def test_an_editor_document_keeps_exact_positions_across_edits() -> None:
+    """The incremental parser's statement lines and the positions kept per unchanged statement
+    give what the whole-module provider gives, edit after edit (an edit above shifts them)."""
+    source = (ROOT / "bench" / "training_script.py").read_text()
+    parser = IncrementalParser()
+    for edit in range(3):
+        module = parser.parse(source)
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        wanted = [(node, top) for top, statement in enumerate(module.body) for node in _nodes(statement)]
+        got = locate(module, source, wanted, text_lines=parser.text_lines(module), memo=parser.positions)
+        assert all(got[node] == expected[node] for node, _ in wanted)
+        parser.positions.keep_only(module)
+        field = "    dataset_size: int = 256\n"
+        source = source.replace(field, field + "    # more\n" * (edit + 1), 1)

@@ -97,7 +97,7 @@ SUBJECTS = list(_subjects())
 CASES = [(subject, name) for subject in SUBJECTS for name in EXACT]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _count(source: str, code: str) -> int:
     result = lint_source(source, "example.py", {code})
     assert result.crashes == []

@@ -151,7 +151,8 @@ def test_may_be_array_rules_out_plain_containers_and_other_libraries() -> None:
 
         update(weights, 1)
     """)
-    name = lambda text: ast.parse(text, mode="eval").body
+    def name(text: str) -> ast.expr:
+        return ast.parse(text, mode="eval").body
     assert not s.may_be_array(name("table")) and not s.may_be_array(name("buffer"))
     assert not s.may_be_array(name("counts")) and not s.may_be_array(name("labels"))  # no call site passes one
     assert s.may_be_array(name("weights")) and s.may_be_array(name("values"))

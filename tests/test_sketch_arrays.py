@@ -152,7 +152,8 @@ def test_odl701_drops_values_the_model_cannot_call_arrays(code: str) -> None:
 
 def test_names_outside_the_file_fall_back_to_every_binding_of_the_name() -> None:
     sketch = Sketch(ast.parse(HEAD + "def f(n):\n    pass\nw = jnp.zeros(3)\nf(1)\n"))
-    name = lambda text: ast.parse(text, mode="eval").body
+    def name(text: str) -> ast.expr:
+        return ast.parse(text, mode="eval").body
     assert sketch.may_be_array(name("w")) and sketch.may_be_array(name("w[0] + 1"))
     assert not sketch.may_be_array(name("n")) and not sketch.may_be_array(name("len(w)"))
 

@@ -59,7 +59,7 @@ def test_version_imports_neither_the_runner_nor_the_rules_nor_libcst() -> None:
 def test_listing_rules_reads_the_index_instead_of_importing_them(args: tuple[str, ...]) -> None:
     code, modules, libcst, stdout = imports_of(*args)
     assert code == 0 and "ODL201" in stdout
-    assert not rule_modules(modules), "the rules' metadata index is stale: run `python -m odelint.api.rule_index`"
+    assert not rule_modules(modules), "the rules' metadata index is stale: run `python -m odelint.dev generate`"
     assert not modules & HEAVY
     assert libcst == "_StandIn"
 

@@ -7,9 +7,10 @@ positions after a starred argument are unknowable and must not be guessed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 import libcst as cst
+from odelint.analysis.scopes import children_of
 
 if TYPE_CHECKING:
     from odelint.analysis.scopes import Binding
@@ -23,11 +24,15 @@ def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
     return None
 
 
+@overload
+def positional_args(call: cst.Call, before_star: Literal[True]) -> list[cst.Arg]: ...
+@overload
+def positional_args(call: cst.Call, before_star: bool = False) -> list[cst.Arg] | None: ...
 def positional_args(call: cst.Call, before_star: bool = False) -> list[cst.Arg] | None:
     """Positional arguments in order. A `*args` makes the positions unknowable: the answer
     is then None, or with `before_star` the arguments before it (enough to find a
     transform's first argument)."""
-    args = []
+    args: list[cst.Arg] = []
     for arg in call.args:
         if arg.star:
             return args if before_star else None
@@ -60,7 +65,7 @@ def calls_within(node: cst.CSTNode) -> Iterator[cst.Call]:
         current = stack.pop()
         if isinstance(current, cst.Call):
             yield current
-        stack.extend(current.children)
+        stack.extend(children_of(current))
 
 
 def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:

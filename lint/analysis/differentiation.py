@@ -134,14 +134,14 @@ class Differentiation(Reach):
 
     def _find_progress_meters(self) -> None:
         for scope in list(self.facts.index.body_scopes.values()):
-            if scope.kind == CLASS and self._is_meter(scope.node, set()):  # type: ignore[arg-type]
+            if scope.kind == CLASS and isinstance(scope.node, cst.ClassDef) and self._is_meter(scope.node, set()):
                 for bindings in scope.bindings.values():
                     for binding in bindings:
-                        if binding.kind == "def":
+                        if binding.kind == "def" and isinstance(binding.node, cst.FunctionDef):
                             self.add_root(
                                 binding.node,
                                 f"`{binding.name}` is a method of the diffrax progress meter "
-                                f"`{scope.node.name.value}`")  # type: ignore[attr-defined]
+                                f"`{scope.node.name.value}`")
 
     def _is_meter(self, cls: cst.ClassDef, seen: set[int]) -> bool:
         if id(cls) in seen:
@@ -211,7 +211,7 @@ class Differentiation(Reach):
 
     def _applications(self) -> list[tuple[Function, tuple[str, ...], Scope | None]]:
         """(function, the modes a transform applies to it, the scope the transform runs in)."""
-        found = []
+        found: list[tuple[Function, tuple[str, ...], Scope | None]] = []
         calls = self.facts.index.of_type(cst.Call)
         inner = {id(args[0].value) for call, site in calls
                  if self._modes_of(call.func, site.scope) and (args := positional_args(call, before_star=True))}
@@ -223,8 +223,8 @@ class Differentiation(Reach):
                 if target is not None:
                     found.append((target, modes + wrapped, site.scope))
         for scope in list(self.facts.index.body_scopes.values()):
-            if scope.kind == FUNCTION:
-                modes = tuple(mode for decorator in scope.node.decorators  # type: ignore[attr-defined]
+            if scope.kind == FUNCTION and isinstance(scope.node, cst.FunctionDef):
+                modes = tuple(mode for decorator in scope.node.decorators
                               for mode in self._decorator_modes(decorator.decorator, scope.parent))
                 if modes:
                     found.append((scope.node, modes, scope.parent))
@@ -315,7 +315,7 @@ class Differentiation(Reach):
         return None
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, Differentiation]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Facts, Differentiation] = weakref.WeakKeyDictionary()
 
 
 def differentiation(facts: Facts) -> Differentiation:

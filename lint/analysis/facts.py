@@ -15,12 +15,12 @@ import enum
 import functools
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, argument_for
-from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of
 from odelint.api.finding import NeedImport
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class Facts:
         self.path = path                # the linted file, to find the project's other files
         self._seen = seen               # files whose facts are being built (import cycles)
         self._qualnames: dict[int, str | None] = {}
+        self._attribute_qualnames: dict[tuple[int, int], str | None] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
         self._binding_classes: dict[int, ModuleClass | None] = {}
@@ -107,6 +108,11 @@ class Facts:
         from odelint.analysis.differentiation import differentiation
         return differentiation(self).why_differentiated(site)
 
+    def loop_at(self, site: Site) -> cst.For | cst.While | None:
+        """The innermost Python loop of the same function that runs the code at `site` once per
+        iteration (its body, a `for` target, a `while` test), else None. Noted by the one traversal."""
+        return self.index.loop_at(site)
+
     def on_host(self, site: Site) -> bool:
         """Is the code at `site` neither traced nor differentiated (plain Python on the host)?"""
         return self.traced_by(site) is None and self.differentiated_by(site) is None
@@ -124,13 +130,23 @@ class Facts:
         return next((b for b in scope.parent.bindings.get(node.name.value, []) if b.node is node), None)
 
     def qualname(self, node: cst.BaseExpression, scope: Scope) -> str | None:
-        """The dotted name an expression refers to, resolved through imports and aliases."""
-        if isinstance(node, cst.Attribute):
-            base = self.qualname(node.value, scope)
-            return f"{base}.{node.attr.value}" if base else None
-        if isinstance(node, cst.Name):
-            return self._name_qualname(node.value, scope)
-        return None
+        """The dotted name an expression refers to, resolved through imports and aliases.
+
+        Asked about every call by many rules, so it compares exact types (LibCST's node classes
+        are ABCs, whose `isinstance` is several times slower) and remembers attribute chains."""
+        kind = type(node)
+        if kind is cst.Name:
+            return self._name_qualname(cast(cst.Name, node).value, scope)
+        if kind is not cst.Attribute:
+            return None
+        key = (id(node), id(scope))
+        if key in self._attribute_qualnames:
+            return self._attribute_qualnames[key]
+        attribute = cast(cst.Attribute, node)
+        base = self.qualname(attribute.value, scope)
+        found = f"{base}.{attribute.attr.value}" if base else None
+        self._attribute_qualnames[key] = found
+        return found
 
     def _name_qualname(self, name: str, scope: Scope) -> str | None:
         bindings = self.lookup(name, scope)
@@ -207,7 +223,7 @@ class Facts:
             return ModuleClass(None, qualname)
         if qualname and qualname.startswith("equinox.nn.") and qualname not in _NN_NON_MODULES:
             return ModuleClass(None, qualname) if qualname.rsplit(".", 1)[1][:1].isupper() else None
-        if jax_api.is_library_module(qualname):
+        if qualname is not None and jax_api.is_library_module(qualname):
             return ModuleClass(None, qualname)
         if isinstance(node, cst.Name):
             for binding in self.lookup(node.value, scope):
@@ -225,7 +241,8 @@ class Facts:
         if module.split(".")[0] in project.NEVER_PROJECT:
             return None
         where = project.module_file(module, self.path)
-        if where is None or os.path.abspath(where) in self._seen or os.path.abspath(where) == os.path.abspath(self.path):
+        if (where is None or os.path.abspath(where) in self._seen
+                or os.path.abspath(where) == os.path.abspath(self.path)):
             return None
         other = project.facts_of(where, self._seen | {os.path.abspath(self.path)})
         if other is None:
@@ -301,11 +318,11 @@ class Facts:
             function = self.callee(value.func, site.scope) if isinstance(value, cst.Call) else None
             return self._returned_module_class(function, rest) if function is not None else None
         if binding.kind == "param":
-            function = binding.scope.node
-            if isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
+            parameter_of = binding.scope.node
+            if isinstance(parameter_of, cst.FunctionDef) and binding.scope.parent is not None:
                 bound = 1 if binding.scope.parent.kind == CLASS else 0
                 classes = set()
-                for call, site in self.calls_of(function):
+                for call, site in self.calls_of(parameter_of):
                     argument = argument_for(call, binding, bound)
                     if argument is not None:
                         classes.add(self.module_class(argument, site))
@@ -332,8 +349,8 @@ class Facts:
 
     def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
         class_scope = self.index.body_scope(owner)
-        for binding in class_scope.bindings.get(attr, []) if class_scope else []:
-            if binding.annotation is not None:
+        for binding in class_scope.bindings.get(attr, []) if class_scope is not None else []:
+            if binding.annotation is not None and class_scope is not None:
                 found = self.module_type(_outer_annotation(binding.annotation), class_scope)
                 if found is not None:
                     return found
@@ -512,8 +529,8 @@ class Facts:
             return Kind.UNKNOWN
         attr = node.attr.value
         class_scope = self.index.body_scope(cls)
-        for binding in class_scope.bindings.get(attr, []) if class_scope else []:
-            if binding.annotation is not None:
+        for binding in class_scope.bindings.get(attr, []) if class_scope is not None else []:
+            if binding.annotation is not None and class_scope is not None:
                 declared = self.annotation_kind(binding.annotation, class_scope)
                 if declared is not Kind.UNKNOWN:
                     return declared
@@ -646,13 +663,15 @@ class Facts:
         if id(node) in seen:
             return set()
         seen.add(id(node))
+        parts: set[str] = set()
         if isinstance(node, cst.Call):
             parts = self._optax_parts(node.func, site, seen)
             if parts:
                 for arg in node.args:
                     parts |= self._optax_parts(arg.value, site, seen)
                 momentum = argument_at(node, "momentum", 1) if parts == {"optax.sgd"} else None
-                if momentum is not None and not (isinstance(momentum.value, cst.Name) and momentum.value.value == "None"):
+                if momentum is not None and not (isinstance(momentum.value, cst.Name)
+                                                 and momentum.value.value == "None"):
                     parts = {"optax.sgd+momentum"}  # sgd keeps a trace per parameter only with momentum
             return parts
         if isinstance(node, (cst.Attribute, cst.Name)):
@@ -660,20 +679,17 @@ class Facts:
             if qualname and qualname.split(".")[0] == "optax":
                 return {qualname}
             if isinstance(node, cst.Name):
-                parts: set[str] = set()
                 for binding in self.lookup(node.value, site.scope):
                     parts |= self._binding_optax_parts(binding, seen)
                 return parts
         if isinstance(node, (cst.List, cst.Tuple)):
-            parts = set()
             for element in node.elements:
                 parts |= self._optax_parts(element.value, site, seen)
             return parts
         if isinstance(node, cst.Dict):
-            parts = set()
-            for element in node.elements:
-                if isinstance(element, cst.DictElement):
-                    parts |= self._optax_parts(element.value, site, seen)
+            for item in node.elements:
+                if isinstance(item, cst.DictElement):
+                    parts |= self._optax_parts(item.value, site, seen)
             return parts
         return set()
 
@@ -690,14 +706,14 @@ class Facts:
             parts: set[str] = set()
             for ret in _returns(function) if function is not None and scope is not None else ():
                 element, left = _element_at(ret.value, rest) if ret.value is not None else (None, rest)
-                if element is not None and not left:
+                if element is not None and not left and scope is not None:
                     parts |= self._optax_parts(element, Site(scope, 10**9), seen)
             return parts
-        function = binding.scope.node
-        if binding.kind == "param" and isinstance(function, cst.FunctionDef) and binding.scope.parent is not None:
+        parameter_of = binding.scope.node
+        if binding.kind == "param" and isinstance(parameter_of, cst.FunctionDef) and binding.scope.parent is not None:
             bound = 1 if binding.scope.parent.kind == CLASS else 0
             parts = set()
-            for call, call_site in self.calls_of(function):
+            for call, call_site in self.calls_of(parameter_of):
                 argument = argument_for(call, binding, bound)
                 if argument is not None:
                     parts |= self._optax_parts(argument, call_site, seen)
@@ -788,7 +804,7 @@ def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.N
         elif isinstance(current, cst.Arg):
             stack.append(current.value)
         elif into_nested or not isinstance(current, nested):
-            stack.extend(current.children)
+            stack.extend(children_of(current))
 
 
 def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
@@ -799,7 +815,7 @@ def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
         if isinstance(node, cst.Return):
             yield node
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+            stack.extend(children_of(node))
 
 
 def _self_assignments(function: cst.FunctionDef, attr: str) -> Iterator[cst.BaseExpression]:

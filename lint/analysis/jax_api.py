@@ -195,7 +195,8 @@ def optax_need_params() -> frozenset[str]:
 
 def consumes_key(qualname: str | None) -> bool:
     """Does calling this `jax.random` function draw from (or split) the key it is given?"""
-    return bool(qualname) and qualname.startswith("jax.random.") and qualname not in _api()["keys"]["not_consuming"]
+    return (qualname is not None and qualname.startswith("jax.random.")
+            and qualname not in _api()["keys"]["not_consuming"])
 
 
 def makes_key(qualname: str | None) -> bool:

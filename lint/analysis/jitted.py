@@ -48,8 +48,8 @@ class Jitted:
         names |= {params[p + self.bound] for p in positions if 0 <= p + self.bound < len(params)}
         positions |= {params.index(name) - self.bound for name in names if name in params}
         found = []
-        args = positional_args(call)
-        for position, arg in enumerate(args or ()):
+        args = positional_args(call) or []
+        for position, arg in enumerate(args):
             if position in positions or position - len(args) in positions:
                 found.append(arg)
         found += [arg for arg in call.args if arg.keyword is not None and arg.keyword.value in names]

@@ -25,7 +25,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
-from odelint.analysis.scopes import FUNCTION
+from odelint.analysis.scopes import FUNCTION, children_of
 
 if TYPE_CHECKING:
     State = dict[str, cst.Call]  # name -> the call that consumed the key it holds
@@ -201,7 +201,8 @@ class KeyUses:
                 for condition in clause.ifs:
                     self._expression(condition.test, inner)
                 clause = clause.inner_for_in
-            parts = (node.key, node.value) if isinstance(node, cst.DictComp) else (node.elt,)
+            parts = (node.key, node.value) if isinstance(node, cst.DictComp) else (
+                (node.elt,) if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) else ())
             for part in parts:
                 self._expression(part, inner)
             if again:
@@ -254,7 +255,7 @@ class KeyUses:
 def _children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
     if isinstance(node, cst.Call):
         return [node.func, *(arg.value for arg in node.args)]
-    return node.children
+    return children_of(node)
 
 
 def _constant(node: cst.BaseExpression) -> bool:
@@ -288,7 +289,7 @@ def _merge(states: Iterable[State | None]) -> State | None:
     return merged
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, KeyUses]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Facts, KeyUses] = weakref.WeakKeyDictionary()
 
 
 def key_uses(facts: Facts) -> KeyUses:

@@ -152,16 +152,16 @@ class Leaves:
         if isinstance(value, cst.ListComp):
             return self._from_value(f"{name}[0]", value.elt, site, depth)
         kind = facts.kind(value, site)
-        leaves = self._from_kind(name, kind, value, site, depth)
-        if leaves and kind is Kind.FUNCTION:
+        found = self._from_kind(name, kind, value, site, depth)
+        if found and kind is Kind.FUNCTION:
             qualname = facts.qualname(value.func, site.scope) if isinstance(value, cst.Call) else None
             transform = qualname if jax_api.transform(qualname) is not None else None
             return [Leaf(name, LeafKind.FUNCTION, _describe_function(facts, value, site), transform)]
-        if leaves is None and isinstance(value, (cst.Name, cst.Attribute)):
+        if found is None and isinstance(value, (cst.Name, cst.Attribute)):
             qualname = facts.qualname(value, site.scope)
             if qualname and _looks_like_library_function(qualname):
                 return [Leaf(name, LeafKind.FUNCTION, f"`{qualname}`")]
-        return leaves or []
+        return found or []
 
 
 def _nested(prefix: str, leaves: tuple[Leaf, ...]) -> list[Leaf]:
@@ -198,7 +198,8 @@ def _self_assignments(init: cst.FunctionDef):
         for small in statement.body:
             if isinstance(small, cst.Assign) and len(small.targets) == 1:
                 target = small.targets[0].target
-                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+                if (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                        and target.value.value == "self"):
                     yield target.attr.value, small.value
 
 

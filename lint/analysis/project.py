@@ -24,7 +24,7 @@ _MAX_FILE_BYTES = 2_000_000
 NEVER_PROJECT = frozenset({"jax", "jaxlib", "equinox", "optax", "diffrax", "lineax", "optimistix", "numpy",
                            "scipy", "typing", "collections", "functools", "dataclasses", "abc", "math", "os",
                            "sys", "jaxtyping", "flax", "torch", "haiku"})
-_parsed: dict[str, tuple[tuple[int, int], "Facts | None"]] = {}
+_parsed: dict[str, tuple[tuple[int, int], Facts | None]] = {}
 _recording: list[dict[str, list[int]]] = []
 
 

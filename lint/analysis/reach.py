@@ -80,7 +80,8 @@ class Reach:
                     if id(target) not in self.reasons:
                         root = self.root_reasons.get(id(caller), self.why(site))
                         self.root_reasons[id(target)] = root  # type: ignore[assignment]
-                        self.reasons[id(target)] = f"{function_name(target)} is called from {function_name(caller)}; {root}"
+                        self.reasons[id(target)] = (f"{function_name(target)} is called from "
+                                                    f"{function_name(caller)}; {root}")
                         changed = True
             pending = waiting
 

@@ -38,7 +38,7 @@ class ReverseMode(Reach):
                 for decorator in scope.node.decorators:  # type: ignore[attr-defined]
                     spelled = self._decorator(decorator.decorator, scope.parent or scope)
                     if spelled is not None:
-                        self._root(scope.node, spelled)  # type: ignore[arg-type]
+                        self._root(scope.node, spelled)
         self.spread()
 
     def _targets(self, call: cst.Call, site: Site) -> list:
@@ -72,7 +72,7 @@ class ReverseMode(Reach):
         self.add_root(function, f"{function_name(function)} is differentiated in reverse mode by `{spelling}`")
 
 
-_CACHE: "weakref.WeakKeyDictionary[Facts, ReverseMode]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Facts, ReverseMode] = weakref.WeakKeyDictionary()
 
 
 def reverse_differentiated_by(facts: Facts, site: Site) -> str | None:

@@ -1,7 +1,7 @@
 """One traversal that learns what every name means: scopes, bindings and imports.
 
 LibCST's ScopeProvider + QualifiedNameProvider cost about seven parses (see
-shared/performance.md), so odelint keeps its own lighter table: which names each scope
+bench/RESULTS.md), so odelint keeps its own lighter table: which names each scope
 binds, from what, and in which order. The same traversal indexes the node types the
 enabled rules asked for, so rules never walk the tree themselves.
 
@@ -23,6 +23,8 @@ import libcst as cst
 
 MODULE, FUNCTION, CLASS, LAMBDA, COMPREHENSION = "module", "function", "class", "lambda", "comprehension"
 
+_Node = typing.TypeVar("_Node", bound=cst.CSTNode)
+
 
 @dataclasses.dataclass(eq=False)
 class Binding:
@@ -33,7 +35,7 @@ class Binding:
     """
 
     name: str
-    scope: "Scope"
+    scope: Scope
     order: int
     kind: str
     node: cst.CSTNode
@@ -50,7 +52,7 @@ class Binding:
 class Scope:
     kind: str
     node: cst.CSTNode
-    parent: "Scope | None"
+    parent: Scope | None
     bindings: dict[str, list[Binding]] = dataclasses.field(default_factory=dict)
     global_names: set[str] = dataclasses.field(default_factory=set)
     nonlocal_names: set[str] = dataclasses.field(default_factory=set)
@@ -59,7 +61,7 @@ class Scope:
         return f"Scope({self.kind}, {type(self.node).__name__})"
 
     @property
-    def module(self) -> "Scope":
+    def module(self) -> Scope:
         scope = self
         while scope.parent is not None:
             scope = scope.parent
@@ -83,6 +85,9 @@ class ScopeIndex:
         self.nodes: dict[type, list[tuple[cst.CSTNode, Site]]] = {}
         self.body_scopes: dict[int, Scope] = {}
         self.top_orders: list[int] = []  # the order at which each top-level statement starts
+        # The parts of loops that run once per iteration (a `for` loop's target and body, a
+        # `while` loop's test and body), as (first order, last order, loop, scope of the loop).
+        self.loop_parts: list[tuple[int, int, cst.For | cst.While, Scope]] = []
 
     def top_of(self, order: int | None) -> int | None:
         """The index of the top-level statement that the node visited at `order` lies in."""
@@ -91,8 +96,19 @@ class ScopeIndex:
         position = bisect.bisect_right(self.top_orders, order) - 1
         return position if position >= 0 else None
 
-    def of_type(self, node_type: type) -> list[tuple[cst.CSTNode, Site]]:
-        return self.nodes.get(node_type, [])
+    def loop_at(self, site: Site) -> cst.For | cst.While | None:
+        """The innermost loop whose body runs the code at `site` once per iteration, in the
+        same function: a nested function's body runs when called, not per iteration, while a
+        comprehension in a loop body runs every iteration."""
+        scope = _executing_scope(site.scope)
+        found: tuple[int, cst.For | cst.While] | None = None
+        for first, last, loop, loop_scope in self.loop_parts:
+            if first <= site.order <= last and loop_scope is scope and (found is None or first > found[0]):
+                found = (first, loop)
+        return found[1] if found is not None else None
+
+    def of_type(self, node_type: type[_Node]) -> list[tuple[_Node, Site]]:
+        return typing.cast("list[tuple[_Node, Site]]", self.nodes.get(node_type, []))
 
     def body_scope(self, node: cst.CSTNode) -> Scope | None:
         """The scope that a function, lambda or class body opens."""
@@ -119,6 +135,13 @@ class ScopeIndex:
         for scope in (self.module_scope, *self.body_scopes.values()):
             for bindings in scope.bindings.values():
                 yield from bindings
+
+
+def _executing_scope(scope: Scope) -> Scope:
+    """The function, lambda, class body or module whose code runs a comprehension's code."""
+    while scope.kind == COMPREHENSION and scope.parent is not None:
+        scope = scope.parent
+    return scope
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
@@ -387,8 +410,33 @@ class ScopeBuilder:
     def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._bind_target(node.target, "assign", node, node.value)
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: cst.For) -> bool:
         self._bind_target(node.target, "for", node, None)
+        if self.trivia:  # layout nodes wanted: LibCST's child order, loops noted per child
+            for child in node.children:
+                self._walk_part(node, child, child is node.target or child is node.body)
+            return False
+        self._walk_part(node, node.target, True)
+        self._walk_part(node, node.iter, False)
+        self._walk_part(node, node.body, True)
+        self._visit_all([node.orelse])
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        if self.trivia:
+            for child in node.children:
+                self._walk_part(node, child, child is node.test or child is node.body)
+            return False
+        self._walk_part(node, node.test, True)
+        self._walk_part(node, node.body, True)
+        self._visit_all([node.orelse])
+        return False
+
+    def _walk_part(self, loop: cst.For | cst.While, part: cst.CSTNode, per_iteration: bool) -> None:
+        first = self.order + 1
+        self.walk(part)
+        if per_iteration:
+            self.index.loop_parts.append((first, self.order, loop, _executing_scope(self.scope)))
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:

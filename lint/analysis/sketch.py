@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -25,6 +25,10 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 if TYPE_CHECKING:
     from odelint.analysis.sketch_arrays import SketchArrays
     from odelint.analysis.sketch_reach import SketchReach
+
+_Node = TypeVar("_Node", bound=ast.AST)
+_Other = TypeVar("_Other", bound=ast.AST)
+_Third = TypeVar("_Third", bound=ast.AST)
 
 
 class Sketch:
@@ -35,7 +39,8 @@ class Sketch:
         self.path = path
         self._aliases: dict[str, list[str]] = {}        # name -> the dotted names it may stand for
         self._assigned: dict[str, list[ast.expr]] = {}  # name -> values assigned to it anywhere
-        self.defs: dict[str, list[FunctionNode]] = {}   # name -> functions (methods too) of that name
+        # name -> functions (methods too) of that name
+        self.defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self.classes: dict[str, list[ast.ClassDef]] = {}
         self.identifiers: set[str] = set()              # every Name and attribute name used
         self.calls: list[ast.Call] = []
@@ -79,19 +84,19 @@ class Sketch:
                     parents[id(value)] = node
                     stack.append(value)
         for name in self.of_type(ast.Name):
-            self.identifiers.add(name.id)  # type: ignore[attr-defined]
+            self.identifiers.add(name.id)
         for attribute in self.of_type(ast.Attribute):
-            self.identifiers.add(attribute.attr)  # type: ignore[attr-defined]
-        self.calls = self.of_type(ast.Call)  # type: ignore[assignment]
+            self.identifiers.add(attribute.attr)
+        self.calls = self.of_type(ast.Call)
         self.subscript_stores = [node for node in self.of_type(ast.Subscript)
-                                 if isinstance(node.ctx, ast.Store)]  # type: ignore[attr-defined]
+                                 if isinstance(node.ctx, ast.Store)]
         self.has_loops = any(kind in nodes for kind in _LOOPS)
         for function in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
-            self.defs.setdefault(function.name, []).append(function)  # type: ignore[attr-defined]
+            self.defs.setdefault(function.name, []).append(function)
         for cls in self.of_type(ast.ClassDef):
-            self.classes.setdefault(cls.name, []).append(cls)  # type: ignore[attr-defined]
+            self.classes.setdefault(cls.name, []).append(cls)
         for node in self.of_type(ast.Import):
-            for alias in node.names:  # type: ignore[attr-defined]
+            for alias in node.names:
                 self.imported_modules.append(alias.name)
                 if alias.asname:
                     self._aliases.setdefault(alias.asname, []).append(alias.name)
@@ -99,22 +104,29 @@ class Sketch:
                     top = alias.name.split(".")[0]
                     self._aliases.setdefault(top, []).append(top)
         for node in self.of_type(ast.ImportFrom):
-            module = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
+            module = "." * node.level + (node.module or "")
             self.imported_modules.append(module)
-            for alias in node.names:  # type: ignore[attr-defined]
+            for alias in node.names:
                 full = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
                 self.imported_modules.append(full)
                 self._aliases.setdefault(alias.asname or alias.name, []).append(full)
         for node in self.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr):
-            if node.value is None:  # type: ignore[attr-defined]
+            if node.value is None:
                 continue
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        self._assigned.setdefault(name.id, []).append(node.value)  # type: ignore[attr-defined]
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Name):
+                        self._assigned.setdefault(part.id, []).append(node.value)
 
-    def of_type(self, *types: type[ast.AST]) -> list[ast.AST]:
+    @overload
+    def of_type(self, first: type[_Node], /) -> list[_Node]: ...
+    @overload
+    def of_type(self, first: type[_Node], second: type[_Other], /) -> list[_Node | _Other]: ...
+    @overload
+    def of_type(self, first: type[_Node], second: type[_Other], third: type[_Third], /
+                ) -> list[_Node | _Other | _Third]: ...
+    def of_type(self, *types: type[ast.AST]) -> list[Any]:
         """Every node of these exact types in the file, in no particular order."""
         if len(types) == 1:
             return self._nodes.get(types[0], [])
@@ -175,7 +187,7 @@ class Sketch:
         if self._by_attr is None:
             self._by_attr = {}
             for node in self.of_type(ast.Attribute):
-                self._by_attr.setdefault(node.attr, []).append(node)  # type: ignore[attr-defined]
+                self._by_attr.setdefault(node.attr, []).append(node)
         return self._by_attr
 
     def calls_to(self, names: Iterable[str]) -> list[ast.Call]:
@@ -183,7 +195,8 @@ class Sketch:
         wanted = frozenset(names)
         lasts = {name.rpartition(".")[2] for name in wanted}
         return [call for call in self.calls
-                if (isinstance(call.func, ast.Name) or (isinstance(call.func, ast.Attribute) and call.func.attr in lasts))
+                if (isinstance(call.func, ast.Name)
+                        or (isinstance(call.func, ast.Attribute) and call.func.attr in lasts))
                 and self.qualnames(call.func) & wanted]
 
     def names_in(self, node: ast.AST) -> frozenset[str]:
@@ -226,7 +239,7 @@ class Sketch:
         current = self.parent(node)
         while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
             current = self.parent(current)
-        return current  # type: ignore[return-value]
+        return current
 
     def repeats(self, node: ast.AST) -> bool:
         """May `node` run again and again: in a loop, or in a function called in a loop?"""
@@ -266,10 +279,10 @@ class Sketch:
         """Is `node` in the code of a function that may run traced?"""
         return self.reach.in_traced(node)
 
-    def nodes_in(self, functions: Iterable[FunctionNode], *types: type[ast.AST]) -> Iterator[ast.AST]:
+    def nodes_in(self, functions: Iterable[FunctionNode], *types: type[_Node]) -> Iterator[_Node]:
         """Nodes of these types inside the functions (each function's own code; the functions
         nested in a reached function are reached too)."""
-        return self.reach.nodes_in(functions, types)
+        return cast("Iterator[_Node]", self.reach.nodes_in(functions, types))
 
     def may_be_array(self, node: ast.expr) -> bool:
         """Could the model find `node` to be a JAX array (odelint.analysis.sketch_arrays)?"""

@@ -80,7 +80,7 @@ class SketchArrays:
         key = id(func)
         if key not in self._callees:
             self._callees[key] = [f for name in _callee_names(self.sketch, func, set())
-                                  for f in self.sketch.defs.get(name, ())]  # type: ignore[misc]
+                                  for f in self.sketch.defs.get(name, ())]
         return self._callees[key]
 
     def _stages(self) -> Iterator[_Solution]:
@@ -323,10 +323,10 @@ class _Solution:
         if self._traced is None:
             found = {self.keys.parameter(function, a) for function in self.sketch.traced_functions()
                      for a in _parameters(function)}
-            depends = [(self.keys.target(name), dynamic_names(self.sketch, node.value))  # type: ignore[attr-defined]
+            depends = [(self.keys.target(name), dynamic_names(self.sketch, node.value))
                        for node in self.sketch.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr)
-                       if node.value is not None  # type: ignore[attr-defined]
-                       for target in (node.targets if isinstance(node, ast.Assign) else [node.target])  # type: ignore[attr-defined]
+                       if node.value is not None
+                       for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
                        for name, _ in _bound(target)]
             changed = True
             while changed:
@@ -353,13 +353,13 @@ class _Sources:
         self.init_fields: list[tuple[str, ast.expr]] = []
         self.returned: list[tuple[ast.AST, ast.expr]] = []
         for node in sketch.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
-            annotation = getattr(node, "annotation", None)
-            if annotation is not None and isinstance(node.target, ast.Name) and arrays.may_declare_array(annotation):  # type: ignore[attr-defined]
-                self.declared.add(keys.target(node.target))  # type: ignore[attr-defined]
-            if node.value is not None:  # type: ignore[attr-defined]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and arrays.may_declare_array(node.annotation)):
+                self.declared.add(keys.target(node.target))
+            if node.value is not None:
                 for target in targets:
-                    self.values.extend((keys.target(name), node.value, path) for name, path in _bound(target))  # type: ignore[attr-defined]
+                    self.values.extend((keys.target(name), node.value, path) for name, path in _bound(target))
         methods: set[int] = set()
         for classes in sketch.classes.values():
             for cls in classes:
@@ -369,7 +369,7 @@ class _Sources:
             for function in functions:
                 self._parameters(arrays, keys, function, calls.get(name, []), 1 if id(function) in methods else 0)
                 if name in calls:  # a function no call runs returns nothing to anyone
-                    self.returned.extend((function, value) for value in _returns(function.body))  # type: ignore[union-attr]
+                    self.returned.extend((function, value) for value in _returns(function.body))
 
     def _parameters(self, arrays: SketchArrays, keys: _Names | _Scopes, function: FunctionNode,
                     calls: list[ast.Call], bound: int) -> None:
@@ -462,7 +462,8 @@ def _returns(body: list[ast.stmt]) -> Iterator[ast.expr]:
         elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for field in _BLOCKS:
                 for inner in getattr(statement, field, ()):
-                    yield from _returns(inner.body if isinstance(inner, (ast.excepthandler, ast.match_case)) else [inner])
+                    blocks = isinstance(inner, (ast.ExceptHandler, ast.match_case))
+                    yield from _returns(inner.body if blocks else [inner])
 
 
 def _class_body(cls: ast.ClassDef) -> Iterator[ast.stmt]:

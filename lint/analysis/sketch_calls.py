@@ -98,20 +98,20 @@ def may_name_module(sketch: Sketch, name: str, called: frozenset[str]) -> bool:
     if any(_may_hold_module(value) for value in sketch.assigned(name)):
         return True
     if any(isinstance(node.target, ast.Name) and node.target.id == name
-           for node in sketch.of_type(ast.AnnAssign)):  # type: ignore[attr-defined]
+           for node in sketch.of_type(ast.AnnAssign)):
         return True
     return any(_param_may_be_module(sketch, function, name, called) for function in _functions(sketch))
 
 
 def called_names(sketch: Sketch) -> frozenset[str]:
     """Every plain name the file reads (a function `Facts.callee` can resolve is called by one)."""
-    return frozenset(node.id for node in sketch.of_type(ast.Name))  # type: ignore[attr-defined]
+    return frozenset(node.id for node in sketch.of_type(ast.Name))
 
 
 def _functions(sketch: Sketch) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
     for functions in sketch.defs.values():
         yield from functions
-    yield from sketch.of_type(ast.Lambda)  # type: ignore[misc]
+    yield from sketch.of_type(ast.Lambda)
 
 
 def _param_may_be_module(sketch: Sketch, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
@@ -140,13 +140,13 @@ def _may_hold_module(value: ast.expr) -> bool:
 def only_defined(sketch: Sketch, names: Iterable[str]) -> frozenset[str]:
     """Those of `names` that the file binds by `def` and in no other way (no assignment,
     parameter, import, class, loop or `with` target), so that they always name a function."""
-    rebound = {node.id for node in sketch.of_type(ast.Name)  # type: ignore[attr-defined]
-               if not isinstance(node.ctx, ast.Load)}  # type: ignore[attr-defined]
-    rebound.update(arg.arg for arg in sketch.of_type(ast.arg))  # type: ignore[attr-defined]
+    rebound = {node.id for node in sketch.of_type(ast.Name)
+               if not isinstance(node.ctx, ast.Load)}
+    rebound.update(arg.arg for arg in sketch.of_type(ast.arg))
     rebound.update(sketch.classes)
     for node in sketch.of_type(ast.Import, ast.ImportFrom):
-        rebound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)  # type: ignore[attr-defined]
-    rebound.update(node.name for node in sketch.of_type(ast.ExceptHandler, ast.MatchAs, ast.MatchStar)  # type: ignore[attr-defined]
-                   if node.name)  # type: ignore[attr-defined]
-    rebound.update(node.rest for node in sketch.of_type(ast.MatchMapping) if node.rest)  # type: ignore[attr-defined]
+        rebound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    rebound.update(node.name for node in sketch.of_type(ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
+                   if node.name)
+    rebound.update(node.rest for node in sketch.of_type(ast.MatchMapping) if node.rest)
     return frozenset(name for name in names if name in sketch.defs and name not in rebound)

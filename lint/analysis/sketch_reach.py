@@ -159,7 +159,8 @@ class SketchReach:
         names: set[str] = set()
         for value in self.sketch.assigned(name):
             if isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.Lambda)):
-                functions.extend(inner for inner in ast.walk(value) if isinstance(inner, FUNCTIONS) and inner is not value)
+                functions.extend(inner for inner in ast.walk(value)
+                                 if isinstance(inner, FUNCTIONS) and inner is not value)
                 names |= self.sketch.names_in(value)
         return functions, names
 
@@ -201,7 +202,7 @@ class SketchReach:
     def _decorated(self, transforms: set[str]) -> Iterator[FunctionNode]:
         for functions in self.sketch.defs.values():
             for function in functions:
-                if any(self._decorates(decorator, transforms) for decorator in function.decorator_list):  # type: ignore[union-attr]
+                if any(self._decorates(decorator, transforms) for decorator in function.decorator_list):
                     yield function
 
     def _decorates(self, decorator: ast.expr, transforms: set[str]) -> bool:
@@ -490,8 +491,9 @@ def _scope_of(sketch: Sketch, node: ast.AST) -> ast.AST | None:
 
 def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a scope's own code, not those of the scopes nested in it."""
-    stack = list(scope.body) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else (
-        [scope.body] if isinstance(scope, ast.Lambda) else list(ast.iter_child_nodes(scope)))
+    stack: list[ast.AST] = (
+        list(scope.body) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        else [scope.body] if isinstance(scope, ast.Lambda) else list(ast.iter_child_nodes(scope)))
     while stack:
         node = stack.pop()
         yield node
@@ -523,7 +525,7 @@ def rebinds_each_iteration(loop: ast.AST, name: str) -> bool:
     """Does every iteration of `loop` bind `name` afresh: as a loop target, or by an assignment
     among the body's own statements (not one inside an `if`)?"""
     if isinstance(loop, _COMPREHENSIONS):
-        targets: list[ast.AST] = [generator.target for generator in loop.generators]  # type: ignore[attr-defined]
+        targets: list[ast.AST] = [generator.target for generator in loop.generators]
     else:
         targets = [loop.target] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
         for statement in loop.body:  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
-from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site, children_of
 
 if TYPE_CHECKING:
     from odelint.analysis.reach import Function
@@ -76,8 +76,8 @@ class Tracing(Reach):
                 continue
             body = jax_api.traced_body(qualname)
             if body is not None:
-                for target in _body_functions(call, body):
-                    self._add(target, site.scope, call.func, None, None, body.params)
+                for function in _body_functions(call, body):
+                    self._add(function, site.scope, call.func, None, None, body.params)
 
     def _find_decorator_roots(self) -> None:
         for scope in list(self.facts.index.body_scopes.values()):
@@ -229,7 +229,7 @@ def dynamic_names(facts: Facts, node: cst.CSTNode, scope: Scope) -> list[cst.Nam
         elif isinstance(current, cst.Arg):
             stack.append(current.value)
         else:
-            stack.extend(current.children)
+            stack.extend(children_of(current))
     return found
 
 
@@ -245,7 +245,8 @@ def _body_functions(call: cst.Call, body: jax_api.TracedBody) -> list[cst.BaseEx
         if arg is not None:
             found.append(arg.value)
     for index, position in enumerate(body.lists):
-        keyword = body.keywords[len(body.functions) + index] if len(body.functions) + index < len(body.keywords) else None
+        at = len(body.functions) + index
+        keyword = body.keywords[at] if at < len(body.keywords) else None
         arg = argument_at(call, keyword, position)
         if arg is not None and isinstance(arg.value, (cst.List, cst.Tuple)):
             found.extend(element.value for element in arg.value.elements)

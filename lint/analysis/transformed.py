@@ -175,7 +175,7 @@ def consumes(application: Application, param: Binding) -> bool | None:
     if not transform.traces:
         return False
     for keyword in transform.static if options is not None else ():
-        given = keyword_arg(options, keyword)
+        given = keyword_arg(options, keyword) if options is not None else None
         if given is None:
             continue
         if keyword.endswith("argnames"):
@@ -207,13 +207,15 @@ def consumes(application: Application, param: Binding) -> bool | None:
 def _integers(node: cst.BaseExpression) -> frozenset[int] | None:
     """`1`, `(0, 2)`, `[1]` -> their integers; None for anything not literal."""
     elements = [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
-    if all(isinstance(e, cst.Integer) for e in elements):
-        return frozenset(int(e.value, 0) for e in elements)  # type: ignore[union-attr]
+    integers = [e for e in elements if isinstance(e, cst.Integer)]
+    if len(integers) == len(elements):
+        return frozenset(int(e.value, 0) for e in integers)
     return None
 
 
 def _strings(node: cst.BaseExpression) -> frozenset[str] | None:
     elements = [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
-    if all(isinstance(e, cst.SimpleString) for e in elements):
-        return frozenset(e.evaluated_value for e in elements)  # type: ignore[union-attr]
+    strings = [e.evaluated_value for e in elements if isinstance(e, cst.SimpleString)]
+    if len(strings) == len(elements):
+        return frozenset(s for s in strings if isinstance(s, str))  # a bytes literal names no parameter
     return None

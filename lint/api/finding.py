@@ -101,7 +101,7 @@ class Finding:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Finding":
+    def from_dict(cls, data: dict) -> Finding:
         """Rebuild a detached finding: it still says whether it is fixable, but carries no fix."""
         finding = cls(
             code=data["code"],

@@ -94,6 +94,16 @@ class Pass:
         object.__setattr__(self, "code", example_code(self.code))
 
 
+@dataclasses.dataclass(frozen=True)
+class Callees:
+    """The calls a rule's `visit_Call` looks at: those whose function resolves to one of
+    `names` (through imports and aliases), and method calls named in `methods` (`x.update(...)`,
+    whatever `x` is)."""
+
+    names: frozenset[str] = frozenset()
+    methods: frozenset[str] = frozenset()
+
+
 NO_VERSIONS: Mapping[str, Version | None] = MappingProxyType({})
 
 
@@ -163,17 +173,24 @@ class Rule(BaseRule):
         return True
 
     @classmethod
+    def callees(cls) -> Callees | None:
+        """The calls `visit_Call` looks at (None: every call). The engine resolves each call's
+        name once per file and visits only the calls a rule declares: 18,000 visits of a
+        1,200-line training script become a few dozen."""
+        return None
+
+    @classmethod
     def has_precheck(cls) -> bool:
         return cls.may_fire.__func__ is not Rule.may_fire.__func__  # type: ignore[attr-defined]
 
     @classmethod
-    def node_types(cls) -> dict[type, str]:
+    def node_types(cls) -> dict[type[cst.CSTNode], str]:
         """The node types this rule visits, from its `visit_<NodeType>` methods."""
         found = {}
         for attribute in dir(cls):
             if attribute.startswith("visit_"):
                 node_type = getattr(cst, attribute[len("visit_"):], None)
-                if isinstance(node_type, type):
+                if isinstance(node_type, type) and issubclass(node_type, cst.CSTNode):
                     found[node_type] = attribute
         return found
 

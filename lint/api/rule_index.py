@@ -2,15 +2,17 @@
 warm `check` import no rule (nor the analysis and LibCST that rules import).
 
 `rules/data/rule_index.json` (package data) holds each rule's code, name, summary, docs, fix
-safety and file patterns, with a digest of the sources they come from: every
-`.py` and `.toml` of the rules package plus the rule API (`rule.py`, `registry.py`). `load`
-returns None when that digest no longer matches (a rule was added or changed and the index
-was not regenerated): the registry then imports the rules, so a stale index costs time,
-never a wrong answer. Regenerate it with
+safety and file patterns, the list of the rules package's modules, and a digest of exactly
+that content. `load` believes the index when its digest matches what it holds and the rule
+modules on disk are the ones it lists; otherwise (a rule module added, removed or renamed; a
+hand-edited or broken index) it returns None and the registry imports the rules. Editing a
+rule's visitor or a data table leaves the index current; editing a rule's metadata makes it
+stale, which `python -m odelint.dev generate --check` (CI, pre-commit) reports. Regenerate with
 
-    python -m odelint.api.rule_index
+    python -m odelint.dev generate
 
-and `tests/test_rule_index.py` fails, naming that command, whenever it is stale.
+(`python -m odelint.api.rule_index` still writes the index alone). The result cache keys on
+`sources_digest()`, every byte of the rules' sources, so a changed visitor re-lints.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from odelint.api.rule import BaseRule
 
 INDEX_NAME = "rule_index.json"
-REGENERATE = "python -m odelint.api.rule_index"
+REGENERATE = "python -m odelint.dev generate"
 _API_SOURCES = ("rule.py", "registry.py")  # the defaults and the engine rules the metadata depends on
 _GENERATED = ("confirmations.json", INDEX_NAME)
 
@@ -93,7 +95,8 @@ def source_files() -> list[str]:
 
 @functools.cache
 def sources_digest() -> str:
-    """Names (relative to their package) and contents; a file that vanished changes the digest."""
+    """Every byte the rules' behaviour comes from (for the result cache's key): names, relative
+    to their package, and contents; a file that vanished changes the digest."""
     digest = hashlib.sha256()
     rules = _rules_folder()
     for path in source_files():
@@ -108,28 +111,51 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
+def rule_modules() -> list[str]:
+    """The rules package's modules, relative to it (`arrays/prng_key_reuse.py`), sorted: a
+    listing of names, no file read, so that `load` stays cheap."""
+    rules = _rules_folder()
+    found = []
+    for folder, subfolders, names in os.walk(rules):
+        subfolders[:] = sorted(name for name in subfolders if name not in ("__pycache__", "data"))
+        relative = os.path.relpath(folder, rules).replace(os.sep, "/")
+        found += [name if relative == "." else f"{relative}/{name}" for name in names if name.endswith(".py")]
+    return sorted(found)
+
+
+def content_digest(entries: Sequence[dict], modules: Sequence[str]) -> str:
+    """The digest of what the index holds: the rules' metadata and the modules they come from."""
+    canonical = json.dumps({"modules": list(modules), "rules": list(entries)}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def render(rules: Iterable[type[BaseRule]]) -> str:
     """The index file's text: one rule per entry, sorted by code, so a merge shows which rule changed."""
     infos = sorted((RuleInfo.of(rule) for rule in rules), key=lambda info: info.code)
-    entries = ",\n".join("  " + json.dumps(info.to_dict(), sort_keys=True) for info in infos)
-    return (f'{{"generated_by": {json.dumps(REGENERATE)},\n"digest": "{sources_digest()}",\n'
-            f'"rules": [\n{entries}\n]}}\n')
+    entries = [info.to_dict() for info in infos]
+    modules = rule_modules()
+    lines = ",\n".join("  " + json.dumps(entry, sort_keys=True) for entry in entries)
+    return (f'{{"generated_by": {json.dumps(REGENERATE)},\n"digest": "{content_digest(entries, modules)}",\n'
+            f'"modules": {json.dumps(modules)},\n"rules": [\n{lines}\n]}}\n')
 
 
 def load() -> tuple[RuleInfo, ...] | None:
-    """The indexed metadata, or None when the index is missing, unreadable or stale."""
+    """The indexed metadata, or None when the index is missing, unreadable, altered, or lists
+    other rule modules than those on disk."""
     try:
         with open(index_path(), encoding="utf-8") as handle:
             document = json.load(handle)
-        if document.get("digest") != sources_digest():
+        entries, modules = document["rules"], document["modules"]
+        if document.get("digest") != content_digest(entries, modules) or modules != rule_modules():
             return None
-        return tuple(RuleInfo.from_dict(entry) for entry in document["rules"])
+        return tuple(RuleInfo.from_dict(entry) for entry in entries)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the index from the rules themselves (importing every one of them)."""
+    """Write the index alone from the rules themselves (importing every one of them); `python -m
+    odelint.dev generate` writes it with the pages made from the same metadata."""
     from odelint.api.registry import all_rules
 
     text = render(all_rules())

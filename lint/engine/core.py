@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
-from odelint.analysis.scopes import build_scope_index
+from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file
 from odelint.api.rule import NO_VERSIONS, BaseRule, FileContext, Rule, TextRule, all_node_types
@@ -108,7 +108,7 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
         rule = rule_class(context)
         try:
             rule.check_text()
-        except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
+        except Exception as error:  # a broken rule must not stop the run
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
@@ -122,7 +122,10 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
                  versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
-    if gate:
+    # The pre-check spares a LibCST parse. An editor's re-lint parses only what the edit
+    # touched, so there the pre-check would cost more than the rules it drops (which could
+    # not report anything anyway): it runs on a document's first lint only.
+    if gate and (parser is None or not parser.has_tree):
         triggered, parses = _candidates(source, path, triggered, tree)
     if not triggered:
         error = _syntax_error(source, path) if check_syntax and not parses else None
@@ -130,7 +133,7 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, triggered, apply_noqa, versions)
+    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser)
 
 
 def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
@@ -164,6 +167,10 @@ def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cs
     CPython looks first (compiling costs about a tenth of a LibCST parse): nesting it
     refuses would take LibCST's native parser minutes or overflow its stack, a segfault
     no `except` can catch (`x = 1+1+...` with 10,000 terms, 5,000 nested brackets)."""
+    if parser is not None:  # an editor's re-lint: CPython checks only the statements it parses
+        spliced = parser.splice(source, _compiles)
+        if spliced is not None:
+            return spliced
     complaint, libcst_may_try = _cpython_verdict(source, path)
     if not libcst_may_try:
         return complaint  # type: ignore[return-value]
@@ -181,6 +188,17 @@ def _libcst_parse(source: str, path: str, complaint: Finding | None,
         return complaint or syntax_finding(path, 1, 1, str(error))
     except RecursionError:
         return syntax_finding(path, 1, 1, TOO_DEEP)
+
+
+def _compiles(text: str) -> bool:
+    """Does CPython compile these top-level statements? (Then LibCST may parse them too.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(text, "<edit>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+    return True
 
 
 def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:
@@ -228,43 +246,97 @@ def _syntax_error(source: str, path: str) -> Finding | None:
 
 
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
-              apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS) -> LintResult:
-    """One traversal for facts, then every rule's visitors over the indexed nodes."""
+              apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS,
+              parser: IncrementalParser | None = None) -> LintResult:
+    """One traversal for facts, then every rule's visitors over the indexed nodes; `parser`,
+    an editor document's, lends what it knows of the statements' lines and positions."""
     result = LintResult([], parsed=True)
     try:
         index = build_scope_index(module, all_node_types(rules) | model_node_types())
     except RecursionError:
         return LintResult([syntax_finding(path, 1, 1, "the file is nested too deeply to analyse")])
-    context = FileContext(path, source, module, Facts(index, path), versions)
+    facts = Facts(index, path)
+    context = FileContext(path, source, module, facts, versions)
+    calls = CallIndex(facts)
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
         rule = rule_class(context)
         try:
-            for node_type, method in rule_class.node_types().items():
+            node_types: dict[type[cst.CSTNode], str] = rule_class.node_types() if issubclass(rule_class, Rule) else {}
+            for node_type, method in node_types.items():
                 visit = getattr(rule, method)
-                for node, site in index.of_type(node_type):
+                nodes = calls.declared(rule_class) if node_type is cst.Call else None
+                for node, site in index.of_type(node_type) if nodes is None else nodes:
                     before = len(rule.findings)
                     visit(node, site)
                     for finding in rule.findings[before:]:
                         visited_at[id(finding)] = site.order
             rule.finish()
-        except Exception as error:  # noqa: BLE001 - a broken rule must not stop the run
+        except Exception as error:  # a broken rule must not stop the run
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
     if result.findings:
-        _locate(module, source, result.findings, [index.top_of(visited_at.get(id(f))) for f in result.findings])
+        _locate(module, source, result.findings, _tops(index, result.findings, visited_at), parser)
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
 
 
-def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None]) -> None:
+class CallIndex:
+    """The file's calls by the qualified name of their function and by method name, built on
+    first use, so each call's name is resolved once for every rule that declares its callees."""
+
+    def __init__(self, facts: Facts) -> None:
+        self._facts = facts
+        self._by_name: dict[str, list[tuple[cst.CSTNode, Site]]] | None = None
+        self._by_method: dict[str, list[tuple[cst.CSTNode, Site]]] = {}
+
+    def declared(self, rule: type[BaseRule]) -> list[tuple[cst.CSTNode, Site]] | None:
+        """The calls `rule` declares, in source order; None when it looks at every call."""
+        callees = rule.callees() if issubclass(rule, Rule) else None
+        if callees is None:
+            return None
+        if self._by_name is None:
+            self._by_name = {}
+            for node, site in self._facts.index.of_type(cst.Call):
+                func = node.func
+                qualname = self._facts.qualname(func, site.scope)
+                if qualname is not None:
+                    self._by_name.setdefault(qualname, []).append((node, site))
+                if isinstance(func, cst.Attribute):
+                    self._by_method.setdefault(func.attr.value, []).append((node, site))
+        found = [call for name in callees.names for call in self._by_name.get(name, ())]
+        found += [call for name in callees.methods for call in self._by_method.get(name, ())]
+        unique = {id(node): (node, site) for node, site in found}
+        return sorted(unique.values(), key=lambda call: call[1].order)
+
+
+def _tops(index: ScopeIndex, findings: list[Finding], visited_at: dict[int, int]) -> list[int | None]:
+    """The top-level statement of each finding's node: that of the node being visited when it
+    was reported, else (a finding made after the visit, in `finish`) that of the node itself
+    when the traversal indexed it."""
+    tops = [index.top_of(visited_at.get(id(finding))) for finding in findings]
+    if None in tops:
+        orders = {id(node): site.order for nodes in index.nodes.values() for node, site in nodes}
+        tops = [top if top is not None or finding.node is None else index.top_of(orders.get(id(finding.node)))
+                for top, finding in zip(tops, findings, strict=True)]
+    return tops
+
+
+def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None],
+            parser: IncrementalParser | None) -> None:
     """Positions are computed only for files that have findings, and only around them."""
-    located = [(finding, top) for finding, top in zip(findings, tops) if finding.node is not None]
-    positions = locate(module, source, [(finding.node, top) for finding, top in located])
-    for finding, _ in located:
-        where = positions.get(finding.node)
+    located = [(finding, node, top) for finding, top in zip(findings, tops, strict=True)
+               if (node := finding.node) is not None]
+    wanted = [(node, top) for _, node, top in located]
+    if parser is None:
+        positions = locate(module, source, wanted)
+    else:
+        positions = locate(module, source, wanted, text_lines=parser.text_lines(module), memo=parser.positions)
+        parser.positions.keep_only(module)
+    for finding, node, _ in located:
+        where = positions.get(node)
         if where is not None:
             finding.span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
 
@@ -306,7 +378,7 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
             new_module = fixing.apply(module, [finding.fix.build() for finding in chosen])  # type: ignore[union-attr]
             new_source = new_module.code
             cst.parse_module(new_source)
-        except Exception as error:  # noqa: BLE001 - keep the last good text
+        except Exception as error:  # keep the last good text
             crashes.append(_crash(",".join(sorted({f.code for f in chosen})), path, error))
             return FixResult(current, findings, applied.total(), crashes, applied)
         if new_source == current:
@@ -320,7 +392,8 @@ def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
 def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool,
                   versions: Mapping[str, Version | None] = NO_VERSIONS):
     """Like lint_source, but also hands back the parsed module the findings point into."""
-    rules = [rule for rule in rules_for(path, codes, python) if issubclass(rule, Rule) and rule.triggered_by(source)]
+    rules: list[type[BaseRule]] = [rule for rule in rules_for(path, codes, python)
+                                   if issubclass(rule, Rule) and rule.triggered_by(source)]
     rules = candidates(source, path, rules) if python else rules
     if not python or not rules:
         result = lint_source(source, path, codes, python, versions=versions)

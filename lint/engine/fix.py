@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import libcst as cst
 from odelint.api.finding import Edits, Finding, NeedImport, Safety
@@ -35,7 +36,7 @@ class _Swap(cst.CSTTransformer):
         self.replacements = replacements
         self.done: set[int] = set()
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+    def on_leave(self, original_node, updated_node):
         new = self.replacements.get(id(original_node))
         if new is None:
             return updated_node
@@ -68,7 +69,8 @@ def add_imports(module: cst.Module, imports: Iterable[NeedImport]) -> cst.Module
             continue
         seen.add(need)
         alias = cst.AsName(cst.Name(need.alias)) if need.alias else None
-        names = [cst.ImportAlias(name=cst.parse_expression(need.module), asname=alias)]
+        dotted = cast("cst.Attribute | cst.Name", cst.parse_expression(need.module))
+        names = [cst.ImportAlias(name=dotted, asname=alias)]
         statements.append(cst.SimpleStatementLine([cst.Import(names=names)]))
     if not statements:
         return module
@@ -77,7 +79,7 @@ def add_imports(module: cst.Module, imports: Iterable[NeedImport]) -> cst.Module
     return module.with_changes(body=[*body[:position], *statements, *body[position:]])
 
 
-def _import_insertion_point(body: list[cst.BaseStatement]) -> int:
+def _import_insertion_point(body: Sequence[cst.BaseStatement]) -> int:
     position = 0
     if body and _is_docstring(body[0]):
         position = 1

@@ -12,18 +12,33 @@ block before them could claim, text that only parses in context), the whole file
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
+from odelint.engine.positions import StatementPositions
 
 
 class IncrementalParser:
-    """Parses successive versions of one document, reusing unchanged statements."""
+    """Parses successive versions of one document, reusing unchanged statements (and the
+    positions found inside them, `positions`)."""
 
     def __init__(self) -> None:
+        self.positions = StatementPositions()
         self._module: cst.Module | None = None
         # The source is header + statements + footer, each as it appears in the text.
         self._header = ""
         self._statements: list[str] = []
         self._footer = ""
+
+    def splice(self, source: str, check: Callable[[str], bool]) -> cst.Module | None:
+        """The next version's tree when only the statements an edit touched need parsing and
+        `check` accepts their text (the engine's guard against text LibCST's native parser
+        must not see); else None, and the next `parse` parses the whole text."""
+        module = self._splice(source, check) if self._module is not None else None
+        if module is None:
+            self._module = None
+            return None
+        return self._keep(module, source)
 
     def parse(self, source: str) -> cst.Module:
         """The same tree as `cst.parse_module(source)`; raises as it does."""
@@ -34,11 +49,30 @@ class IncrementalParser:
             self._header = _lines(module, module.header)
             self._statements = [module.code_for_node(statement) for statement in module.body]
             self._footer = _lines(module, module.footer)
+        return self._keep(module, source)
+
+    def _keep(self, module: cst.Module, source: str) -> cst.Module:
         # Some text lives in no statement's rendering (a `\` continuation before the first
         # statement): then the pieces do not add up, and the next version is parsed whole.
         whole = self._header + "".join(self._statements) + self._footer == source
         self._module = module if whole else None
         return module
+
+    @property
+    def has_tree(self) -> bool:
+        """Is there a previous version's tree to reuse statements from?"""
+        return self._module is not None
+
+    def text_lines(self, module: cst.Module) -> list[int] | None:
+        """The line where each top-level statement's text starts, when `module` is the last
+        tree this parser made and its pieces add up to the source (else None)."""
+        if module is not self._module:
+            return None
+        lines, line = [], 1 + _line_breaks(self._header)
+        for text in self._statements:
+            lines.append(line)
+            line += _line_breaks(text)
+        return lines
 
     def _kept(self, source: str) -> tuple[int, int, int, int] | None:
         """(statements kept in front, kept at the back, start and end of the changed span)."""
@@ -55,7 +89,7 @@ class IncrementalParser:
             back += 1
         return front, back, start, end
 
-    def _splice(self, source: str) -> cst.Module | None:
+    def _splice(self, source: str, check: Callable[[str], bool] | None = None) -> cst.Module | None:
         old = self._module
         kept = self._kept(source)
         if old is None or kept is None or not old.has_trailing_newline:
@@ -63,6 +97,8 @@ class IncrementalParser:
         front, back, start, end = kept
         if front == 0 or start > end:
             return None  # where the header ends is the whole-file parser's call
+        if check is not None and not check(source[start:end]):
+            return None
         try:
             middle = cst.parse_module(source[start:end])
         except cst.ParserSyntaxError:
@@ -89,6 +125,11 @@ class IncrementalParser:
         self._statements = [*self._statements[:front], *(module.code_for_node(s) for s in body), *rest_texts]
         self._footer = _lines(module, footer)
         return module
+
+
+def _line_breaks(text: str) -> int:
+    """Line breaks as Python counts them: `\n`, `\r\n` and a lone `\r`."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
 
 
 def _flush_left(text: str) -> bool:

@@ -144,7 +144,8 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
                     findings = engine.lint_source(new_text, task.path, task.codes, python=python,
                                                   versions=task.versions).findings
     except RecursionError:
-        outcome.findings = [engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse").to_dict()]
+        too_deep = engine.syntax_finding(task.path, 1, 1, "the file is nested too deeply to analyse")
+        outcome.findings = [too_deep.to_dict()]
         return outcome
     outcome.crashes = [crash.message() for crash in crashes]
     if new_text != text and notebook is not None:
@@ -187,12 +188,17 @@ def _size(task: Task) -> int:
         return 0
 
 
+# Below this much source, starting worker processes costs more than it saves (measured on a
+# 2-core machine: a 30-file, 15 KB project took 1.80 s with two workers, 1.44 s in-process).
+PARALLEL_FROM_BYTES = 256 * 1024
+
+
 def _run_tasks(tasks: Sequence[Task], jobs: int, progress: Progress | None = None) -> list[Outcome]:
     """Outcomes in task order. Workers get the largest files first, in small chunks, so no
     worker is left with a long file while the others idle at the end."""
     try:
         fewer_collections()
-        if jobs <= 1 or len(tasks) < 4 * jobs:
+        if jobs <= 1 or len(tasks) < 2 * jobs or sum(map(_size, tasks)) < PARALLEL_FROM_BYTES:
             return [_reported(process(task), index, len(tasks), progress) for index, task in enumerate(tasks)]
         import concurrent.futures
         import multiprocessing
@@ -280,7 +286,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)
     for path, findings in cached:
         result.findings.extend(_findings(path, findings))
-    for task, outcome in zip(tasks, outcomes):
+    for task, outcome in zip(tasks, outcomes, strict=False):
         _collect(task, outcome, options, result, stdin)
         if cache is not None and outcome.cache_key is not None and outcome.error is None \
                 and not outcome.crashes and outcome.new_data is None:

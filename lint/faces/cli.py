@@ -80,7 +80,7 @@ def _check_parser(sub) -> None:
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     output.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when any fix was applied")
     output.add_argument("-w", "--watch", action="store_true",
-                        help="lint again whenever a file changes (needs watchfiles: `pip install 'odelint[watch]'`)")
+                        help="lint again whenever a file changes (needs watchfiles: `pip install watchfiles`)")
     speed = check.add_argument_group("speed")
     speed.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: number of cores)")
     speed.add_argument("--no-cache", action="store_true", help="neither read nor write .odelint_cache")
@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_CLEAN
-    except Exception as error:  # noqa: BLE001 - the last line of defence: no traceback for users
+    except Exception as error:  # the last line of defence: no traceback for users
         print(f"odelint: internal error: {type(error).__name__}: {error} (this is a bug; please report it)",
               file=sys.stderr)
         return EXIT_ERROR

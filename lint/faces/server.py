@@ -17,7 +17,8 @@ def run(args: argparse.Namespace) -> int:
         from odelint.faces.server_lsp import build
     except ImportError as error:
         print(f"odelint: error: the server needs pygls and lsprotocol ({error}); "
-              "install them with `pip install 'odelint[server]'`", file=sys.stderr)
+              "install them with `pip install pygls lsprotocol` (or odelint's `server` extra: "
+              "`pip install '.[server]'` in its checkout)", file=sys.stderr)
         return 2
     from odelint.engine.collector import fewer_collections
 

@@ -14,7 +14,7 @@ import dataclasses
 import fnmatch
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -150,7 +150,7 @@ class OdelintServer(LanguageServer):
             self.collector.linted()
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # noqa: BLE001 - one bad buffer must not stop the server
+        except Exception as error:  # one bad buffer must not stop the server
             self.log(f"odelint: internal error while linting {uri}: {type(error).__name__}: {error}")
         finally:
             if self.pending.get(uri) is asyncio.current_task():
@@ -212,7 +212,8 @@ class OdelintServer(LanguageServer):
     def report_server_error(self, error: Exception, source) -> None:
         """A message that is not JSON gets JSON-RPC's parse error (with no id to answer to)."""
         if isinstance(error, json.JSONDecodeError):
-            self.protocol._send_response(None, error=JsonRpcParseError(str(error)).to_response_error())
+            # JSON-RPC answers with `"id": null` here; pygls' annotation of msg_id leaves null out
+            self.protocol._send_response(None, error=JsonRpcParseError(str(error)).to_response_error())  # type: ignore[arg-type]
             return
         super().report_server_error(error, source)
 
@@ -229,7 +230,7 @@ class OdelintServer(LanguageServer):
         return support is not None and "edit" in support.properties
 
     async def code_actions(self, linted: Linted, request: types.Range,
-                           only: list[str] | None) -> list[types.CodeAction]:
+                           only: Sequence[str] | None) -> list[types.CodeAction]:
         def wanted(kind: str) -> bool:
             return only is None or any(kind == prefix or kind.startswith(f"{prefix}.") for prefix in only)
 
@@ -320,7 +321,7 @@ def diagnostic(finding: Finding, lines: Lines) -> types.Diagnostic:
         severity=types.DiagnosticSeverity.Error if finding.code == SyntaxErrorRule.code
         else types.DiagnosticSeverity.Warning,
         code=finding.code,
-        code_description=types.CodeDescription(href=docs.url(rule)) if rule is not None else None,
+        code_description=types.CodeDescription(href=link) if rule is not None and (link := docs.url(rule)) else None,
         source="odelint",
         data={"fix": finding.fix_safety},
     )
@@ -347,7 +348,7 @@ def build(debounce: float) -> OdelintServer:
         try:
             await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
                 id="odelint-config", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)]))
-        except Exception as error:  # noqa: BLE001 - saving pyproject.toml in the editor still reloads it
+        except Exception as error:  # saving pyproject.toml in the editor still reloads it
             ls.log(f"odelint: cannot watch {CONFIG_NAME}: {error}")
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

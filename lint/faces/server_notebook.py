@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -122,7 +123,7 @@ def _lsp():
 
 
 async def code_actions(ls: OdelintServer, cell_uri: str, request: types.Range,
-                       only: list[str] | None) -> list[types.CodeAction] | None:
+                       only: Sequence[str] | None) -> list[types.CodeAction] | None:
     """Quick fixes and "disable for this line" for the findings of one cell, and "fix all"
     for the whole notebook when the client asks for source actions."""
     lsp = _lsp()
@@ -137,7 +138,7 @@ async def code_actions(ls: OdelintServer, cell_uri: str, request: types.Range,
 
     linted, lines = state.linted, state.lines(number, ls.encoding)
     actions: list[types.CodeAction] = []
-    for finding, shown in zip(linted.findings, state.placed):
+    for finding, shown in zip(linted.findings, state.placed, strict=False):
         if shown.cell != number or not wanted(types.CodeActionKind.QuickFix):
             continue
         diagnostic = lsp.diagnostic(shown, lines)

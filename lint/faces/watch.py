@@ -1,8 +1,8 @@
 """`odelint check --watch`: lint, then lint again whenever a file it would lint changes.
 
 Runs stay cheap because the result cache re-lints only the files whose bytes changed. The
-file watching is watchfiles' (native OS notifications), imported only here: `pip install
-'odelint[watch]'`. Ctrl-C ends the watch with status 0, as in Ruff.
+file watching is watchfiles' (native OS notifications), imported only here (`pip install
+watchfiles`, or odelint's `watch` extra). Ctrl-C ends the watch with status 0, as in Ruff.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, check_once: Callable[[], int]) -> int:
     try:
         import watchfiles
     except ImportError:
-        raise UsageError("--watch needs the watchfiles package: pip install 'odelint[watch]'") from None
+        raise UsageError("--watch needs the watchfiles package: pip install watchfiles") from None
     roots = [path for path in paths if os.path.exists(path)]
     if not roots:
         raise UsageError(f"--watch: none of {', '.join(paths)} exists")

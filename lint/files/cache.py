@@ -18,6 +18,7 @@ import json
 import os
 import time
 from collections.abc import Iterable
+from typing import TypeGuard
 
 from odelint import __version__
 from odelint.api.registry import rules_digest
@@ -40,7 +41,7 @@ def _subkey(codes: Iterable[str]) -> str:
     return ",".join(sorted(codes))
 
 
-def _well_formed(entry: object) -> bool:
+def _well_formed(entry: object) -> TypeGuard[dict]:
     """An entry this version wrote (an older one, or a damaged file, reads as a miss)."""
     return (isinstance(entry, dict) and isinstance(entry.get("relevant"), list)
             and isinstance(entry.get("results"), dict))

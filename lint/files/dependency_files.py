@@ -110,7 +110,7 @@ def _pyproject(text: str) -> Iterator[Declared]:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeError):
         return
-    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    project = data["project"] if isinstance(data.get("project"), dict) else {}
     lists = [project.get("dependencies")]
     for table in (project.get("optional-dependencies"), data.get("dependency-groups")):
         if isinstance(table, dict):

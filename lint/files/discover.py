@@ -135,7 +135,8 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
         base = settings.relative(folder)
         inside = not base.startswith("..")
 
-        def relative(name: str) -> str | None:  # to the settings' root, without a relpath per file
+        def relative(name: str, base: str = base, inside: bool = inside) -> str | None:
+            """`name` relative to the settings' root, without a relpath per file."""
             return (name if base == "." else f"{base}/{name}") if inside else None
 
         included = _inclusion(settings.include_patterns(patterns))

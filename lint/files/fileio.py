@@ -35,7 +35,8 @@ def decode(data: bytes, python: bool = True) -> SourceText:
     try:
         return SourceText(data.decode(encoding), encoding)
     except UnicodeDecodeError as error:
-        raise SourceError(f"not valid {encoding.upper()}: byte 0x{data[error.start]:02x} at offset {error.start}") from None
+        raise SourceError(f"not valid {encoding.upper()}: byte 0x{data[error.start]:02x} "
+                          f"at offset {error.start}") from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
 

@@ -30,7 +30,8 @@ class Layer:
 def check_selectors(selectors: Iterable[str], known: Sequence[str], where: str) -> None:
     for selector in selectors:
         if not SELECTOR.match(selector):
-            raise SelectionError(f"{where}: {selector!r} is not a rule code or prefix (expected e.g. ODL201, ODL2, ALL)")
+            raise SelectionError(f"{where}: {selector!r} is not a rule code or prefix "
+                                 "(expected e.g. ODL201, ODL2, ALL)")
         if selector != "ALL" and not any(code.startswith(selector) for code in known):
             raise SelectionError(f"{where}: unknown rule code or prefix {selector!r}")
 

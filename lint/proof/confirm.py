@@ -125,8 +125,9 @@ def run(args: argparse.Namespace) -> int:
     chosen = _chosen_rules(args.rule, fixtures)
     outcomes = _load(chosen, fixtures)
     env = dict(os.environ)
-    if PLATFORMS[args.device]:
-        env["JAX_PLATFORMS"] = PLATFORMS[args.device]
+    platforms = PLATFORMS[args.device]
+    if platforms:
+        env["JAX_PLATFORMS"] = platforms
     probe = _probe(env, args.device)
     log = _Progress()
     log.say(f"odelint confirm: {len(outcomes)} case(s) of {len(chosen)} rule(s) on {probe['backend']} "
@@ -212,9 +213,11 @@ def _probe(env: dict, device: str) -> dict:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         if device == "gpu":
-            raise UsageError(f"--device gpu: JAX sees no GPU (with JAX_PLATFORMS={PLATFORMS['gpu']} it failed with {last}); "
+            raise UsageError(f"--device gpu: JAX sees no GPU (with JAX_PLATFORMS={PLATFORMS['gpu']} "
+                             f"it failed with {last}); "
                              "it needs an NVIDIA GPU and jax with CUDA, e.g. pip install 'jax[cuda12]'")
-        raise UsageError(f"cannot run jax with {sys.executable} (install odelint[jax]): {last}")
+        raise UsageError(f"cannot run jax with {sys.executable} "
+                         f"(install jax, equinox, diffrax and optax: odelint's `jax` extra): {last}")
     info = json.loads(done.stdout.strip().splitlines()[-1])
     if device == "gpu" and info["backend"] != "gpu":
         raise UsageError(f"--device gpu: JAX sees no GPU, only {', '.join(info['devices'])}")
@@ -227,7 +230,7 @@ def _lint(outcome: Outcome, rule) -> None:
     For a rule over requirement files, the linted pair is pins_hazard / pins_fixed."""
     case = outcome.case
     target, twin = (case.hazard, case.fixed)
-    if issubclass(rule, TextRule) and case.needs_pins:
+    if issubclass(rule, TextRule) and case.pins_hazard is not None and case.pins_fixed is not None:
         target, twin = case.pins_hazard, case.pins_fixed
     source = _read(case.path(target))
     linted = lint_source(source, case.path(target), {case.code})
@@ -260,7 +263,7 @@ def _programs(outcomes: list[Outcome], with_pins: bool, log) -> list[tuple]:
     for outcome in outcomes:
         case = outcome.case
         pythons = {"hazard": sys.executable, "fixed": sys.executable}
-        if case.needs_pins:
+        if case.pins_hazard is not None and case.pins_fixed is not None:  # case.needs_pins (they go together)
             if not with_pins:
                 outcome.skipped = "version-pin fixture: run with --with-old-pins"
                 continue

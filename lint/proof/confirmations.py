@@ -25,7 +25,7 @@ def load() -> dict[str, dict]:
 
 def path() -> str:
     """Where `--record` writes: beside the rule modules (the source tree for an editable install)."""
-    return os.fspath(resources.files("odelint.rules").joinpath("data").joinpath(FILENAME))
+    return str(resources.files("odelint.rules").joinpath("data").joinpath(FILENAME))
 
 
 def versions_text(versions: dict) -> str:

@@ -251,8 +251,8 @@ class Float64WithoutX64(Rule):
 
 def _names_flag(sketch: Sketch) -> bool:
     """Does the file surely name the flag as `_mentioned` sees it (a string or attribute)?"""
-    return (any(node.attr == X64_FLAG for node in sketch.of_type(ast.Attribute))  # type: ignore[attr-defined]
-            or any(isinstance(node.value, str) and node.value.lower() == X64_FLAG  # type: ignore[attr-defined]
+    return (any(node.attr == X64_FLAG for node in sketch.of_type(ast.Attribute))
+            or any(isinstance(node.value, str) and node.value.lower() == X64_FLAG
                    and exact_string(sketch, node) is not None for node in sketch.of_type(ast.Constant)))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import libcst as cst
 from odelint.analysis.arrays import is_jax_array
@@ -88,7 +88,7 @@ class InPlaceArrayUpdate(Rule):
         value = _negated(node.value) if negate else node.value
         self._flag(node, node.target, site, method, value, method is not None and self._rebindable(node.target, site))
 
-    def _array_item(self, target: cst.BaseExpression, site: Site) -> bool:
+    def _array_item(self, target: cst.BaseExpression, site: Site) -> TypeGuard[cst.Subscript]:
         return isinstance(target, cst.Subscript) and is_jax_array(self.facts, target.value, site)
 
     def _rebindable(self, target: cst.Subscript, site: Site) -> bool:
@@ -105,7 +105,7 @@ class InPlaceArrayUpdate(Rule):
         index = source_of(self.context.module, cst.Subscript(cst.Name("_"), target.slice))[1:]
         use = f"`{array} = {array}.at{index}.{method}(...)`" if method else "an `.at[...]` update"
         fix = None
-        if fixable:
+        if fixable and method is not None and isinstance(target.value, cst.Name):
             update = cst.Call(cst.Attribute(cst.Subscript(cst.Attribute(target.value, cst.Name("at")), target.slice),
                                             cst.Name(method)), [cst.Arg(value)])
             new = cst.Assign([cst.AssignTarget(target.value)], update)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -169,7 +170,7 @@ class PrintOfTracedValue(Rule):
     )
 
 
-def _format_call(args: tuple[cst.Arg, ...]) -> tuple[str, list[cst.BaseExpression]] | None:
+def _format_call(args: Sequence[cst.Arg]) -> tuple[str, list[cst.BaseExpression]] | None:
     """`print`'s arguments as a `jax.debug.print` format string literal and its values, or None."""
     pieces: list[str] = []
     values: list[cst.BaseExpression] = []
@@ -215,12 +216,13 @@ def _fstring(string: cst.FormattedString, values: list[cst.BaseExpression]) -> s
                 return None
             pieces.append(part.value)  # `{{`/`}}` escape braces in format strings too
             continue
-        if part.conversion is not None or part.equal is not None:
+        if not isinstance(part, cst.FormattedStringExpression) or part.conversion is not None or part.equal is not None:
             return None
         spec = part.format_spec or []
-        if not all(isinstance(piece, cst.FormattedStringText) for piece in spec):
+        texts = [piece for piece in spec if isinstance(piece, cst.FormattedStringText)]
+        if len(texts) != len(spec):
             return None
-        spec_text = "".join(piece.value for piece in spec)  # type: ignore[union-attr]
+        spec_text = "".join(piece.value for piece in texts)
         pieces.append("{" + (":" + spec_text if spec else "") + "}")
         values.append(part.expression)
     return "".join(pieces)

@@ -9,7 +9,6 @@ import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.facts import Kind
 from odelint.analysis.jitted import COMPILING, decorated, jitted_callee
-from odelint.analysis.loops import loops
 from odelint.analysis.reach import enclosing_function
 from odelint.analysis.scopes import FUNCTION, Site
 from odelint.api.rule import Flag, Pass, Rule
@@ -107,14 +106,15 @@ class RecompiledEveryCall(Rule):
         jitted = decorated(self.facts, node, outer) if outer is not None else None
         if jitted is None or outer is None or self.facts.traced_by(Site(outer, site.order)) is not None:
             return
-        reason = self._loop_reason(node) or (self._repeated(outer.node) if outer.kind == FUNCTION else None)
+        reason = self._loop_reason(Site(outer, site.order)) or (
+            self._repeated(outer.node) if outer.kind == FUNCTION else None)
         if reason is not None:
             self.report(node.name, f"`{node.name.value}` is decorated with `{jitted.spelling}` {reason}: each time "
                                    "it is a new function, traced and compiled again; define it once, outside")
 
     def _check_new_function(self, call: cst.Call, target: cst.BaseExpression, site: Site) -> None:
         spelling = source_of(self.context.module, call.func)
-        loop_reason = self._loop_reason(call)
+        loop_reason = self._loop_reason(site)
         function = enclosing_function(site.scope)
         made_here = self._made_in(target, site, loop_reason is not None)
         if made_here is None:
@@ -142,22 +142,21 @@ class RecompiledEveryCall(Rule):
         new = binding.kind == "def" or (binding.kind == "assign" and not binding.path and (
             isinstance(binding.value, cst.Lambda) or isinstance(binding.value, cst.Call)
             and self.facts.qualname(binding.value.func, site.scope) == "functools.partial"))
-        if not new or (in_loop and loops(self.facts).loop_of(binding.node) is None):
+        if not new or (in_loop and self.facts.loop_at(Site(binding.scope, binding.order)) is None):
             return None
         if not in_loop and site.scope.kind != FUNCTION:
             return None
         return f"`{target.value}`, a function defined {'in the loop' if in_loop else 'anew on each call'},"
 
-    def _loop_reason(self, node: cst.CSTNode) -> str | None:
-        loop = loops(self.facts).loop_of(node)
-        return "inside a loop" if loop is not None else None
+    def _loop_reason(self, site: Site) -> str | None:
+        return "inside a loop" if self.facts.loop_at(site) is not None else None
 
     def _repeated(self, function: cst.CSTNode) -> str | None:
         """Why `function` runs again and again: it is called in a loop. (A factory called from
         a few places compiles once per call on purpose, with different closures.)"""
         if not isinstance(function, cst.FunctionDef):
             return None
-        if any(loops(self.facts).loop_of(call) is not None for call, _ in self.facts.calls_of(function)):
+        if any(self.facts.loop_at(call_site) is not None for _, call_site in self.facts.calls_of(function)):
             return f"inside `{function.name.value}`, which is called in a loop"
         return None
 

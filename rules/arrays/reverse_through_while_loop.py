@@ -12,7 +12,7 @@ from odelint.analysis.differentiation import differentiation
 from odelint.analysis.facts import loaded_names
 from odelint.analysis.reverse import reverse_differentiated_by
 from odelint.analysis.scopes import Site
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -72,6 +72,10 @@ class ReverseThroughWhileLoop(Rule):
     summary = "Reverse-mode differentiation through lax.while_loop or a fori_loop with traced bounds"
     triggers = (("while_loop",), ("fori_loop",))
     fixtures = "tests/fixtures/ODL711"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({"jax.lax.while_loop", "jax.lax.fori_loop"}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -63,10 +63,10 @@ class StatefulRandomInTracedCode(Rule):
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         for call in sketch.nodes_in(sketch.traced_functions(), ast.Call):
-            names = sketch.qualnames(call.func)  # type: ignore[attr-defined]
+            names = sketch.qualnames(call.func)
             if any(name.startswith(_STATEFUL) for name in names):
                 return True
-            if any(jax_api.consumes_key(name) for name in names) and _key_from_outside(sketch, call):  # type: ignore[arg-type]
+            if any(jax_api.consumes_key(name) for name in names) and _key_from_outside(sketch, call):
                 return True
         return False
 
@@ -82,7 +82,7 @@ class StatefulRandomInTracedCode(Rule):
         if not jax_api.consumes_key(qualname):
             return
         key = argument_at(node, "key", 0)
-        if key is None or not self._outside_key(key.value, site):
+        if key is None or not isinstance(key.value, cst.Name) or not self._outside_key(key.value, site):
             return
         reason = self.facts.traced_by(site)
         if reason is not None:

@@ -206,23 +206,23 @@ def _hashed_values(sketch: Sketch) -> Iterator[ast.expr]:
     arguments, keys looked up in dicts or sets, arguments of calls that may run a cached
     function (`Facts.callee`: by name, or through a wrapper such as `jax.jit(cached)`)."""
     for node in sketch.of_type(ast.Dict):
-        yield from (key for key in node.keys if key is not None)  # type: ignore[attr-defined]
-    for node in sketch.of_type(ast.Set):
-        yield from node.elts  # type: ignore[attr-defined]
+        yield from (key for key in node.keys if key is not None)
+    for members in sketch.of_type(ast.Set):
+        yield from members.elts
     containers = {name for name in sketch.identifiers if any(_container(v) for v in sketch.assigned(name))}
-    for node in sketch.of_type(ast.Subscript):
-        base = node.value  # type: ignore[attr-defined]
+    for lookup in sketch.of_type(ast.Subscript):
+        base = lookup.value
         if isinstance(base, (ast.Dict, ast.DictComp)) or (isinstance(base, ast.Name) and base.id in containers):
-            yield node.slice  # type: ignore[attr-defined]
-    for node in sketch.of_type(ast.Compare):
-        left = node.left  # type: ignore[attr-defined]
-        for operator, right in zip(node.ops, node.comparators):  # type: ignore[attr-defined]
+            yield lookup.slice
+    for compare in sketch.of_type(ast.Compare):
+        left = compare.left
+        for operator, right in zip(compare.ops, compare.comparators, strict=True):
             if isinstance(operator, (ast.In, ast.NotIn)) and (
                     _container(right) or (isinstance(right, ast.Name) and right.id in containers)):
                 yield left
             left = right
     cached = {id(f) for f in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
-              if any("cache" in sketch.names_in(d) or "lru_cache" in sketch.names_in(d) for d in f.decorator_list)}  # type: ignore[attr-defined]
+              if any("cache" in sketch.names_in(d) or "lru_cache" in sketch.names_in(d) for d in f.decorator_list)}
     for call in sketch.calls:
         if (isinstance(call.func, ast.Name) and call.func.id == "hash") or (
                 cached and any(id(f) in cached for f in sketch.arrays.callees_of(call.func))):
@@ -232,5 +232,6 @@ def _hashed_values(sketch: Sketch) -> Iterator[ast.expr]:
 
 def _container(value: ast.expr) -> bool:
     return isinstance(value, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or (
-        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("dict", "set", "frozenset"))
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+        and value.func.id in ("dict", "set", "frozenset"))
 

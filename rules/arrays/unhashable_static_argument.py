@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -107,7 +108,7 @@ class UnhashableStaticArgument(Rule):
                 continue
             fix = None
             if isinstance(arg.value, cst.List):
-                fix = self.fix("Pass a tuple", lambda value=arg.value: Edits([Replace(value, _as_tuple(value))]))
+                fix = self.fix("Pass a tuple", functools.partial(_tuple_edits, arg.value))
             self.report(arg.value,
                         f"`{source_of(self.context.module, arg.value)}` is {what[0]} passed as a static argument of "
                         f"`{source_of(self.context.module, node.func)}` (`{jitted.spelling}` with static arguments): "
@@ -275,6 +276,10 @@ def _may_be_unhashable(sketch: Sketch, value: ast.expr, modules: bool) -> bool:
     if isinstance(value, (ast.Constant, ast.Tuple, ast.Lambda, ast.JoinedStr, ast.Starred)):
         return False
     return modules or sketch.may_be_array(value)
+
+
+def _tuple_edits(value: cst.List) -> Edits:
+    return Edits([Replace(value, _as_tuple(value))])
 
 
 def _as_tuple(value: cst.List) -> cst.Tuple:

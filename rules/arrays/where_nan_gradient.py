@@ -12,7 +12,7 @@ from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.intervals import INF, guard, number
 from odelint.analysis.scopes import Site, dotted_name
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -68,6 +68,10 @@ class WhereNanGradient(Rule):
     triggers = (("where",), ("select",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL706"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=WHERE)
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
@@ -299,7 +303,7 @@ def _sketch_number(node: ast.expr) -> float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _sketch_number(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
     return None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -10,7 +11,7 @@ from odelint.analysis.calls import source_of
 from odelint.analysis.differentiation import STOP_GRADIENT, callbacks, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Scope, Site
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import FileContext, Flag, Pass, Rule
+from odelint.api.rule import Callees, FileContext, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -77,9 +78,13 @@ class CallbackWithoutStopGradient(Rule):
     fixtures = "tests/fixtures/ODL301"
 
     @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset(callbacks()))
+
+    @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         """A host callback called in code that may run under differentiation."""
-        return any(sketch.qualnames(node.func) & callbacks().keys()  # type: ignore[attr-defined]
+        return any(sketch.qualnames(node.func) & callbacks().keys()
                    for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
 
     def __init__(self, context: FileContext) -> None:
@@ -110,7 +115,7 @@ class CallbackWithoutStopGradient(Rule):
             if not any(arg.star for arg in traced):
                 unused = id(node) in self._unused
                 fix = self.fix("Wrap the forwarded values in `jax.lax.stop_gradient`",
-                               lambda traced=traced, site=site: self._stop(traced, site), safe=unused)
+                               functools.partial(self._stop, traced, site), safe=unused)
             self.report(node, f"`{qualname.rsplit('.', 1)[1]}` gets {names}, which may carry a tangent "
                               f"({reason}); differentiating raises `ValueError: {error}`: "
                               f"pass {'it' if len(traced) == 1 else 'them'} through `jax.lax.stop_gradient`", fix=fix)

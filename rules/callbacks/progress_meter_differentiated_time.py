@@ -10,7 +10,7 @@ from odelint.analysis.classes import method_of, named_class
 from odelint.analysis.differentiation import Differentiation, differentiation, is_stop_gradient
 from odelint.analysis.scopes import Binding, Scope, Site
 from odelint.analysis.sketch_calls import keyword
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -74,6 +74,10 @@ class ProgressMeterDifferentiatedTime(Rule):
     fixtures = "tests/fixtures/ODL302"
 
     @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({"diffrax.diffeqsolve"}))
+
+    @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         """Only a `diffeqsolve` call given a `progress_meter=` is checked."""
         return any(keyword(call, "progress_meter") is not None for call in sketch.calls_to(("diffrax.diffeqsolve",)))
@@ -99,7 +103,8 @@ class ProgressMeterDifferentiatedTime(Rule):
         transform = root.transform if root else "a transform"
         return (f"`{label}` comes from `{origin.name}`, a parameter of {owner} that `{transform}` differentiates, "
                 f"so the meter `{source_of(self.context.module, meter)}` gets a tangent and diffrax raises "
-                f"`NotImplementedError: Differentiation rule for 'unvmap_max' not implemented`: give the meter `jax.lax.stop_gradient(progress)` through a wrapper, or use "
+                f"`NotImplementedError: Differentiation rule for 'unvmap_max' not implemented`: "
+                f"give the meter `jax.lax.stop_gradient(progress)` through a wrapper, or use "
                 f"`diffrax.NoProgressMeter()` under differentiation")
 
     def _harmless(self, meter: cst.Arg | cst.BaseExpression, scope: Scope, seen: set[int]) -> bool:
@@ -126,7 +131,7 @@ class ProgressMeterDifferentiatedTime(Rule):
             position = binding.path[0] if binding.path else None
             passed = [argument_at(call, binding.name, position) for call, _ in calls]
             return bool(calls) and all(arg is not None and self._harmless(arg, site.scope, seen)
-                                       for arg, (_, site) in zip(passed, calls))
+                                       for arg, (_, site) in zip(passed, calls, strict=False))
         return False
 
     def _stops_gradient(self, step: cst.FunctionDef) -> bool:

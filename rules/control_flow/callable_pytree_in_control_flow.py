@@ -12,7 +12,7 @@ from odelint.analysis.facts import loaded_names
 from odelint.analysis.scopes import Site
 from odelint.analysis.sketch_calls import keyword, only_defined, positional
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -79,6 +79,10 @@ class CallablePytreeInControlFlow(Rule):
     fixtures = "tests/fixtures/ODL401"
 
     @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset(SLOTS))
+
+    @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         """A module may be in play, and some function slot of lax control flow gets neither a
         lambda nor a name that only a `def` binds."""
@@ -99,7 +103,8 @@ class CallablePytreeInControlFlow(Rule):
             if arg is None:
                 continue
             if name == "branches":
-                functions = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) else []
+                functions = ([e.value for e in arg.value.elements]
+                             if isinstance(arg.value, (cst.List, cst.Tuple)) else [])
             else:
                 functions = [arg.value]
             for function in functions:
@@ -137,7 +142,7 @@ class CallablePytreeInControlFlow(Rule):
     def _is_partial(self, node: cst.BaseExpression, site: Site) -> bool:
         if isinstance(node, cst.Name):
             bindings = self.facts.lookup(node.value, site.scope)
-            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].path:
+            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].path or bindings[0].value is None:
                 return False
             node, site = bindings[0].value, Site(bindings[0].scope, bindings[0].order)
         return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == "equinox.Partial"

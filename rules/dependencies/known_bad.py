@@ -76,17 +76,19 @@ class Table:
 @functools.cache
 def load() -> Table:
     """The table shipped inside the package (raises on a malformed table: it is our data)."""
-    data = tomllib.loads(resources.files("odelint.rules").joinpath("data").joinpath(TABLE_FILE).read_text(encoding="utf-8"))
+    table = resources.files("odelint.rules").joinpath("data").joinpath(TABLE_FILE)
+    data = tomllib.loads(table.read_text(encoding="utf-8"))
     return parse(data)
 
 
 def parse(data: Mapping) -> Table:
-    releases = {canonicalize_name(name): tuple(Version(v) for v in versions)
+    releases: dict[str, tuple[Version, ...]] = {canonicalize_name(name): tuple(Version(v) for v in versions)
                 for name, versions in data.get("releases", {}).items()}
     combinations = []
     for row in data.get("combination", []):
         try:
-            when = {canonicalize_name(name): SpecifierSet(spec) for name, spec in row["when"].items()}
+            when: dict[str, SpecifierSet] = {canonicalize_name(name): SpecifierSet(spec)
+                                             for name, spec in row["when"].items()}
         except InvalidSpecifier as error:
             raise ValueError(f"{TABLE_FILE}: row {row.get('id')!r}: {error}") from error
         blame = canonicalize_name(row["blame"])

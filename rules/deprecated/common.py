@@ -84,6 +84,8 @@ class DeprecatedApiRule(Rule):
         if node.relative or node.module is None:
             return
         module = dotted_name(node.module)
+        if module is None:
+            return
         names = [] if isinstance(node.names, cst.ImportStar) else list(node.names)
         for alias in names:
             full = f"{module}.{dotted_name(alias.name)}"
@@ -165,7 +167,8 @@ class DeprecatedApiRule(Rule):
         replacements = [_renamed_keyword(arg, row) for arg, row in matched]
         fix = None
         if all(row.fixable for _, row in matched) and all(new is not None for new in replacements):
-            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements)])
+            edits = Edits([Replace(arg, new) for (arg, _), new in zip(matched, replacements, strict=True)
+                           if new is not None])
             fix = self.fix("Rename " + keywords, lambda: edits)
         self.report(first_arg, message, fix=fix)
 
@@ -183,7 +186,8 @@ class DeprecatedApiRule(Rule):
         if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
             args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.append(cst.Arg(cst.Name("True"), keyword=cst.Name(row.add_keyword),
-                            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
+                            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                  whitespace_after=cst.SimpleWhitespace(""))))
         return Edits([Replace(node, node.with_changes(func=func, args=args))], imports)
 
 
@@ -210,7 +214,12 @@ def _caught_by(node: cst.Try) -> set[str]:
             continue
         types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
         for element in types:
-            value = element.value if isinstance(element, cst.Element) else element
+            if isinstance(element, cst.Element):
+                value = element.value
+            elif isinstance(element, cst.BaseExpression):
+                value = element
+            else:
+                continue
             name = dotted_name(value)
             if name:
                 caught.add(name.rsplit(".", 1)[-1])
@@ -225,8 +234,9 @@ def _within(module: str, name: str) -> bool:
 def _import_from(node: cst.ImportFrom, alias: cst.ImportAlias, target: str) -> cst.ImportFrom:
     """`from <target's module> import <target's name>`, bound to the name `alias` bound."""
     module, _, name = target.rpartition(".")
-    local = alias.asname.name.value if alias.asname else dotted_name(alias.name)  # type: ignore[union-attr]
-    asname = None if local == name else cst.AsName(cst.Name(local))
+    local = (alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name)
+             else dotted_name(alias.name))
+    asname = None if local is None or local == name else cst.AsName(cst.Name(local))
     return node.with_changes(module=cst.parse_expression(module),
                              names=[cst.ImportAlias(cst.Name(name), asname=asname)])
 

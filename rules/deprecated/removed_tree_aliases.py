@@ -67,7 +67,8 @@ class RemovedTreeAliases(DeprecatedApiRule):
             import jax
 
             grads = jax.tree.map(lambda g: g / 2, {"w": 1.0})
-        """, message="`jax.tree_map` was removed in jax 0.6.0: AttributeError: module 'jax' has no attribute 'tree_map'", span="3:9-3:21"),
+        """, message="`jax.tree_map` was removed in jax 0.6.0: "
+                     "AttributeError: module 'jax' has no attribute 'tree_map'", span="3:9-3:21"),
         # aliases of jax and jax.tree_util; several aliases in one file
         Flag("""
             import jax as j

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -180,8 +181,8 @@ class CustomJvpNondiffArrays(Rule):
             return
         target = args[0].value
         function = single_def(self.facts, target, site)
-        params = positional_params(function.params if function else target.params) \
-            if function is not None or isinstance(target, cst.Lambda) else []
+        params = positional_params(function.params) if function is not None else (
+            positional_params(target.params) if isinstance(target, cst.Lambda) else [])
         self._declare(flavour, spec, params, assigned_from(site, node), site=site)
 
     def visit_Attribute(self, node: cst.Attribute, site: Site) -> None:
@@ -242,7 +243,7 @@ class CustomJvpNondiffArrays(Rule):
                 arg = argument_at(call, param.name.value if param is not None else None, position)
                 value = arg.value if arg is not None else None
                 what = self._carries(value, site) if value is not None else None
-                if what:
+                if what and value is not None:
                     return label, f"receives {what} (`{source_of(self.context.module, value)}`)"
         return None
 
@@ -252,10 +253,10 @@ class CustomJvpNondiffArrays(Rule):
         if isinstance(annotation, cst.Subscript):
             qualname = self.facts.qualname(annotation.value, scope) or ""
             return "an array" if qualname.startswith("jaxtyping.") else None
-        qualname = self.facts.qualname(annotation, scope)
-        if qualname in ARRAY_TYPES:
+        name = self.facts.qualname(annotation, scope)
+        if name in ARRAY_TYPES:
             return "an array"
-        return "a `Partial`" if qualname in PARTIALS else None
+        return "a `Partial`" if name in PARTIALS else None
 
     def _is_dtype_type(self, annotation: cst.BaseExpression, scope) -> bool:
         """`jnp.dtype`, `np.dtype`, and their `Optional[...]` / `X | None` forms."""
@@ -265,7 +266,7 @@ class CustomJvpNondiffArrays(Rule):
                 and not all(_is_none(side) for side in sides)
         optional = isinstance(annotation, cst.Subscript) and \
             self.facts.qualname(annotation.value, scope) == "typing.Optional"
-        if optional:
+        if optional and isinstance(annotation, cst.Subscript):
             element = annotation.slice[0].slice if len(annotation.slice) == 1 else None
             return isinstance(element, cst.Index) and self._is_dtype_type(element.value, scope)
         return self.facts.qualname(annotation, scope) in DTYPE_TYPES
@@ -705,7 +706,7 @@ def _positions(node: cst.BaseExpression, params: list[cst.Param]) -> list[int]:
         if isinstance(value, cst.Integer):
             found.add(int(value.value))
         elif isinstance(value, cst.SimpleString) and value.evaluated_value in names:
-            found.add(names.index(value.evaluated_value))  # type: ignore[arg-type]
+            found.add(names.index(value.evaluated_value))
     return sorted(found)
 
 
@@ -745,16 +746,17 @@ def _moved_args(call: cst.Call, definition: _Definition) -> list[cst.Arg] | None
                                  equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
         else:
             kept.append(arg)
-    passed = {arg.keyword.value for arg in call.args if arg.keyword is not None} | {a.keyword.value for a in moved}
+    passed = {arg.keyword.value for arg in (*call.args, *moved) if arg.keyword is not None}
     if any(names[i] not in passed and definition.params[i].default is None for i in definition.nondiff):
         return None
     named = [arg for arg in call.args if arg.keyword is not None]
-    if any(arg.keyword.value in names[:len(args)] for arg in named):  # f(y, f=g): a TypeError already
+    # f(y, f=g): a TypeError already
+    if any(arg.keyword is not None and arg.keyword.value in names[:len(args)] for arg in named):
         return None
     return [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in (*kept, *named, *moved)]
 
 
-def _keyword_only(params: cst.Parameters, dynamic: list[cst.Param], static: list[cst.Param]) -> cst.Parameters:
+def _keyword_only(params: cst.Parameters, dynamic: Sequence[cst.Param], static: Sequence[cst.Param]) -> cst.Parameters:
     def bare(param: cst.Param) -> cst.Param:
         return param.with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return params.with_changes(params=[bare(p) for p in dynamic], star_arg=cst.ParamStar(),

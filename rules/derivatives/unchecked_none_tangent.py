@@ -126,7 +126,8 @@ class UncheckedNoneTangent(Rule):
         first = next(iter(unchecked.values()))
         example = next(iter(unchecked))
         message = (f"tangent{'s' if len(unchecked) > 1 else ''} {names} of the `{owner}.def_jvp` rule "
-                   f"{'are used as arrays' if len(unchecked) > 1 else 'is used as an array'} without an `is None` check; "
+                   f"{'are used as arrays' if len(unchecked) > 1 else 'is used as an array'} "
+                   "without an `is None` check; "
                    f"Equinox passes `None` for inputs that are not differentiated (TypeError: unsupported "
                    f"operand type(s) ... 'NoneType'): add `{example} = jnp.zeros_like(...) if {example} is None "
                    f"else {example}`")
@@ -135,7 +136,7 @@ class UncheckedNoneTangent(Rule):
             fix = self.fix("Treat `None` tangents as zeros", lambda: self._guard(analysis, None), safe=True)
         self.report(first, message, fix=fix)
 
-    def _analyse(self, rule: cst.FunctionDef) -> "_Analysis | None":
+    def _analyse(self, rule: cst.FunctionDef) -> _Analysis | None:
         params = positional_params(rule.params)
         scope = self.facts.index.body_scope(rule)
         if len(params) < 2 or scope is None:
@@ -162,7 +163,7 @@ class UncheckedNoneTangent(Rule):
         return _Analysis(rule, scope, primals, {n: found[n] for n in walker.unchecked},
                          walker.unchecked, walker.escapes)
 
-    def _guard(self, analysis: "_Analysis", attribute: cst.Attribute | None) -> Edits:
+    def _guard(self, analysis: _Analysis, attribute: cst.Attribute | None) -> Edits:
         edits = []
         if attribute is not None:
             edits.append(Replace(attribute, attribute.with_changes(attr=cst.Name("def_jvp"))))
@@ -176,8 +177,8 @@ class UncheckedNoneTangent(Rule):
             line = cst.parse_statement(f"{name} = {spelled}({primal}) if {name} is None else {name}\n")
             lines.setdefault(id(tangent.statement), []).append(line)
         body = analysis.rule.body
-        statements: list[cst.BaseStatement] = []
-        for statement in body.body:  # type: ignore[union-attr]
+        statements: list[cst.BaseStatement | cst.BaseSmallStatement] = []
+        for statement in body.body:
             statements.append(statement)
             statements.extend(lines.get(id(statement), []))
         edits.append(Replace(body, body.with_changes(body=statements)))

@@ -70,7 +70,8 @@ class Solve:
             return Setting(default, None, False)
         built = constructed(self.facts, arg.value, self.site.scope)
         qualname = self.facts.qualname(built[0].func, built[1]) if built is not None else None
-        return Setting(qualname, built[0] if built is not None and qualname else None, True, built[1] if built else None)
+        return Setting(qualname, built[0] if built is not None and qualname else None, True,
+                       built[1] if built else None)
 
     def is_none(self, name: str) -> bool:
         """Is the argument passed as the literal `None`?"""
@@ -95,7 +96,7 @@ class Solve:
 
     def _saveat_flag(self, flag: str) -> cst.BaseExpression | None:
         saveat = self.setting("saveat")
-        if saveat.call is None or saveat.qualname not in SAVEAT_CLASSES:
+        if saveat.call is None or saveat.qualname not in SAVEAT_CLASSES or saveat.scope is None:
             return None
         for call in calls_within(saveat.call):
             if self.facts.qualname(call.func, saveat.scope) in SAVEAT_CLASSES:

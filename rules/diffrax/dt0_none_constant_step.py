@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis.scopes import Site
-from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, api, solves
+from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api, solves
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -54,6 +54,10 @@ class Dt0NoneConstantStep(Rule):
     summary = "dt0=None with the default or a constant step-size controller"
     triggers = (("diffeqsolve", "None"),)
     fixtures = "tests/fixtures/ODL802"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({DIFFEQSOLVE}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

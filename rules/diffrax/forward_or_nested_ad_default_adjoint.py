@@ -10,8 +10,8 @@ from odelint.analysis.calls import keyword_arg, source_of
 from odelint.analysis.differentiation import FORWARD, REVERSE, differentiation
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Fix, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api, solves
+from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api, solves
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -88,6 +88,10 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
     fixtures = "tests/fixtures/ODL804"
 
     @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({DIFFEQSOLVE}))
+
+    @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         """A `diffeqsolve` call in code that may run under differentiation."""
         calls = {id(call) for call in solves(sketch)}
@@ -126,7 +130,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
         if stack.count(REVERSE) >= 2:
             return "twice in reverse mode", _WHILE_LOOP, "pass `adjoint=diffrax.DirectAdjoint()`"
         solver = solve.solver()
-        if FORWARD in stack and solver.qualname in api()["solvers"]["staged"] and not _bounded(solver):
+        if (FORWARD in stack and solver.call is not None and solver.qualname in api()["solvers"]["staged"]
+                and not _bounded(solver)):
             how = (f"forward over reverse (as `jax.hessian` does) with the solver "
                    f"`{source_of(self.context.module, solver.call)}`, whose default stage scan does not allow it")
             return how, _CUSTOM_VJP, "build the solver with `scan_kind=\"bounded\"`"
@@ -167,7 +172,9 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                 return diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, 1.0, 0.1, 1.0, args=a, adjoint=diffrax.ForwardMode()).ys[-1]
 
             jax.jacfwd(final)(1.0)
-        """, unsafe=True, message="`diffeqsolve` with the default adjoint `RecursiveCheckpointAdjoint()` is differentiated in forward mode", span="7:12-7:31"),
+        """, unsafe=True,  # noqa: E501 (a line of the example's code)
+            message="`diffeqsolve` with the default adjoint `RecursiveCheckpointAdjoint()` "
+                    "is differentiated in forward mode", span="7:12-7:31"),
         # from-imports, jvp through a helper, an explicit BacksolveAdjoint replaced
         Flag("""
             from diffrax import diffeqsolve as solve, ODETerm, Euler, BacksolveAdjoint
@@ -194,7 +201,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                 return helper(a)
 
             jvp(final, (1.0,), (1.0,))
-        """, unsafe=True, message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode", span="5:12-5:17"),
+        """, unsafe=True,
+            message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode", span="5:12-5:17"),
         # grad of grad: the recipe, no fix
         Flag("""
             import diffrax as dfx
@@ -257,7 +265,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
     )
 
 
-def _severity(stack: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+def _severity(stack: tuple[str, ...]) -> tuple[int, int, tuple[str, ...]]:
     """Forward-only stacks first (they carry the fix), then by length, for a stable report."""
     return (0 if all(mode == FORWARD for mode in stack) else 1, len(stack), stack)
 

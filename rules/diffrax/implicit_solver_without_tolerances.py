@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.scopes import Site
-from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Solve, api, solves
+from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api, solves
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -58,6 +58,10 @@ class ImplicitSolverWithoutTolerances(Rule):
     triggers = (("diffeqsolve", "ImplicitEuler"), ("diffeqsolve", "Kvaerno"), ("diffeqsolve", "KenCarp"),
                 ("diffeqsolve", "Sil3"))
     fixtures = "tests/fixtures/ODL803"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({DIFFEQSOLVE}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -8,8 +8,8 @@ import libcst as cst
 from odelint.analysis.calls import argument_at, source_of
 from odelint.analysis.differentiation import REVERSE, differentiation
 from odelint.analysis.scopes import Site
-from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.diffrax.common import Setting, Solve, api, is_none, solves
+from odelint.api.rule import Callees, Flag, Pass, Rule
+from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api, is_none, solves
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -69,6 +69,10 @@ class UnboundedMaxSteps(Rule):
     fixtures = "tests/fixtures/ODL801"
 
     @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({DIFFEQSOLVE}))
+
+    @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
         """Only a `diffeqsolve` call is checked."""
         return bool(solves(sketch))
@@ -79,12 +83,14 @@ class UnboundedMaxSteps(Rule):
             return
         where = solve.argument("max_steps").value  # type: ignore[union-attr]
         if solve.saves_steps() is not None:
-            self.report(where, "`max_steps=None` with `SaveAt(steps=...)`: diffrax raises `ValueError: `max_steps=None` "
-                               "is incompatible with saving at `steps=n``; give `max_steps` a bound")
+            self.report(where, "`max_steps=None` with `SaveAt(steps=...)`: diffrax raises "
+                               "`ValueError: `max_steps=None` is incompatible with saving at `steps=n``; "
+                               "give `max_steps` a bound")
             return
         if solve.saves_dense() is not None:
-            self.report(where, "`max_steps=None` with `SaveAt(dense=True)`: diffrax raises `ValueError: `max_steps=None` "
-                               "is incompatible with `saveat.dense=True``; give `max_steps` a bound")
+            self.report(where, "`max_steps=None` with `SaveAt(dense=True)`: diffrax raises "
+                               "`ValueError: `max_steps=None` is incompatible with `saveat.dense=True``; "
+                               "give `max_steps` a bound")
             return
         reverse = [stack for stack in differentiation(self.facts).modes(site) if REVERSE in stack]
         adjoint = solve.adjoint()

@@ -1,4 +1,5 @@
-"""ODL601: plain `jax.jit`/`grad`/`value_and_grad`/`vmap` on a function that gets a module with function or string leaves."""
+"""ODL601: plain `jax.jit`/`grad`/`value_and_grad`/`vmap` on a function that gets a module with
+function or string leaves."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ class ModuleMutation(Rule):
         a class that may be a module is one such name (a parameter of a method of that class)."""
         if not sketch.may_hold_modules():
             return False
-        owners = {target.value.id for target in _targets(sketch)}
+        owners = {target.value.id for target in _targets(sketch) if isinstance(target.value, ast.Name)}
         called = called_names(sketch)
         return any(may_name_module(sketch, owner, called) for owner in owners)
 
@@ -247,8 +247,8 @@ class ModuleMutation(Rule):
 
 def _targets(sketch: Sketch) -> list[ast.Attribute]:
     """The `name.attr` targets of single-target assignments and augmented assignments."""
-    found = [node.targets[0] for node in sketch.of_type(ast.Assign) if len(node.targets) == 1]  # type: ignore[attr-defined]
-    found += [node.target for node in sketch.of_type(ast.AugAssign)]  # type: ignore[attr-defined]
+    found = [node.targets[0] for node in sketch.of_type(ast.Assign) if len(node.targets) == 1]
+    found += [node.target for node in sketch.of_type(ast.AugAssign)]
     return [t for t in found if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
 
 

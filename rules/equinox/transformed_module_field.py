@@ -82,7 +82,10 @@ class TransformedModuleField(Rule):
         wrapped = value.args[0].value
         if not self.facts.is_module(wrapped, site):
             return
-        equinox = jax_api.transform(qualname).equinox  # type: ignore[union-attr]
+        transform = jax_api.transform(qualname)
+        equinox = transform.equinox if transform is not None else None
+        if equinox is None:
+            return
         spelled = source_of(self.context.module, value.func)
         fix = None
         if len(value.args) == 1:

@@ -8,7 +8,7 @@ import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.optimisers.common import module_fault
 
 if TYPE_CHECKING:
@@ -55,8 +55,13 @@ class OptaxApplyUpdatesOnModule(Rule):
     fixtures = "tests/fixtures/ODL204"
 
     @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset({"optax.apply_updates", "optax.transforms.apply_updates"}))
+
+    @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
-        return bool(sketch.calls_to(("optax.apply_updates", "optax.transforms.apply_updates"))) and sketch.may_hold_modules()
+        return (bool(sketch.calls_to(("optax.apply_updates", "optax.transforms.apply_updates")))
+                and sketch.may_hold_modules())
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         if self.facts.qualname(node.func, site.scope) not in ("optax.apply_updates", "optax.transforms.apply_updates"):

@@ -9,7 +9,7 @@ from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.facts import method_call
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.optimisers.common import filter_fix, module_fault
 
 if TYPE_CHECKING:
@@ -66,6 +66,10 @@ class OptimizerInitUnfiltered(Rule):
     triggers = (("optax",),)  # the module class may come from another file of the project
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL201"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(methods=frozenset({"init"}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:
@@ -148,7 +152,8 @@ class OptimizerInitUnfiltered(Rule):
             '"""Training."""\nfrom equinox.nn import MLP\nfrom optax import adam as Adam\n\n'
             "def build(key):\n    return MLP(2, 2, 8, 1, key=key)\n\n"
             "def main(key):\n    model = build(key)\n    return Adam(1e-3).init(model)\n",
-            fixed='"""Training."""\nfrom equinox.nn import MLP\nfrom optax import adam as Adam\nimport equinox as eqx\n\n'
+            fixed='"""Training."""\nfrom equinox.nn import MLP\nfrom optax import adam as Adam\n'
+            "import equinox as eqx\n\n"
             "def build(key):\n    return MLP(2, 2, 8, 1, key=key)\n\n"
             "def main(key):\n    model = build(key)\n    return Adam(1e-3).init(eqx.filter(model, eqx.is_array))\n",
             span="10:28-10:33",

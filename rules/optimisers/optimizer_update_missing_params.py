@@ -11,7 +11,7 @@ from odelint.analysis.calls import keyword_arg, positional_args, source_of
 from odelint.analysis.facts import method_call
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.optimisers.common import filtered, needs_params
 
 if TYPE_CHECKING:
@@ -59,6 +59,10 @@ class OptimizerUpdateMissingParams(Rule):
     triggers = tuple(("optax", "update", name) for name in sorted(jax_api.optax_need_params()))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL203"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(methods=frozenset({"update"}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -9,7 +9,7 @@ from odelint.analysis.calls import keyword_arg, positional_args, source_of
 from odelint.analysis.facts import method_call
 from odelint.analysis.scopes import Site
 from odelint.api.finding import Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.optimisers.common import filter_fix, module_fault
 
 if TYPE_CHECKING:
@@ -57,6 +57,10 @@ class OptimizerUpdateUnfiltered(Rule):
     triggers = (("optax",),)  # the module class may come from another file of the project
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL202"
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(methods=frozenset({"update"}))
 
     @classmethod
     def may_fire(cls, sketch: Sketch) -> bool:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 
 from odelint import __version__
-from odelint.api.docs import DOCS_URL, url
+from odelint.api.docs import pages_url, url
 from odelint.api.finding import Finding
 from odelint.api.registry import rule_infos
 
@@ -31,7 +31,7 @@ def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (
             "name": rule.name if rule else code,
             "shortDescription": {"text": summary},
             "fullDescription": {"text": rule.docs() if rule else summary},
-            "helpUri": url(rule) if rule else DOCS_URL,
+            **({"helpUri": link} if (link := url(rule) if rule else pages_url()) else {}),
             "defaultConfiguration": {"level": "error"},
             "properties": {"fixable": bool(rule and rule.fix_safety)},
         })
@@ -55,7 +55,8 @@ def render(findings: Sequence[Finding], *, errors: Sequence[tuple[str, str]] = (
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": "odelint", "version": __version__, "informationUri": DOCS_URL, "rules": rules}},
+            "tool": {"driver": {"name": "odelint", "version": __version__, "rules": rules,
+                                **({"informationUri": home} if (home := pages_url()) else {})}},
             "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
             "results": results,
         }],

@@ -12,7 +12,7 @@ from odelint.faces.colour import Paint, plain
 SNIPPET_WIDTH = 160
 
 
-def render(findings: Sequence[Finding], *, lines_of: Callable[[str], list[str] | None] = lambda path: None,
+def render(findings: Sequence[Finding], *, lines_of: Callable[..., list[str] | None] = lambda path, cell=None: None,
            unsafe_fixes: bool = False, quiet: bool = False, fixed: int = 0, internal_errors: int = 0,
            show_fixes: bool = False, paint: Paint = plain, files: int | None = None, **_) -> str:
     out: list[str] = []
