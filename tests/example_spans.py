@@ -19,6 +19,8 @@ from odelint.api.registry import all_rules
 from odelint.api.rule import BaseRule, Flag, Pass, format_span
 from odelint.engine.core import lint_source
 
+LINE_LENGTH = 120  # ruff's line-length in pyproject.toml
+
 
 def reported_spans(rule: type[BaseRule], example: Flag) -> tuple[str, ...]:
     result = lint_source(example.code, example.filename, {rule.code})
@@ -58,7 +60,7 @@ class _FillSpans(cst.CSTTransformer):
         if len(calls) != len(self.spans):
             raise ValueError(f"{self.class_name}: {len(calls)} example calls, {len(self.spans)} examples")
         elements = []
-        by_identity = {id(element): spans for element, spans in zip(calls, self.spans)}
+        by_identity = {id(element): spans for element, spans in zip(calls, self.spans, strict=True)}
         for element in updated.value.elements:
             spans = by_identity.get(id(element))
             if spans is not None:
@@ -102,22 +104,45 @@ def stale(rule: type[BaseRule]) -> list[tuple[int, tuple[str, ...]]]:
     return found
 
 
+def wrap_long_spans(code: str) -> str:
+    """A `, span=...` that takes a line past LINE_LENGTH moves to a line of its own; a tuple of
+    spans still too long continues under its first span."""
+    lines = code.split("\n")
+    for number, line in enumerate(lines):
+        if len(line) <= LINE_LENGTH or "span=" not in line:
+            continue
+        head = ""
+        if ", span=" in line:
+            cut = line.rindex(", span=")
+            head = line[:cut + 1] + "\n"
+            line = " " * (len(line) - len(line.lstrip()) + 4) + line[cut + 2:]
+        if len(line) > LINE_LENGTH and '", "' in line:
+            split = line.rindex('", "', 0, LINE_LENGTH) + 3
+            indent = " " * (line.index("span=(") + len("span=("))
+            line = f"{line[:split].rstrip()}\n{indent}{line[split:]}"
+        lines[number] = head + line
+    return "\n".join(lines)
+
+
 def fill(rule: type[BaseRule]) -> bool:
     """Rewrite the rule's file with the current spans; True when it changed."""
-    if not stale(rule):
-        return False
     path = inspect.getsourcefile(rule)
     assert path is not None
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
-    spans = [reported_spans(rule, e) if isinstance(e, Flag) else None for e in rule.examples
-             if isinstance(e, (Flag, Pass))]
-    transformer = _FillSpans(rule.__name__, spans)
-    new = cst.parse_module(source).visit(transformer)
-    if not transformer.done:
-        raise ValueError(f"{rule.code}: no literal `examples = (...)` tuple in {path}")
+    new = source
+    if stale(rule):
+        spans = [reported_spans(rule, e) if isinstance(e, Flag) else None for e in rule.examples
+                 if isinstance(e, (Flag, Pass))]
+        transformer = _FillSpans(rule.__name__, spans)
+        new = cst.parse_module(source).visit(transformer).code
+        if not transformer.done:
+            raise ValueError(f"{rule.code}: no literal `examples = (...)` tuple in {path}")
+    new = wrap_long_spans(new)
+    if new == source:
+        return False
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(new.code)
+        handle.write(new)
     return True
 
 

@@ -22,8 +22,17 @@ from odelint.api.rule import BaseRule
 from odelint.engine.core import fix_source
 from odelint.faces import cli
 from odelint.proof import confirm, confirmations, venvs
-from odelint.proof.fixtures import (Case, FixtureError, Run, allclose, judge_fixed, judge_hazard, judge_references,
-                                   load_cases, parse_check)
+from odelint.proof.fixtures import (
+    Case,
+    FixtureError,
+    Run,
+    allclose,
+    judge_fixed,
+    judge_hazard,
+    judge_references,
+    load_cases,
+    parse_check,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -412,7 +421,8 @@ def test_a_wrong_value_hazard_must_run_to_the_end(tmp_path: pathlib.Path) -> Non
 def test_an_error_hazard_that_times_out_or_raises_another_class_is_not_reproduced(tmp_path: pathlib.Path) -> None:
     slow = _run("import time\ntime.sleep(30)\n", tmp_path, timeout=1)
     ok, detail = judge_hazard(_case(), slow)
-    assert not ok and detail.startswith("timed out after") and detail.endswith("expected TypeError: unsupported operand")
+    assert not ok and detail.startswith("timed out after")
+    assert detail.endswith("expected TypeError: unsupported operand")
     other = _run("raise KeyError('unsupported operand')\n", tmp_path)
     assert judge_hazard(_case(), other) == (False, "raised KeyError: 'unsupported operand'; expected TypeError")
 
@@ -460,8 +470,8 @@ def test_confirm_accepts_a_wrong_value_case_whose_programs_share_the_reference(t
     assert cli.main(["confirm", "--root", root, "--rule", "ODL204"]) == 0, capsys.readouterr().out
 
 
-def test_confirm_rejects_a_wrong_value_case_whose_programs_disagree_on_the_reference(tmp_path: pathlib.Path, fake_jax: None,
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_confirm_rejects_a_wrong_value_case_whose_programs_disagree_on_the_reference(
+        tmp_path: pathlib.Path, fake_jax: None, capsys: pytest.CaptureFixture[str]) -> None:
     root = _wrong_value_repo(tmp_path, "0.5", "1.5")
     assert cli.main(["confirm", "--root", root, "--rule", "ODL204"]) == 1
     assert "ODL204 apply-updates: hazard: the hazard's reference 0.5 differs from the fixed program's 1.5" in \

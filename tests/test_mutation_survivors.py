@@ -14,7 +14,7 @@ from odelint.api.finding import Finding, Span
 from odelint.api.registry import known_codes
 from odelint.engine import noqa, runner
 from odelint.engine.core import lint_source
-from odelint.engine.positions import _statement_lines
+from odelint.engine.positions import _ast_statements
 from odelint.faces import cli
 from odelint.faces.report import sarif
 from odelint.files import cache
@@ -41,7 +41,8 @@ def test_syntax_newer_than_the_running_python_is_left_to_libcst() -> None:
 def test_top_level_statements_are_placed_by_ast_lines() -> None:
     """Fault: the fast path (each statement positioned alone) silently replaced by the slow one."""
     source = "import a; import b\n\nx = 1\n\n\ndef f():\n    pass\n"
-    assert _statement_lines(cst.parse_module(source), source) == [1, 3, 6]
+    statements = _ast_statements(cst.parse_module(source), source)
+    assert statements is not None and [statement.lineno for statement in statements] == [1, 3, 6]
 
 
 def test_the_cache_folder_ignores_itself_in_git(tmp_path: Path) -> None:

@@ -165,7 +165,8 @@ class Float64WithoutX64(Rule):
             x = jnp.linspace(0.0, 1.0, 100, dtype=jnp.float64)
             y = jnp.zeros(3, dtype="float64") + x.astype(np.float64)[:3]
         """, count=3,
-             message="`jnp.float64` is requested in a call of `jnp.linspace` but nothing in this file enables 64-bit", span=("4:39-4:50", "5:24-5:33", "5:46-5:56")),
+             message="`jnp.float64` is requested in a call of `jnp.linspace` but nothing in this file enables 64-bit",
+                 span=("4:39-4:50", "5:24-5:33", "5:46-5:56")),
         Flag("""
             import jax
             import jax.numpy as jnp

@@ -106,7 +106,8 @@ class PrngKeyReuse(Rule):
             key = jax.random.PRNGKey(0)
             w = jax.random.normal(key, (3,))
             b = jax.random.normal(key, (3,))
-        """, message="`jax.random.normal` gets the key `key` after `jax.random.normal` already consumed it", span="5:5-5:33"),
+        """, message="`jax.random.normal` gets the key `key` after `jax.random.normal` already consumed it",
+            span="5:5-5:33"),
         # `key` used where `sub` was meant, then split again; a key=; a loop without a split
         Flag("""
             import equinox as eqx
@@ -125,7 +126,8 @@ class PrngKeyReuse(Rule):
                 for x in xs:
                     out.append(x + jr.normal(key, ()))
                 return out, [jr.bernoulli(key) for _ in xs]
-        """, count=4, message="`jr.split` gets the key `key` after `jr.uniform` already consumed it", span=("7:16-7:29", "9:13-9:43", "15:24-15:42", "16:18-16:35")),
+        """, count=4, message="`jr.split` gets the key `key` after `jr.uniform` already consumed it",
+            span=("7:16-7:29", "9:13-9:43", "15:24-15:42", "16:18-16:35")),
         # a constant key in a loop
         Flag("""
             import jax

@@ -198,7 +198,8 @@ class RecompiledEveryCall(Rule):
                 x = step(x, i)
             for lr in [0.1, 0.01]:
                 x = step(x, lr * 2)
-        """, count=2, message="`i` is a Python number that changes every iteration of the loop over `range(100)`", span=("10:17-10:18", "12:17-12:23")),
+        """, count=2, message="`i` is a Python number that changes every iteration of the loop over `range(100)`",
+            span=("10:17-10:18", "12:17-12:23")),
         Flag("""
             import jax
             import jax.numpy as jnp

@@ -148,7 +148,8 @@ class TracedValueHashed(Rule):
             def lookup(x, i):
                 table = {x: 1.0, "bias": 0.0}
                 return table[x] + i
-        """, count=2, message="`x` (a parameter of `lookup`, traced by `jax.jit`) is a dict key", span=("5:14-5:15", "6:18-6:19")),
+        """, count=2, message="`x` (a parameter of `lookup`, traced by `jax.jit`) is a dict key",
+            span=("5:14-5:15", "6:18-6:19")),
         Flag("""
             import functools
             import jax

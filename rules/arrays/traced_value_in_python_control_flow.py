@@ -176,7 +176,8 @@ class TracedValueInPythonControlFlow(Rule):
                 return carry, y
 
             lax.scan(body, 0.0, jnp.ones(3))
-        """, count=6, message="`while` on `carry > 1.0`", span=("5:11-5:22", "7:13-7:14", "8:12-8:13", "10:9-10:19", "11:18-11:23", "12:12-12:22")),
+        """, count=6, message="`while` on `carry > 1.0`",
+            span=("5:11-5:22", "7:13-7:14", "8:12-8:13", "10:9-10:19", "11:18-11:23", "12:12-12:22")),
         # a helper called from an eqx.filter_jit function; `and` after a static test
         Flag("""
             import equinox as eqx

@@ -165,7 +165,8 @@ class UnhashableStaticArgument(Rule):
 
             y = tile(jnp.ones(2), (2, 3))
             z = tile(jnp.ones(2), reps=(4,))
-        """, count=2, message="`[2, 3]` is a list passed as a static argument of `tile`", span=("9:23-9:29", "10:28-10:31")),
+        """, count=2, message="`[2, 3]` is a list passed as a static argument of `tile`",
+            span=("9:23-9:29", "10:28-10:31")),
         # `jax.jit(f, static_argnames=...)` as a call; a dict bound to a name, an array
         Flag("""
             import jax

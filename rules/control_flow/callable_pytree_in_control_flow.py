@@ -242,7 +242,8 @@ class CallablePytreeInControlFlow(Rule):
                 return L.cond(i > 1, lambda *a: cell(*a), lambda *a: cell.update(*a), v)
         """,
             count=7,
-            span=("12:25-12:36", "13:20-13:23", "13:38-13:65", "15:30-15:34", "15:46-15:58", "16:26-16:30", "16:32-16:43"),
+            span=("12:25-12:36", "13:20-13:23", "13:38-13:65", "15:30-15:34", "15:46-15:58", "16:26-16:30",
+                  "16:32-16:43"),
         ),
         Pass("""
             import functools

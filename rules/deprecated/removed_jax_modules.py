@@ -67,7 +67,8 @@ class RemovedJaxModules(DeprecatedApiRule):
 
             enable = True
             config.update("jax_enable_x64", enable)
-        """, message="`jax.config` was removed in jax 0.4.29: ModuleNotFoundError: No module named 'jax.config'", span="1:1-1:30"),
+        """, message="`jax.config` was removed in jax 0.4.29: ModuleNotFoundError: No module named 'jax.config'",
+            span="1:1-1:30"),
         Flag("""
             import jax.config
             from jax.config import config as cfg

@@ -64,7 +64,8 @@ class StaticField(DeprecatedApiRule):
             class Net(eqx.Module):
                 width: int = eqx.field(static=True)
                 act: object = eqx.field(default=None, static=True)
-        """, count=2, message="`eqx.static_field()` is deprecated and warns: UserWarning", span=("4:18-4:34", "5:19-5:35")),
+        """, count=2, message="`eqx.static_field()` is deprecated and warns: UserWarning",
+            span=("4:18-4:34", "5:19-5:35")),
         Flag("""
             import equinox as eq
 

@@ -202,7 +202,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
 
             jvp(final, (1.0,), (1.0,))
         """, unsafe=True,
-            message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode", span="5:12-5:17"),
+            message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode",
+                span="5:12-5:17"),
         # grad of grad: the recipe, no fix
         Flag("""
             import diffrax as dfx
@@ -225,7 +226,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
 
             jax.hessian(final)(1.0)
             jax.grad(final)(1.0)
-        """, message="forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`", span="5:12-5:31"),
+        """, message="forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`",
+            span="5:12-5:31"),
         # the adjoints that support these transforms, a bounded stage scan, Euler under
         # hessian, a single reverse pass, no differentiation
         Pass("""

@@ -110,7 +110,8 @@ class ImplicitSolverWithoutTolerances(Rule):
                         stepsize_controller=dfx.StepTo(ts=jnp.linspace(0.0, 1.0, 11)))
             dfx.diffeqsolve(terms=dfx.ODETerm(lambda t, y, a: -y), solver=dfx.Kvaerno3(scan_kind="bounded"),
                             t0=0.0, t1=1.0, dt0=0.1, y0=1.0, stepsize_controller=dfx.ConstantStepSize())
-        """, count=2, message="the implicit solver `IE()` runs with a fixed step (`dfx.StepTo(", span=("6:46-6:52", "8:63-8:96")),
+        """, count=2, message="the implicit solver `IE()` runs with a fixed step (`dfx.StepTo(",
+            span=("6:46-6:52", "8:63-8:96")),
         # an adaptive controller, a root finder with tolerances (keyword or positional),
         # explicit solvers, and values the linter cannot read
         Pass("""

@@ -180,7 +180,8 @@ class ModuleMutation(Rule):
 
             def bump(c: Counter):
                 c.count += 1
-        """, count=4, message="`Counter.__init__` sets `self.step`", span=("13:9-13:22", "16:9-16:36", "20:5-20:16", "23:5-23:17")),
+        """, count=4, message="`Counter.__init__` sets `self.step`",
+            span=("13:9-13:22", "16:9-16:36", "20:5-20:16", "23:5-23:17")),
         # a function of this file: `from equinox import tree_at` is reused
         Flag("""
             from equinox import tree_at

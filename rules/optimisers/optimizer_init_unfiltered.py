@@ -328,5 +328,6 @@ class OptimizerInitUnfiltered(Rule):
 
             model = Ensemble(jax.random.PRNGKey(0))
             opt_state = optax.adam(1e-3).init(model)
-        """, message="`model.heads` is a function (a `jax.vmap` result): filtering drops the parameters", span="12:35-12:40"),
+        """, message="`model.heads` is a function (a `jax.vmap` result): filtering drops the parameters",
+            span="12:35-12:40"),
     )
