@@ -11,10 +11,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from odelint.api.finding import Finding, Span
-from odelint.api.registry import known_codes
+from odelint.api.registry import known_codes, rule_for
 from odelint.engine import noqa, runner
 from odelint.engine.core import lint_source
-from odelint.engine.positions import _ast_statements
+from odelint.engine.positions import StatementPositions, _ast_statements, _innermost
 from odelint.faces import cli
 from odelint.faces.report import sarif
 from odelint.files import cache
@@ -168,3 +168,44 @@ def test_sarif_rule_descriptors_say_whether_the_rule_fixes() -> None:
                 Finding("ODL704", "prng-key-reuse", "m", Span(1, 1, 1, 2), "a.py")]
     descriptors = _sarif(findings)["tool"]["driver"]["rules"]
     assert [(d["id"], d["properties"]["fixable"]) for d in descriptors] == [("ODL201", True), ("ODL704", False)]
+
+
+def test_a_nul_byte_is_a_syntax_error_at_the_start_of_the_file() -> None:
+    """Fault: the NUL-byte finding placed at column 2."""
+    found = lint_source("x = 1\0\n", "m.py").findings
+    assert [(f.code, f.span.line, f.span.column) for f in found] == [("ODL000", 1, 1)]
+
+
+def test_a_rule_crash_names_the_rules_own_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fault: the crash report naming the engine's frame instead of the rule's."""
+    def finish(self: object) -> None:
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(rule_for("ODL201"), "finish", finish)
+    (crash,) = lint_source(HAZARD + "\n", "m.py", {"ODL201"}).crashes
+    line = finish.__code__.co_firstlineno + 1
+    assert crash.error == f"RuntimeError: broken on purpose at test_mutation_survivors.py:{line}"
+
+
+def test_an_editors_positions_forget_the_statements_an_edit_replaced() -> None:
+    """Fault: the editor's cache keeping replaced statements (it grows with every edit) and
+    dropping the current ones (recomputed on every keystroke)."""
+    positions = StatementPositions()
+    before = cst.parse_module("x = 1\ny = 2\n")
+    for statement in before.body:
+        positions.relative(before, statement)
+    after = before.with_changes(body=(before.body[0], cst.parse_statement("y = 3\n")))
+    positions.keep_only(after)
+    assert list(positions._ranges) == [id(before.body[0])]
+
+
+def test_positions_descend_into_the_innermost_function_body() -> None:
+    """Fault: the walk never entering a function body, so a finding there is rendered with the
+    whole top-level statement."""
+    function = cst.parse_statement("def f():\n    x = 1\n    return y\n")
+    assert isinstance(function, cst.FunctionDef) and isinstance(function.body, cst.IndentedBlock)
+    returned = function.body.body[1]
+    assert isinstance(returned, cst.SimpleStatementLine) and isinstance(returned.body[0], cst.Return)
+    name = returned.body[0].value
+    assert name is not None
+    assert _innermost(function, {id(name)}) == {id(name): [(function, 1)]}
