@@ -171,8 +171,8 @@ def test_sarif_rule_descriptors_say_whether_the_rule_fixes() -> None:
 
 
 def test_a_nul_byte_is_a_syntax_error_at_the_start_of_the_file() -> None:
-    """Fault: the NUL-byte finding placed at column 2."""
-    found = lint_source("x = 1\0\n", "m.py").findings
+    """A NUL byte is reported at 1:1 (CPython 3.11.4+ raises SyntaxError for it, older ones ValueError)."""
+    found = lint_source(HAZARD + "\0\n", "m.py").findings
     assert [(f.code, f.span.line, f.span.column) for f in found] == [("ODL000", 1, 1)]
 
 
@@ -209,3 +209,9 @@ def test_positions_descend_into_the_innermost_function_body() -> None:
     name = returned.body[0].value
     assert name is not None
     assert _innermost(function, {id(name)}) == {id(name): [(function, 1)]}
+
+
+def test_ODL201_init_with_star_arguments_is_skipped_without_a_crash() -> None:
+    """Fault: the guard letting `optim.init(*trees)` (positions unknowable) through to the checks."""
+    result = lint_source(HAZARD.replace(".init(model)", ".init(*[model])") + "\n", "m.py", {"ODL201"})
+    assert (result.crashes, result.findings) == ([], [])

@@ -54,7 +54,8 @@ TARGETS = (
     Target("lint/faces/report/sarif.py", ("tests/test_breakage_regressions.py", SURVIVORS, "-k", "sarif")),
     Target("lint/proof/fixtures.py", ("tests/test_confirm.py", "-m", "not slow")),
     Target("lint/proof/confirm.py", ("tests/test_confirm.py", SURVIVORS, "-m", "not slow")),
-    Target("rules/optimisers/optimizer_init_unfiltered.py", ("tests/test_rule_examples.py", "-k", "ODL201")),
+    Target("rules/optimisers/optimizer_init_unfiltered.py", ("tests/test_rule_examples.py", SURVIVORS, "-k",
+                                                              "ODL201")),
     Target("rules/arrays/where_nan_gradient.py", ("tests/test_rule_examples.py", "-k", "ODL706")),
     Target("rules/arrays/prng_key_reuse.py", ("tests/test_rule_examples.py", SURVIVORS, "-k", "ODL704")),
 )
