@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -17,10 +18,21 @@ import textwrap
 import pytest
 from odelint.api import docs
 from odelint.api.registry import rule_for
+from odelint.api.rule import BaseRule
 from odelint.engine.core import fix_source
 from odelint.faces import cli
 from odelint.proof import confirm, confirmations, venvs
-from odelint.proof.fixtures import Case, FixtureError, Run, allclose, judge_fixed, judge_hazard, load_cases, parse_check
+from odelint.proof.fixtures import (
+    Case,
+    FixtureError,
+    Run,
+    allclose,
+    judge_fixed,
+    judge_hazard,
+    judge_references,
+    load_cases,
+    parse_check,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -365,7 +377,7 @@ def _confirm(*extra: str) -> dict:
 def test_every_rule_with_fixtures_is_confirmed_on_cpu():
     report = _confirm("--device", "cpu")
     verdicts = {rule["code"]: rule["confirmed"] for rule in report["rules"]}
-    with_fixtures = {rule.code for rule in confirm.all_rules_with_fixtures(ROOT)}
+    with_fixtures = {rule.code for rule in confirm.all_rules_with_fixtures(confirm.fixtures_folder(ROOT))}
     assert set(verdicts) == with_fixtures
     pin_only = {rule["code"] for rule in report["rules"] if all(case["skipped"] for case in rule["cases"])}
     assert {code: v for code, v in verdicts.items() if code not in pin_only} == \
@@ -376,9 +388,135 @@ def test_every_rule_with_fixtures_is_confirmed_on_cpu():
 @pytest.mark.skipif(os.environ.get("ODELINT_OLD_PINS") != "1", reason="set ODELINT_OLD_PINS=1 to build old-pin venvs")
 @pytest.mark.skipif(_jax_stack_missing(), reason="needs the JAX extra: pip install odelint[jax]")
 def test_version_pin_fixtures_are_confirmed_in_their_environments():
-    pinned = [rule.code for rule in confirm.all_rules_with_fixtures(ROOT)
+    pinned = [rule.code for rule in confirm.all_rules_with_fixtures(confirm.fixtures_folder(ROOT))
               if any(case.needs_pins for case in load_cases(os.path.join(ROOT, rule.fixtures), rule.code))]
     if not pinned:
         pytest.skip("no fixture has version pins")
     report = _confirm("--device", "cpu", "--with-old-pins", *(f"--rule={code}" for code in pinned))
     assert {rule["code"]: rule["confirmed"] for rule in report["rules"]} == {code: "yes" for code in pinned}
+
+
+# --- every branch of the judgement ----------------------------------------------------------------
+
+WRONG_VALUE = _case(expect="wrong-value", error=None, message=None)
+
+
+def _printed(tmp_path: pathlib.Path, value: object, reference: object, name: str = "program.py") -> Run:
+    path = _write(tmp_path, name, f"import json\nprint('ODELINT-CHECK', json.dumps({{'value': {value!r}, "
+                                  f"'reference': {reference!r}}}))\n")
+    return confirm.run_program(sys.executable, path, dict(os.environ), 60)
+
+
+def test_a_wrong_value_hazard_whose_value_matches_its_reference_did_not_show(tmp_path: pathlib.Path) -> None:
+    run = _printed(tmp_path, 2.0, 2.0 + 1e-9)
+    assert judge_hazard(WRONG_VALUE, run) == (False, "value 2.0 matches the reference: the hazard did not show")
+
+
+def test_a_wrong_value_hazard_must_run_to_the_end(tmp_path: pathlib.Path) -> None:
+    crashed = _run("raise ValueError('boom')\n", tmp_path)
+    ok, detail = judge_hazard(WRONG_VALUE, crashed)
+    assert not ok and detail == "raised ValueError: boom; expected it to run and compute a wrong value"
+
+
+def test_an_error_hazard_that_times_out_or_raises_another_class_is_not_reproduced(tmp_path: pathlib.Path) -> None:
+    slow = _run("import time\ntime.sleep(30)\n", tmp_path, timeout=1)
+    ok, detail = judge_hazard(_case(), slow)
+    assert not ok and detail.startswith("timed out after")
+    assert detail.endswith("expected TypeError: unsupported operand")
+    other = _run("raise KeyError('unsupported operand')\n", tmp_path)
+    assert judge_hazard(_case(), other) == (False, "raised KeyError: 'unsupported operand'; expected TypeError")
+
+
+def test_a_fixed_program_without_a_check_line_is_not_verified(tmp_path: pathlib.Path) -> None:
+    assert judge_fixed(_run("print('done')\n", tmp_path)) == (False, "the program printed no ODELINT-CHECK line")
+
+
+def test_hazard_and_fixed_programs_of_a_wrong_value_case_must_report_one_reference(tmp_path: pathlib.Path) -> None:
+    hazard = _printed(tmp_path, 0.0, [1.0, 2.0], "hazard.py")
+    assert judge_references(WRONG_VALUE, hazard, _printed(tmp_path, [1.0, 2.0], [1.0, 2.0 + 1e-9], "fixed.py")) == \
+        (True, "both programs report the same reference")
+    ok, detail = judge_references(WRONG_VALUE, hazard, _printed(tmp_path, 0.0, 0.0, "fixed.py"))
+    assert (ok, detail) == (False, "the hazard's reference [1.0, 2.0] differs from the fixed program's 0.0")
+    silent = _run("print('done')\n", tmp_path)
+    assert judge_references(WRONG_VALUE, hazard, silent) == (False, "the program printed no ODELINT-CHECK line")
+    assert judge_references(_case(), silent, silent) == (True, ""), "an error case has no reference to share"
+
+
+WRONG_VALUE_CASE = CASE.replace('expect = "error"\nerror = "TypeError"\nmessage = "can only concatenate str"\n',
+                                'expect = "wrong-value"\n').replace('fix = "safe"', 'fix = "manual"')
+FIXED_BY_HAND = """\
+import json
+
+import equinox as eqx
+
+model = eqx.nn.MLP(2, 2, 8, 1, key=None)
+model = eqx.apply_updates(model, {"w": 0.5, "activation": None})
+print("ODELINT-CHECK", json.dumps({"value": model["w"], "reference": %s}))
+"""
+
+
+def _wrong_value_repo(tmp_path: pathlib.Path, hazard_reference: str, fixed_reference: str) -> str:
+    hazard = ("import json\n\nimport equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+              "model = optax.apply_updates(model, {\"w\": 0.5, \"activation\": \"\"})\n"
+              f"print(\"ODELINT-CHECK\", json.dumps({{\"value\": 0.0, \"reference\": {hazard_reference}}}))\n")
+    root = _fake_repo(tmp_path, hazard=hazard, fixed=FIXED_BY_HAND % fixed_reference)
+    _write(os.path.join(root, "tests", "fixtures", "ODL204"), "fixture.toml", WRONG_VALUE_CASE)
+    return root
+
+
+def test_confirm_accepts_a_wrong_value_case_whose_programs_share_the_reference(tmp_path: pathlib.Path, fake_jax: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = _wrong_value_repo(tmp_path, "1.5", "1.5")
+    assert cli.main(["confirm", "--root", root, "--rule", "ODL204"]) == 0, capsys.readouterr().out
+
+
+def test_confirm_rejects_a_wrong_value_case_whose_programs_disagree_on_the_reference(
+        tmp_path: pathlib.Path, fake_jax: None, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _wrong_value_repo(tmp_path, "0.5", "1.5")
+    assert cli.main(["confirm", "--root", root, "--rule", "ODL204"]) == 1
+    assert "ODL204 apply-updates: hazard: the hazard's reference 0.5 differs from the fixed program's 1.5" in \
+        capsys.readouterr().out
+
+
+def test_confirm_rejects_a_fixed_program_the_rule_still_flags(tmp_path: pathlib.Path, fake_jax: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = _fake_repo(tmp_path, fixed=HAZARD)
+    _write(os.path.join(root, "tests", "fixtures", "ODL204"), "fixture.toml", CASE.replace('"safe"', '"manual"'))
+    assert cli.main(["confirm", "--root", root, "--rule", "ODL204", "--format", "json"]) == 1
+    (case,) = json.loads(capsys.readouterr().out)["rules"][0]["cases"]
+    assert (case["flagged"], case["fixed_clean"]) == (True, False)
+    assert case["lint"] == "hazard.py flagged; fixed.py is still flagged with ODL204"
+
+
+@pytest.mark.parametrize(("broken", "lint"), [
+    ("hazard.py", "ODL204 crashed on hazard.py: RuntimeError: broken on purpose"),
+    ("fixed.py", "hazard.py flagged; ODL204 crashed on fixed.py: RuntimeError: broken on purpose"),
+])
+def test_a_rule_crashing_on_its_own_fixture_is_a_failure_not_a_verdict(
+        tmp_path: pathlib.Path, fake_jax: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        broken: str, lint: str) -> None:
+    rule = rule_for("ODL204")
+
+    def finish(self: BaseRule) -> None:
+        if self.context.path.endswith(broken):
+            raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(rule, "finish", finish)
+    # the fixed program still calls optax.apply_updates (on a dict): the rule runs on it too
+    root = _fake_repo(tmp_path, fixed=HAZARD.replace("optax.apply_updates(model", "optax.apply_updates(dict(model)"))
+    _write(os.path.join(root, "tests", "fixtures", "ODL204"), "fixture.toml", CASE.replace('"safe"', '"manual"'))
+    assert cli.main(["confirm", "--root", root, "--rule", "ODL204", "--format", "json"]) == 1
+    (case,) = json.loads(capsys.readouterr().out)["rules"][0]["cases"]
+    assert case["lint"].startswith(lint)
+
+
+def test_confirm_rejects_a_hazard_the_rule_does_not_flag(tmp_path: pathlib.Path, fake_jax: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    unflagged = HAZARD.replace("optax.apply_updates(model", "optax.apply_updates(dict(model)")
+    root = _fake_repo(tmp_path, hazard=unflagged, fixed=unflagged)
+    _write(os.path.join(root, "tests", "fixtures", "ODL204"), "fixture.toml", CASE.replace('"safe"', '"manual"'))
+    assert cli.main(["confirm", "--root", root, "--rule", "ODL204", "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    (case,) = report["rules"][0]["cases"]
+    assert (report["rules"][0]["confirmed"], case["flagged"], case["lint"]) == \
+        ("NO", False, "hazard.py is not flagged with ODL204")

@@ -19,7 +19,7 @@ def test_wheel_contains_only_the_odelint_package(tmp_path: Path) -> None:
     assert tops == {"odelint", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
     assert "odelint/faces/cli.py" in names and "odelint/rules/optimisers/optimizer_init_unfiltered.py" in names
     assert "odelint/faces/report/sarif.py" in names
-    assert "odelint/lint/analysis/data/known_bad_versions.toml" in names, "the ODL501 table is package data"
+    assert "odelint/analysis/data/known_bad_versions.toml" in names, "the ODL501 table is package data"
     assert "odelint/rules/data/rule_index.json" in names, "the rules' metadata index is package data"
     assert not any(name.startswith(("lint/", "rules/", "tests/")) for name in names)
     entry_points = zipfile.ZipFile(wheel).read(

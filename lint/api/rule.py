@@ -51,9 +51,29 @@ def example_code(text: str | None) -> str | None:
     return textwrap.dedent(text[1:])
 
 
+SPAN_PATTERN = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
+
+
+def parse_span(text: str) -> Span:
+    """`"3:5-3:20"` (line:column-end_line:end_column, 1-based, end exclusive) as a Span."""
+    match = SPAN_PATTERN.match(text)
+    if match is None:
+        raise ValueError(f"a span reads line:column-end_line:end_column, not {text!r}")
+    return Span(*(int(part) for part in match.groups()))
+
+
+def format_span(span: Span) -> str:
+    return f"{span.line}:{span.column}-{span.end_line}:{span.end_column}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Flag:
-    """Example code the rule must flag; `fixed` is the exact result of applying its fixes."""
+    """Example code the rule must flag, stated completely (as Fixit's `Invalid(range=...)`).
+
+    `span` is where each finding is reported, in source order (`"3:5-3:20"`, or a tuple of
+    them when `count` > 1); `fixed` is the exact result of applying its fixes, required
+    whenever the rule offers one; `unsafe` says the fixes need `--unsafe-fixes`, so a safe-only
+    run must leave the code as it is."""
 
     code: str
     fixed: str | None = None
@@ -61,10 +81,18 @@ class Flag:
     count: int = 1
     message: str | None = None  # a fragment the first finding's message must contain
     filename: str = "example.py"
+    span: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "code", example_code(self.code))
         object.__setattr__(self, "fixed", example_code(self.fixed))
+
+    @property
+    def spans(self) -> tuple[Span, ...] | None:
+        """The stated spans, parsed; None while an example states none."""
+        if self.span is None:
+            return None
+        return tuple(parse_span(text) for text in ((self.span,) if isinstance(self.span, str) else self.span))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,7 @@ from odelint.api.registry import all_rules, rule_for
 from odelint.api.rule import TextRule
 from odelint.engine.core import fix_source, lint_source
 from odelint.proof import confirmations, venvs
-from odelint.proof.fixtures import Case, FixtureError, Run, judge_fixed, judge_hazard, load_cases
+from odelint.proof.fixtures import Case, FixtureError, Run, judge_fixed, judge_hazard, judge_references, load_cases
 
 # Runs a fixture program as `python -c BOOTSTRAP program.py` (in any environment, odelint
 # need not be installed there) and reports, on the last line of stderr, the uncaught
@@ -80,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run version-pin fixtures in cached virtual environments built from their pins")
     parser.add_argument("--record", action="store_true",
                         help="write rules/data/confirmations.json and tests/fixtures/CONFIRMED.md")
-    parser.add_argument("--root", help="the folder holding tests/fixtures (default: found from here upwards)")
+    parser.add_argument("--root", help="a source checkout whose tests/fixtures to run (default: the fixtures "
+                                       "installed with odelint)")
 
 
 @dataclasses.dataclass
@@ -91,6 +92,7 @@ class Outcome:
     flagged: bool = False
     lint_detail: str = ""
     fix_exact: bool = True            # `fixed` is byte-for-byte the --fix output (fix = safe/unsafe)
+    fixed_clean: bool = True          # the rule neither flags `fixed` nor crashes on either program
     hazard_ok: bool = False
     hazard_detail: str = "not run"
     fixed_ok: bool = False
@@ -100,7 +102,7 @@ class Outcome:
 
     @property
     def confirmed(self) -> bool:
-        return self.flagged and self.hazard_ok and self.fixed_ok and self.fix_exact
+        return self.flagged and self.fixed_clean and self.hazard_ok and self.fixed_ok and self.fix_exact
 
     @property
     def seconds(self) -> float:
@@ -119,9 +121,9 @@ class Outcome:
 def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    root = _find_root(args.root)
-    chosen = _chosen_rules(args.rule, root)
-    outcomes = _load(chosen, root)
+    fixtures = fixtures_folder(args.root)
+    chosen = _chosen_rules(args.rule, fixtures)
+    outcomes = _load(chosen, fixtures)
     env = dict(os.environ)
     platforms = PLATFORMS[args.device]
     if platforms:
@@ -145,34 +147,38 @@ def run(args: argparse.Namespace) -> int:
         print(table(outcomes), end="")
         print(summary(outcomes, elapsed, probe["backend"]))
     if args.record:
-        _record(outcomes, root)
+        _record(outcomes, fixtures)
     by_rule = _by_rule(outcomes)
     return 1 if any(verdict(cases) == "NO" for cases in by_rule.values()) else 0
 
 
-def _find_root(given: str | None) -> str:
-    if given:
-        return os.path.abspath(given)
-    here = os.path.abspath(os.getcwd())
-    candidates = [here]
-    while os.path.dirname(candidates[-1]) != candidates[-1]:
-        candidates.append(os.path.dirname(candidates[-1]))
-    candidates.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # a source checkout
-    for candidate in candidates:
-        if os.path.isdir(os.path.join(candidate, "tests", "fixtures")):
+def fixtures_folder(root: str | None = None) -> str:
+    """The folder of `<CODE>/` fixture folders: `<root>/tests/fixtures` when a root is given, else
+    the fixtures shipped with this odelint (package data `odelint/fixtures`; `tests/fixtures` beside
+    `lint/` in a source checkout), so `confirm` proves the installed rules from any folder."""
+    if root:
+        return os.path.join(os.path.abspath(root), "tests", "fixtures")
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for candidate in (os.path.join(package, "fixtures"), os.path.join(os.path.dirname(package), "tests", "fixtures")):
+        if os.path.isdir(candidate):
             return candidate
-    return here
+    raise UsageError(f"no fixtures were installed with odelint (looked in {package}); pass --root")
 
 
-def all_rules_with_fixtures(root: str) -> list:
-    return [rule for rule in all_rules() if rule.fixtures and os.path.isdir(os.path.join(root, rule.fixtures))]
+def rule_folder(fixtures: str, rule) -> str:
+    """A rule's fixture folder: its `fixtures` attribute names it (`tests/fixtures/<CODE>`)."""
+    return os.path.join(fixtures, os.path.basename(rule.fixtures.rstrip("/")))
 
 
-def _chosen_rules(selected: list[str], root: str) -> dict:
+def all_rules_with_fixtures(fixtures: str) -> list:
+    return [rule for rule in all_rules() if rule.fixtures and os.path.isdir(rule_folder(fixtures, rule))]
+
+
+def _chosen_rules(selected: list[str], fixtures: str) -> dict:
     if not selected:
-        rules = all_rules_with_fixtures(root)
+        rules = all_rules_with_fixtures(fixtures)
         if not rules:
-            raise UsageError(f"no rule has fixtures under {root}; pass --root")
+            raise UsageError(f"no rule has fixtures under {fixtures}; pass --root")
         return {rule.code: rule for rule in rules}
     chosen = {}
     for value in ",".join(selected).split(","):
@@ -181,17 +187,17 @@ def _chosen_rules(selected: list[str], root: str) -> dict:
         rule = rule_for(value.strip())
         if rule is None:
             raise UsageError(f"unknown rule {value.strip()!r}")
-        if not rule.fixtures or not os.path.isdir(os.path.join(root, rule.fixtures)):
-            raise UsageError(f"{rule.code} has no fixtures under {root}")
+        if not rule.fixtures or not os.path.isdir(rule_folder(fixtures, rule)):
+            raise UsageError(f"{rule.code} has no fixtures under {fixtures}")
         chosen[rule.code] = rule
     return chosen
 
 
-def _load(chosen: dict, root: str) -> list[Outcome]:
+def _load(chosen: dict, fixtures: str) -> list[Outcome]:
     outcomes = []
     for code, rule in chosen.items():
         try:
-            outcomes += [Outcome(case) for case in load_cases(os.path.join(root, rule.fixtures), code)]
+            outcomes += [Outcome(case) for case in load_cases(rule_folder(fixtures, rule), code)]
         except FixtureError as error:
             raise UsageError(str(error)) from error
     return outcomes
@@ -227,8 +233,18 @@ def _lint(outcome: Outcome, rule) -> None:
     if issubclass(rule, TextRule) and case.pins_hazard is not None and case.pins_fixed is not None:
         target, twin = case.pins_hazard, case.pins_fixed
     source = _read(case.path(target))
-    outcome.flagged = any(f.code == case.code for f in lint_source(source, case.path(target), {case.code}).findings)
+    linted = lint_source(source, case.path(target), {case.code})
+    outcome.flagged = not linted.crashes and any(f.code == case.code for f in linted.findings)
     outcome.lint_detail = f"{target} flagged" if outcome.flagged else f"{target} is not flagged with {case.code}"
+    if linted.crashes:
+        outcome.lint_detail = f"{case.code} crashed on {target}: {linted.crashes[0].error}"
+    twin_linted = lint_source(_read(case.path(twin)), case.path(twin), {case.code})
+    if twin_linted.crashes:
+        outcome.fixed_clean = False
+        outcome.lint_detail += f"; {case.code} crashed on {twin}: {twin_linted.crashes[0].error}"
+    elif any(f.code == case.code for f in twin_linted.findings):
+        outcome.fixed_clean = False
+        outcome.lint_detail += f"; {twin} is still flagged with {case.code}"
     if case.fix in ("safe", "unsafe"):
         fixed = fix_source(source, case.path(target), {case.code}, unsafe=case.fix == "unsafe").source
         outcome.fix_exact = fixed == _read(case.path(twin))
@@ -318,6 +334,10 @@ def _judge(outcome: Outcome) -> None:
         outcome.hazard_ok, outcome.hazard_detail = judge_hazard(outcome.case, outcome.runs["hazard"])
     if "fixed" in outcome.runs:
         outcome.fixed_ok, outcome.fixed_detail = judge_fixed(outcome.runs["fixed"])
+    if outcome.hazard_ok and outcome.fixed_ok:
+        agree, detail = judge_references(outcome.case, outcome.runs["hazard"], outcome.runs["fixed"])
+        if not agree:
+            outcome.hazard_ok, outcome.hazard_detail = False, detail
 
 
 def _by_rule(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
@@ -349,7 +369,8 @@ def table(outcomes: list[Outcome]) -> str:
         if outcome.skipped:
             rows.append((outcome.case.code, outcome.case.name, "-", "skipped", "skipped", "-", "-", "-"))
             continue
-        rows.append((outcome.case.code, outcome.case.name, _yes(outcome.flagged), _yes(outcome.hazard_ok),
+        rows.append((outcome.case.code, outcome.case.name, _yes(outcome.flagged and outcome.fixed_clean),
+                     _yes(outcome.hazard_ok),
                      _yes(outcome.fixed_ok and outcome.fix_exact), f"{outcome.seconds:.1f}", outcome.backend,
                      _versions(outcome)))
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -382,7 +403,7 @@ def as_json(outcomes: list[Outcome], probe: dict, seconds: float) -> dict:
     rules = []
     for code, cases in _by_rule(outcomes).items():
         rules.append({"code": code, "confirmed": verdict(cases), "cases": [{
-            "name": o.case.name, "flagged": o.flagged, "lint": o.lint_detail,
+            "name": o.case.name, "flagged": o.flagged, "fixed_clean": o.fixed_clean, "lint": o.lint_detail,
             "hazard_reproduced": o.hazard_ok, "hazard": o.hazard_detail,
             "fix_verified": o.fixed_ok and o.fix_exact, "fixed": o.fixed_detail, "seconds": round(o.seconds, 2),
             "backend": o.backend, "versions": {role: o.versions(role) for role in o.runs}, "skipped": o.skipped,
@@ -390,7 +411,7 @@ def as_json(outcomes: list[Outcome], probe: dict, seconds: float) -> dict:
     return {"backend": probe["backend"], "devices": probe["devices"], "seconds": round(seconds, 2), "rules": rules}
 
 
-def _record(outcomes: list[Outcome], root: str) -> None:
+def _record(outcomes: list[Outcome], fixtures: str) -> None:
     today = datetime.date.today().isoformat()
     update = {}
     for code, cases in _by_rule(outcomes).items():
@@ -402,7 +423,7 @@ def _record(outcomes: list[Outcome], root: str) -> None:
             "versions": ran[0].versions(), "cases": [_recorded_case(o) for o in ran],
         }
     data = confirmations.merged(confirmations.load(), update)
-    confirmations.write(data, confirmations.path(), os.path.join(root, "tests", "fixtures", "CONFIRMED.md"))
+    confirmations.write(data, confirmations.path(), os.path.join(fixtures, "CONFIRMED.md"))
 
 
 def _recorded_case(outcome: Outcome) -> dict:

@@ -215,6 +215,23 @@ def judge_hazard(case: Case, run: Run) -> tuple[bool, str]:
     return True, f"wrong value {short(check.value, 40)} (reference {short(check.reference, 40)})"
 
 
+def judge_references(case: Case, hazard: Run, fixed: Run) -> tuple[bool, str]:
+    """A wrong value means wrong against one truth: both programs of a wrong-value case must
+    report the same reference (computed without the construct under test), or the hazard's
+    "wrong value" may only be a different question answered right."""
+    if case.expect != "wrong-value":
+        return True, ""
+    try:
+        hazard_reference = parse_check(hazard.stdout).reference
+        fixed_reference = parse_check(fixed.stdout).reference
+    except ValueError as error:
+        return False, str(error)
+    if not allclose(hazard_reference, fixed_reference) or not allclose(fixed_reference, hazard_reference):
+        return False, (f"the hazard's reference {short(hazard_reference, 40)} differs from the fixed program's "
+                       f"{short(fixed_reference, 40)}")
+    return True, "both programs report the same reference"
+
+
 def judge_fixed(run: Run) -> tuple[bool, str]:
     """Did the fixed program run cleanly and compute the reference value?"""
     if run.returncode != 0:

@@ -154,7 +154,8 @@ class Float64WithoutX64(Rule):
             x = jnp.linspace(0.0, 1.0, 100, dtype=jnp.float64)
             y = jnp.zeros(3, dtype="float64") + x.astype(np.float64)[:3]
         """, count=3,
-             message="`jnp.float64` is requested in a call of `jnp.linspace` but nothing in this file enables 64-bit"),
+             message="`jnp.float64` is requested in a call of `jnp.linspace` but nothing in this file enables 64-bit",
+                 span=("4:39-4:50", "5:24-5:33", "5:46-5:56")),
         Flag("""
             import jax
             import jax.numpy as jnp
@@ -164,14 +165,14 @@ class Float64WithoutX64(Rule):
 
             if __name__ == "__main__":
                 print(solve(1.0))
-        """, message="nothing in this file enables 64-bit mode"),
+        """, message="nothing in this file enables 64-bit mode", span="5:12-5:23"),
         Flag("""
             import jax
             import jax.numpy as jnp
 
             ts = jnp.linspace(0.0, 1.0, 11)
             jax.config.update("jax_enable_x64", True)
-        """, message="64-bit mode is switched on after `jnp.linspace(0.0, 1.0, 11)` created an array"),
+        """, message="64-bit mode is switched on after `jnp.linspace(0.0, 1.0, 11)` created an array", span="5:1-5:42"),
         # x64 enabled first, by the flag's environment variable, or in the entry point
         Pass("""
             import jax

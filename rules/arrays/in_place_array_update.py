@@ -118,7 +118,7 @@ class InPlaceArrayUpdate(Rule):
 
             x = jnp.zeros(3)
             x = x.at[0].set(1.0)
-        """, message="`x` is a JAX array and cannot be assigned in place"),
+        """, message="`x` is a JAX array and cannot be assigned in place", span="4:1-4:5"),
         # every augmented operator with an `.at` method; `-=` adds the negated value
         Flag("""
             import jax
@@ -146,7 +146,7 @@ class InPlaceArrayUpdate(Rule):
                 x = x.at[1, 1].power(2)
                 x[0] //= 2
                 return x
-        """, count=6),
+        """, count=6, span=("6:5-6:12", "7:5-7:9", "8:5-8:12", "9:5-9:12", "10:5-10:12", "11:5-11:9")),
         # an annotated parameter; an array from a closure is reported but not rebound (it would become local)
         Flag("""
             import jax
@@ -170,7 +170,7 @@ class InPlaceArrayUpdate(Rule):
                 def inner():
                     buffer[i] = a[i]
                 return a
-        """, count=2),
+        """, count=2, span=("7:5-7:9", "9:9-9:18")),
         # NumPy arrays, lists, dicts, `.at` updates, an annotated NumPy array
         Pass("""
             import numpy as np

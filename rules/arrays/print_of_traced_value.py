@@ -102,7 +102,7 @@ class PrintOfTracedValue(Rule):
             def step(x):
                 jax.debug.print("x is {}", x)
                 return x * 2
-        """, message="`x` is traced: a parameter of `step`, traced by `jax.jit`"),
+        """, message="`x` is traced: a parameter of `step`, traced by `jax.jit`", span="5:5-5:21"),
         # f-strings with format specs and literal braces; a lax.scan body; `jax` is imported for the fix
         Flag("""
             from jax import lax
@@ -125,7 +125,7 @@ class PrintOfTracedValue(Rule):
                 return carry + x, None
 
             lax.scan(body, 0.0, jnp.ones(3))
-        """, count=2),
+        """, count=2, span=("5:5-5:56", "6:5-6:30")),
         # `sep=`, `!r` and `{x=}` have no mechanical rewrite: reported only
         Flag("""
             import equinox as eqx
@@ -136,7 +136,7 @@ class PrintOfTracedValue(Rule):
                 print(x, sep=", ")
                 print(f"{x!r}")
                 print(f"{x=}")
-        """, count=3),
+        """, count=3, span=("6:5-6:23", "7:5-7:20", "8:5-8:19")),
         # constants (a compile probe), static arguments, shapes, host code, a local `print`
         Pass("""
             import functools

@@ -105,7 +105,8 @@ class PrngKeyReuse(Rule):
             key = jax.random.PRNGKey(0)
             w = jax.random.normal(key, (3,))
             b = jax.random.normal(key, (3,))
-        """, message="`jax.random.normal` gets the key `key` after `jax.random.normal` already consumed it"),
+        """, message="`jax.random.normal` gets the key `key` after `jax.random.normal` already consumed it",
+            span="5:5-5:33"),
         # `key` used where `sub` was meant, then split again; a key=; a loop without a split
         Flag("""
             import equinox as eqx
@@ -124,7 +125,8 @@ class PrngKeyReuse(Rule):
                 for x in xs:
                     out.append(x + jr.normal(key, ()))
                 return out, [jr.bernoulli(key) for _ in xs]
-        """, count=3, message="`jr.split` gets the key `key` after `jr.uniform` already consumed it"),
+        """, count=3, message="`jr.split` gets the key `key` after `jr.uniform` already consumed it",
+            span=("7:16-7:29", "9:13-9:43", "16:18-16:35")),
         # a constant key in a loop
         Flag("""
             import jax
@@ -135,7 +137,7 @@ class PrngKeyReuse(Rule):
                     key = jax.random.PRNGKey(0)
                     total += jax.random.normal(key)
                 return total
-        """, message="`jax.random.PRNGKey(0)` inside a loop makes the same key on every iteration"),
+        """, message="`jax.random.PRNGKey(0)` inside a loop makes the same key on every iteration", span="6:15-6:36"),
         # split before reuse, branches, loops that split, fold_in, keys from split arrays
         Pass("""
             import jax
@@ -182,7 +184,8 @@ class PrngKeyReuse(Rule):
                 data_keys = jax.random.split(key, n)
                 xs = jax.vmap(lambda k: jax.random.normal(k, (4,)))(data_keys)
                 return encoder, decoder, xs
-        """, message="`jax.random.split` gets the key `key` after `jax.random.split` already consumed it"),
+        """, message="`jax.random.split` gets the key `key` after `jax.random.split` already consumed it",
+            span="8:17-8:41"),
         # `split(key, 3)` after a constructor that split the same key internally
         Flag("""
             import equinox as eqx
@@ -196,7 +199,7 @@ class PrngKeyReuse(Rule):
                     self.body = eqx.nn.MLP(16, 32, 64, 2, key=key)
                     k1, k2, k3 = jr.split(key, 3)
                     self.head = eqx.nn.Linear(32, 10, key=k1)
-        """, message="`jr.split` gets the key `key` after `eqx.nn.MLP"),
+        """, message="`jr.split` gets the key `key` after `eqx.nn.MLP", span="10:22-10:38"),
         # the parent key passed on, by position, after it was split into subkeys
         Flag("""
             import jax
@@ -211,7 +214,7 @@ class PrngKeyReuse(Rule):
                 init_key, data_key = jax.random.split(key)
                 params = jax.random.normal(init_key, (3,))
                 return train(params, key, 100)
-        """, message="`train` gets the key `key` after `jax.random.split` already consumed it"),
+        """, message="`train` gets the key `key` after `jax.random.split` already consumed it", span="12:12-12:35"),
         # deliberate: the same key rebuilds the model identically (a serialisation round trip)
         Pass("""
             import equinox as eqx

@@ -218,7 +218,8 @@ class RecompiledEveryCall(Rule):
                 x = step(x, i)
             for lr in [0.1, 0.01]:
                 x = step(x, lr * 2)
-        """, count=2, message="`i` is a Python number that changes every iteration of the loop over `range(100)`"),
+        """, count=2, message="`i` is a Python number that changes every iteration of the loop over `range(100)`",
+            span=("10:17-10:18", "12:17-12:23")),
         Flag("""
             import jax
             import jax.numpy as jnp
@@ -229,7 +230,7 @@ class RecompiledEveryCall(Rule):
             w = jnp.ones(3)
             for x in [jnp.ones(3), jnp.zeros(3)]:
                 value = jax.jit(lambda w: loss(w, x))(w)
-        """, message="`jax.jit` wraps a new `lambda` inside a loop"),
+        """, message="`jax.jit` wraps a new `lambda` inside a loop", span="9:13-9:42"),
         # a function called in a loop that jits a nested def, and one that decorates one
         Flag("""
             import equinox as eqx
@@ -250,7 +251,7 @@ class RecompiledEveryCall(Rule):
             for batch in range(3):
                 evaluate(None, batch)
                 train(None, 1.0, 2.0)
-        """, count=2),
+        """, count=2, span=("8:12-8:35", "12:9-12:15")),
         # jit of a function defined once, at module level or in a function called once (or
         # a factory called from two places, on purpose: each closure differs);
         # jnp arrays or unchanging values passed to filter_jit; plain jax.jit traces ints

@@ -117,7 +117,7 @@ class ReverseThroughWhileLoop(Rule):
                 return jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * x), (0, 1.0))[1]
 
             g = jax.grad(power)(2.0)
-        """, message="`lax.while_loop` is differentiated in reverse mode (`power` is differentiated"),
+        """, message="`lax.while_loop` is differentiated in reverse mode (`power` is differentiated", span="4:12-4:30"),
         Flag("""
             import jax
             from jax import lax
@@ -127,7 +127,7 @@ class ReverseThroughWhileLoop(Rule):
                 return lax.fori_loop(0, n, lambda i, c: c * x, 1.0)
 
             jax.grad(loss)(2.0, 3)
-        """, message="`lax.fori_loop` with the traced bound `n`"),
+        """, message="`lax.fori_loop` with the traced bound `n`", span="6:12-6:25"),
         # reached through a helper and a named body that closes over the differentiated value
         Flag("""
             import equinox as eqx
@@ -143,7 +143,7 @@ class ReverseThroughWhileLoop(Rule):
             @eqx.filter_grad
             def loss(w):
                 return solve(w, 1.0)
-        """),
+        """, span="9:12-9:30"),
         # fori_loop with Python-int bounds under grad lowers to scan; forward mode; not differentiated
         Pass("""
             import jax

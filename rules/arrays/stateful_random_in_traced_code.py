@@ -94,7 +94,8 @@ class StatefulRandomInTracedCode(Rule):
             @jax.jit
             def noisy(x):
                 return x + np.random.normal()
-        """, message="`np.random.normal` draws its number once, while `noisy` is traced by `jax.jit`"),
+        """, message="`np.random.normal` draws its number once, while `noisy` is traced by `jax.jit`",
+            span="6:16-6:34"),
         # Python's random, a from-import, a module-level key; a lax body and a vmapped lambda
         Flag("""
             import random
@@ -110,7 +111,8 @@ class StatefulRandomInTracedCode(Rule):
 
             lax.scan(body, 0.0, None, length=3)
             jax.vmap(lambda x: x + jax.random.uniform(key=KEY))
-        """, count=4, message="the key `KEY`, made outside traced code, is a constant there"),
+        """, count=4, message="the key `KEY`, made outside traced code, is a constant there",
+            span=("9:31-9:34", "10:28-10:43", "10:46-10:52", "13:47-13:50")),
         # keys passed as arguments, a local key, NumPy random numbers on the host
         Pass("""
             import jax
@@ -158,5 +160,5 @@ class StatefulRandomInTracedCode(Rule):
                     return jax.lax.cond(x > 0, jump, lambda c: c, carry), None
 
                 return jax.lax.scan(body, 0.0, xs)
-        """, message="the key `step_key`, made outside traced code, is a constant there"),
+        """, message="the key `step_key`, made outside traced code, is a constant there", span="9:34-9:42"),
     )

@@ -137,7 +137,8 @@ class TracedValueHashed(Rule):
             def lookup(x, i):
                 table = {x: 1.0, "bias": 0.0}
                 return table[x] + i
-        """, count=2, message="`x` (a parameter of `lookup`, traced by `jax.jit`) is a dict key"),
+        """, count=2, message="`x` (a parameter of `lookup`, traced by `jax.jit`) is a dict key",
+            span=("5:14-5:15", "6:18-6:19")),
         Flag("""
             import functools
             import jax
@@ -153,7 +154,7 @@ class TracedValueHashed(Rule):
 
             jax.lax.scan(step, 0.0, jnp.arange(3.0))
             basis(jnp.ones(3))
-        """, count=4),
+        """, count=4, span=("10:13-10:18", "11:26-11:27", "11:35-11:36", "14:7-14:18")),
         Flag("""
             import jax.numpy as jnp
 
@@ -161,7 +162,7 @@ class TracedValueHashed(Rule):
             cache = {}
             if weights in cache:
                 pass
-        """, message="`weights` is a JAX array"),
+        """, message="`weights` is a JAX array", span="5:4-5:11"),
         # dicts keyed by strings or static shapes inside traced code; lists; an uncached function
         Pass("""
             import functools

@@ -144,7 +144,7 @@ class TracedValueInPythonControlFlow(Rule):
                 if x > 0:
                     return x
                 return 0.0
-        """, message="`x` is traced: a parameter of `relu`, traced by `jax.jit`"),
+        """, message="`x` is traced: a parameter of `relu`, traced by `jax.jit`", span="5:8-5:13"),
         # while, `or` as a default, not, int(), a conditional expression, assert; a lax.scan body
         Flag("""
             import jax.numpy as jnp
@@ -162,7 +162,8 @@ class TracedValueInPythonControlFlow(Rule):
                 return carry, y
 
             lax.scan(body, 0.0, jnp.ones(3))
-        """, count=6, message="`while` on `carry > 1.0`"),
+        """, count=6, message="`while` on `carry > 1.0`",
+            span=("5:11-5:22", "7:13-7:14", "8:12-8:13", "10:9-10:19", "11:18-11:23", "12:12-12:22")),
         # a helper called from an eqx.filter_jit function; `and` after a static test
         Flag("""
             import equinox as eqx
@@ -177,7 +178,7 @@ class TracedValueInPythonControlFlow(Rule):
             def step(x: jax.Array, limit: float):
                 return clip(x.sum(), limit)
         """, message="but `x` is traced: a parameter of `step`, traced by `eqx.filter_jit` "
-                     "(`v > limit` derives from `x`)"),
+                     "(`v > limit` derives from `x`)", span="5:30-5:39"),
         # shapes, static arguments, filter_jit's non-arrays, `is None`, membership, host code
         Pass("""
             import functools

@@ -142,7 +142,8 @@ class UnhashableStaticArgument(Rule):
 
             y = tile(jnp.ones(2), (2, 3))
             z = tile(jnp.ones(2), reps=(4,))
-        """, count=2, message="`[2, 3]` is a list passed as a static argument of `tile`"),
+        """, count=2, message="`[2, 3]` is a list passed as a static argument of `tile`",
+            span=("9:23-9:29", "10:28-10:31")),
         # `jax.jit(f, static_argnames=...)` as a call; a dict bound to a name, an array
         Flag("""
             import jax
@@ -154,7 +155,7 @@ class UnhashableStaticArgument(Rule):
             fast = jax.jit(scale, static_argnames=("table", "factor"))
             table = {"a": 2.0}
             fast(jnp.ones(3), table, factor=jnp.asarray(2.0))
-        """, count=2, message="`table` is a dict"),
+        """, count=2, message="`table` is a dict", span=("9:19-9:24", "9:33-9:49")),
         Flag("""
             import equinox as eqx
             import jax
@@ -167,7 +168,7 @@ class UnhashableStaticArgument(Rule):
 
             fast = jax.jit(apply, static_argnums=1)
             fast(1.0, Scale(jax.numpy.ones(2)))
-        """, message="`Scale(jax.numpy.ones(2))` is a `Scale` module passed as a static argument"),
+        """, message="`Scale(jax.numpy.ones(2))` is a `Scale` module passed as a static argument", span="11:11-11:35"),
         Flag("""
             import jax
             import jax.numpy as jnp
@@ -180,14 +181,14 @@ class UnhashableStaticArgument(Rule):
 
             mapped = jax.pmap(lambda x, shape: x.reshape(shape), static_broadcasted_argnums=1)
             mapped(jnp.ones((1, 4)), (2, 2))
-        """, message="(`jax.pmap` with static arguments)"),
+        """, message="(`jax.pmap` with static arguments)", span="5:26-5:32"),
         Flag("""
             import equinox as eqx
 
             @eqx.filter_jit(static_argnums=1)
             def f(x, n):
                 return x * n
-        """, message="takes no `static_argnums`"),
+        """, message="takes no `static_argnums`", span="3:17-3:33"),
         Pass("""
             from functools import partial
             import equinox as eqx

@@ -167,7 +167,7 @@ class WhereNanGradient(Rule):
 
             def f(x):
                 return jnp.where(x > 0, jnp.sqrt(jnp.where(x > 0, x, 1.0)), 0.0)
-        """, unsafe=True, message="`jnp.sqrt(x)` is still computed where `x > 0` is false"),
+        """, unsafe=True, message="`jnp.sqrt(x)` is still computed where `x > 0` is false", span="4:29-4:40"),
         # division, a negative power, arcsin (placeholder 0.0) in the false branch; lax.select; jnp from `jax`
         Flag("""
             import jax
@@ -187,7 +187,7 @@ class WhereNanGradient(Rule):
                 b = lax.select(y < 1, jax.numpy.arcsin(jax.numpy.where(y < 1, y, 0.0)), y)
                 c = jax.numpy.where(x != 0, jax.numpy.where(x != 0, x, 1.0) ** -2, 1.0)
                 return a + b + c
-        """, unsafe=True, count=3),
+        """, unsafe=True, count=3, span=("5:38-5:43", "6:27-6:46", "7:33-7:40")),
         # an attribute chain, the constant on the left, a fractional power as a function
         Flag("""
             import jax.numpy as jnp
@@ -201,7 +201,7 @@ class WhereNanGradient(Rule):
             class Ball:
                 def volume_scale(self):
                     return jnp.where(0.0 < self.r, jnp.power(jnp.where(0.0 < self.r, self.r, 1.0), 1.5), 0.0)
-        """, unsafe=True),
+        """, unsafe=True, span="5:40-5:62"),
         # double where, safe branches, whole powers, a value the condition does not test, numpy's
         # where, a guard whose deselected side holds no singular input, expressions and unknown bounds
         Pass("""
@@ -277,7 +277,7 @@ class WhereNanGradient(Rule):
 
             def loss(x):
                 return jnp.sum(inverse(x))
-        """, unsafe=True, message="`1.0 / x` is still computed where `x == 0` is true"),
+        """, unsafe=True, message="`1.0 / x` is still computed where `x == 0` is true", span="5:35-5:42"),
     )
 
 

@@ -152,6 +152,7 @@ class CallbackWithoutStopGradient(Rule):
                     return state
         """,
             message="IO callbacks do not support JVP",
+            span="7:9-7:57",
         ),
         # a helper called from a grad-decorated loss; the result is used: unsafe; `lax` alias reused
         Flag("""
@@ -183,6 +184,7 @@ class CallbackWithoutStopGradient(Rule):
         """,
             unsafe=True,
             message="`logged` is called from `loss`; `loss` is differentiated by `jax.grad`",
+            span="8:12-8:50",
         ),
         # from-import aliases, a lambda given to eqx.filter_value_and_grad, a nested scan body
         Flag("""
@@ -211,7 +213,7 @@ class CallbackWithoutStopGradient(Rule):
                 return L.scan(body, x, None, length=3)[0]
 
             value, grad = eqx.filter_value_and_grad(lambda x: jnp.sum(run(x)))(jnp.ones(2))
-        """,
+        """, span="8:9-8:28",
         ),
         # `net(y)` reaches `Net.__call__`, which reaches a method through `self`; no jax import to reuse: one is added
         Flag("""
@@ -247,7 +249,7 @@ class CallbackWithoutStopGradient(Rule):
                 return net(y)
 
             out = eqx.filter_vjp(f, jnp.ones(2))
-        """,
+        """, span="6:9-6:69",
         ),
         Pass("""
             import diffrax

@@ -154,6 +154,7 @@ class ProgressMeterDifferentiatedTime(Rule):
             print(jax.grad(final)(1.0))
         """,
             message="`t1` comes from `t1`, a parameter of `final` that `jax.grad` differentiates",
+            span="8:47-8:74",
         ),
         # argnums, keyword times, assignment and a closure, the meter through a name; from-imports
         Flag("""
@@ -169,7 +170,7 @@ class ProgressMeterDifferentiatedTime(Rule):
                 return solve().ys[-1]
 
             value_and_grad(loss, argnums=(0, 1))
-        """,
+        """, span="9:59-9:64",
         ),
         # the time reaches a helper through a call; eqx.filter_grad differentiates the first argument
         Flag("""
@@ -185,6 +186,7 @@ class ProgressMeterDifferentiatedTime(Rule):
                 return solve(t0, dfx.TextProgressMeter())
         """,
             message="`t0` comes from `t0`, a parameter of `loss` that `eqx.filter_grad` differentiates",
+            span="6:47-6:52",
         ),
         Pass("""
             import diffrax

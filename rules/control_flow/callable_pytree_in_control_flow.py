@@ -158,6 +158,7 @@ class CallablePytreeInControlFlow(Rule):
                     return jax.lax.scan(lambda c, x: self.step(c, x), 0.0, xs)
         """,
             message="a bound method of an Equinox module",
+            span="11:29-11:38",
         ),
         # while_loop with modules for both functions; `from jax import lax`; a name `v` is avoided
         Flag("""
@@ -186,6 +187,7 @@ class CallablePytreeInControlFlow(Rule):
                 return lax.while_loop(lambda v_: Body(v)(v_), lambda v: body(v), x)
         """,
             count=2,
+            span=("11:27-11:34", "11:36-11:40"),
         ),
         # fori_loop, switch branches, cond with keywords; eqx.nn, eqx.Partial, a method of a parameter
         Flag("""
@@ -224,6 +226,8 @@ class CallablePytreeInControlFlow(Rule):
                 return L.cond(i > 1, lambda *a: cell(*a), lambda *a: cell.update(*a), v)
         """,
             count=7,
+            span=("12:25-12:36", "13:20-13:23", "13:38-13:65", "15:30-15:34", "15:46-15:58", "16:26-16:30",
+                  "16:32-16:43"),
         ),
         Pass("""
             import functools

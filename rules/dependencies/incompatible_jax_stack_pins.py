@@ -77,26 +77,26 @@ class IncompatibleJaxStackPins(TextRule):
             diffrax==0.6.0
             optax
         """, filename="requirements.txt",
-             message="ValueError: Closure-converted function called with different dynamic arguments"),
+             message="ValueError: Closure-converted function called with different dynamic arguments", span="3:1-3:16"),
         # ranges that admit only bad releases, in a constraints file
         Flag("""
             jax>=0.4.32,<0.4.33
             equinox~=0.11.0,<0.11.7
         """, filename="constraints.txt",
-             message="`equinox<0.11.7,~=0.11.0` with jax<0.4.33,>=0.4.32"),
+             message="`equinox<0.11.7,~=0.11.0` with jax<0.4.33,>=0.4.32", span="2:1-2:24"),
         Flag("""
             [project]
             name = "m"
             dependencies = ["jax==0.7.0", "equinox"]
         """, filename="pyproject.toml",
-             message="segmentation faults"),
+             message="segmentation faults", span="3:18-3:28"),
         Flag("""
             [options]
             install_requires =
                 jax>=0.4.36
                 diffrax==0.6.0
         """, filename="setup.cfg",
-             message="use diffrax>=0.6.1"),
+             message="use diffrax>=0.6.1", span="4:5-4:19"),
         Flag("""
             name: ode
             dependencies:
@@ -105,7 +105,7 @@ class IncompatibleJaxStackPins(TextRule):
               - pip:
                 - equinox==0.11.7
         """,
-             filename="environment.yml", message="`equinox==0.11.7` with jax==0.4.34.*"),
+             filename="environment.yml", message="`equinox==0.11.7` with jax==0.4.34.*", span="6:7-6:22"),
         # a good version is still possible, or the versions are good
         Pass("""
             jax==0.4.33

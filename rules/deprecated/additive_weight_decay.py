@@ -57,7 +57,7 @@ class AdditiveWeightDecay(DeprecatedApiRule):
             import optax
 
             optim = optax.chain(optax.add_decayed_weights(1e-4), optax.sgd(1e-2))
-        """, message="AttributeError: module 'optax' has no attribute 'additive_weight_decay'"),
+        """, message="AttributeError: module 'optax' has no attribute 'additive_weight_decay'", span="3:21-3:48"),
         Flag("""
             import optax as ox
             from optax import additive_weight_decay
@@ -70,7 +70,7 @@ class AdditiveWeightDecay(DeprecatedApiRule):
 
             a = ox.add_decayed_weights(1e-4, mask=None)
             b = additive_weight_decay(1e-4)
-        """, count=2),
+        """, count=2, span=("2:19-2:40", "4:5-4:29")),
         # the current name, and another library's function of that name
         Pass("""
             import optax

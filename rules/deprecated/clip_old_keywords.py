@@ -54,7 +54,7 @@ class ClipOldKeywords(DeprecatedApiRule):
             import jax.numpy as jnp
 
             y = jnp.clip(jnp.arange(3.0), min=0.5, max=1.5)
-        """, message="TypeError: clip() got an unexpected keyword argument 'a_min'"),
+        """, message="TypeError: clip() got an unexpected keyword argument 'a_min'", span="3:31-3:40"),
         Flag("""
             import jax
             from jax.numpy import clip as clamp
@@ -67,7 +67,7 @@ class ClipOldKeywords(DeprecatedApiRule):
 
             a = jax.numpy.clip(1.0, max=0.0)
             b = clamp(1.0, min=2.0)
-        """, count=2),
+        """, count=2, span=("4:25-4:34", "5:16-5:25")),
         # the new keywords, positional bounds, NumPy's clip, an array's own clip method
         Pass("""
             import numpy as np

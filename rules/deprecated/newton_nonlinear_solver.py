@@ -50,13 +50,13 @@ class NewtonNonlinearSolver(DeprecatedApiRule):
             import diffrax
 
             solver = diffrax.Kvaerno5(nonlinear_solver=diffrax.NewtonNonlinearSolver(rtol=1e-5, atol=1e-5))
-        """, message="`diffrax.NewtonNonlinearSolver` was removed in diffrax 0.5.0: AttributeError"),
+        """, message="`diffrax.NewtonNonlinearSolver` was removed in diffrax 0.5.0: AttributeError", span="3:44-3:73"),
         Flag("""
             import diffrax as dfx
             from diffrax import NewtonNonlinearSolver
 
             a = dfx.NewtonNonlinearSolver
-        """, count=2),
+        """, count=2, span=("2:21-2:42", "4:5-4:30")),
         # the current API, and a user's own class of that name
         Pass("""
             import diffrax

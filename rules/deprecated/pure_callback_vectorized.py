@@ -66,7 +66,7 @@ class PureCallbackVectorized(DeprecatedApiRule):
 
             out = jax.ShapeDtypeStruct((3,), np.float32)
             y = jax.pure_callback(np.sin, out, np.zeros(3, np.float32), vmap_method="legacy_vectorized")
-        """, message="got an unexpected keyword argument 'vectorized'"),
+        """, message="got an unexpected keyword argument 'vectorized'", span="5:61-5:76"),
         Flag("""
             from jax import pure_callback as call_host
 
@@ -77,7 +77,7 @@ class PureCallbackVectorized(DeprecatedApiRule):
 
             def f(x, out):
                 return call_host(abs, out, x, vmap_method="sequential")
-        """),
+        """, span="4:35-4:51"),
         # a value the rule cannot map is reported without a fix
         Flag("""
             import jax
@@ -89,7 +89,7 @@ class PureCallbackVectorized(DeprecatedApiRule):
 
             def f(x, out, batched):
                 return jax.pure_callback(abs, out, x, vectorized=batched)
-        """),
+        """, span="4:43-4:61"),
         # vmap_method, other callbacks, other functions with a `vectorized` argument
         Pass("""
             import jax

@@ -93,7 +93,8 @@ class RemovedJaxApis(DeprecatedApiRule):
             x = jnp.zeros(3)
             x = jax.ops.index_update(x, jax.ops.index[0], 1.0)
         """, count=2, message="`jax.ops.index_update` was removed in jax 0.3.2: AttributeError: "
-                              "module 'jax.ops' has no attribute 'index_update'; use the `.at` property"),
+                              "module 'jax.ops' has no attribute 'index_update'; use the `.at` property",
+                                  span=("5:5-5:25", "5:29-5:42")),
         # 1:1 replacements are rewritten, keeping the file's aliases
         Flag("""
             import jax
@@ -109,7 +110,8 @@ class RemovedJaxApis(DeprecatedApiRule):
             def total(x):
                 with jax.enable_x64():
                     return jnp.prod(x), jnp.nan
-        """, count=3, message="`jax.experimental.enable_x64` was removed in jax 0.10.0"),
+        """, count=3, message="`jax.experimental.enable_x64` was removed in jax 0.10.0",
+            span=("5:10-5:37", "6:16-6:27", "6:32-6:39")),
         # jax.partial becomes functools.partial, importing functools
         Flag("""
             import jax
@@ -124,7 +126,7 @@ class RemovedJaxApis(DeprecatedApiRule):
             @functools.partial(jax.jit, static_argnums=1)
             def power(x, n):
                 return x ** n
-        """, message="`jax.partial` was removed in jax 0.2.21"),
+        """, message="`jax.partial` was removed in jax 0.2.21", span="3:2-3:13"),
         # from-imports: a 1:1 one is rewritten under the same local name, KeyArray only reported
         Flag("""
             from jax.experimental import enable_x64
@@ -140,7 +142,8 @@ class RemovedJaxApis(DeprecatedApiRule):
             def init(key: KeyArray):
                 with enable_x64():
                     return key
-        """, count=2, message="ImportError: cannot import name 'enable_x64' from 'jax.experimental'"),
+        """, count=2, message="ImportError: cannot import name 'enable_x64' from 'jax.experimental'",
+            span=("1:30-1:40", "2:24-2:32")),
         Flag("""
             import jax.lax as lax
 
@@ -151,7 +154,7 @@ class RemovedJaxApis(DeprecatedApiRule):
 
             def body(x, y):
                 return lax.tie_in(x, y) + 1
-        """, message="use its second argument itself"),
+        """, message="use its second argument itself", span="4:12-4:22"),
         # the current spellings; numpy's own names; a shim that handles the removal
         Pass("""
             import functools
@@ -208,5 +211,5 @@ class RemovedJaxApis(DeprecatedApiRule):
                 if hasattr(model, "init"):
                     return jax.random.shuffle(key, model.init())
                 return None
-        """, message="`jax.random.shuffle` no longer exists in jax"),
+        """, message="`jax.random.shuffle` no longer exists in jax", span="5:16-5:34"),
     )

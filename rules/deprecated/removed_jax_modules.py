@@ -78,7 +78,8 @@ class RemovedJaxModules(DeprecatedApiRule):
 
             enable = True
             config.update("jax_enable_x64", enable)
-        """, message="`jax.config` was removed in jax 0.4.29: ModuleNotFoundError: No module named 'jax.config'"),
+        """, message="`jax.config` was removed in jax 0.4.29: ModuleNotFoundError: No module named 'jax.config'",
+            span="1:1-1:30"),
         Flag("""
             import jax.config
             from jax.config import config as cfg
@@ -91,7 +92,7 @@ class RemovedJaxModules(DeprecatedApiRule):
 
             jax.config.update("jax_enable_x64", True)
             debug = cfg.jax_debug_nans
-        """, count=2),
+        """, count=2, span=("1:8-1:18", "2:1-2:37")),
         # host_callback: reported however it is imported, never rewritten
         Flag("""
             import jax.experimental.host_callback as hcb
@@ -107,7 +108,7 @@ class RemovedJaxModules(DeprecatedApiRule):
 
             def tap(x):
                 return id_tap(print, x), hcb, host_callback
-        """, count=3, message="use `jax.debug.callback`"),
+        """, count=3, message="use `jax.debug.callback`", span=("1:8-1:45", "2:1-2:43", "3:1-3:50")),
         # an import of other names from jax.config is reported without a fix
         Flag("""
             from jax.config import config, flags
@@ -117,7 +118,7 @@ class RemovedJaxModules(DeprecatedApiRule):
             from jax.config import config, flags
 
             FLAGS = flags.FLAGS
-        """),
+        """, span="1:1-1:37"),
         # an import guarded by a handler is a compatibility shim, one in a function body is not
         Flag("""
             import jax
@@ -133,7 +134,7 @@ class RemovedJaxModules(DeprecatedApiRule):
                     return id_tap(print, x)
             except ImportError:
                 tap = jax.debug.print
-        """),
+        """, span="10:9-10:58"),
         # the modules that moved: reported with where they went
         Flag("""
             from jax.experimental import optimizers
@@ -142,7 +143,7 @@ class RemovedJaxModules(DeprecatedApiRule):
             opt_init, opt_update, get_params = optimizers.adam(1e-3)
         """, count=2, message="`jax.experimental.optimizers` was removed in jax 0.3.16: "
                               "ImportError: cannot import name 'optimizers' from 'jax.experimental'; "
-                              "use `jax.example_libraries.optimizers`"),
+                              "use `jax.example_libraries.optimizers`", span=("1:1-1:40", "2:8-2:37")),
         # the config object, the new callback APIs, the modules' new homes
         Pass("""
             import jax

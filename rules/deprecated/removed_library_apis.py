@@ -70,13 +70,13 @@ class RemovedLibraryApis(DeprecatedApiRule):
 
             grads = eqx.filter_grad(loss, arg=eqx.is_inexact_array)
         """, message="`eqx.filter_grad` no longer accepts `arg=` (removed in equinox 0.10.0): "
-                     "ValueError: arg is deprecated as of Equinox version 0.10.0"),
+                     "ValueError: arg is deprecated as of Equinox version 0.10.0", span="7:31-7:55"),
         Flag("""
             import diffrax as dfx
 
             solver = dfx.Kvaerno5(nonlinear_solver=dfx.VeryChord(rtol=1e-5, atol=1e-5))
         """, message="TypeError: Kvaerno5.__init__() got an unexpected keyword argument 'nonlinear_solver'; "
-                     "use `root_finder=`"),
+                     "use `root_finder=`", span="3:23-3:75"),
         Flag("""
             import equinox as eqx
             from equinox.experimental import BatchNorm
@@ -86,7 +86,7 @@ class RemovedLibraryApis(DeprecatedApiRule):
             index = eqx.experimental.StateIndex()
             h = optax.hessian_diag
             batched = eqx.filter_vmap(lambda x: x, args=0, out=0)
-        """, count=4),
+        """, count=4, span=("2:34-2:43", "6:9-6:36", "7:5-7:23", "8:40-8:46")),
         # the current spellings, and look-alikes that belong to other functions
         Pass("""
             import diffrax

@@ -68,7 +68,7 @@ class RemovedTreeAliases(DeprecatedApiRule):
 
             grads = jax.tree.map(lambda g: g / 2, {"w": 1.0})
         """, message="`jax.tree_map` was removed in jax 0.6.0: "
-                     "AttributeError: module 'jax' has no attribute 'tree_map'"),
+                     "AttributeError: module 'jax' has no attribute 'tree_map'", span="3:9-3:21"),
         # aliases of jax and jax.tree_util; several aliases in one file
         Flag("""
             import jax as j
@@ -84,7 +84,7 @@ class RemovedTreeAliases(DeprecatedApiRule):
             leaves = j.tree.leaves({"a": 1})
             total = jtu.tree_map(lambda a, b: a + b, {"a": 1}, {"a": 2})
             tree = j.tree.unflatten(j.tree.structure({"a": 1}), [3])
-        """, count=4),
+        """, count=4, span=("4:10-4:23", "5:9-5:26", "6:8-6:24", "6:25-6:41")),
         # a from-import keeps its local name; `import jax` is added for an attribute use
         Flag("""
             from jax import tree_map as tm
@@ -98,7 +98,7 @@ class RemovedTreeAliases(DeprecatedApiRule):
             import jax.numpy as jnp
 
             x = tm(jnp.sin, [1.0])
-        """, count=2, message="ImportError: cannot import name 'tree_map' from 'jax'"),
+        """, count=2, message="ImportError: cannot import name 'tree_map' from 'jax'", span=("1:17-1:31", "2:27-2:40")),
         Flag("""
             from jax import numpy as jnp
             from jax import tree_util
@@ -109,7 +109,7 @@ class RemovedTreeAliases(DeprecatedApiRule):
             from jax import tree_util
 
             x = tree_util.tree_map(jnp.add, [1.0], [2.0])
-        """),
+        """, span="4:5-4:28"),
         # an import that names other things too is reported without a fix
         Flag("""
             from jax import jit, tree_map
@@ -119,7 +119,7 @@ class RemovedTreeAliases(DeprecatedApiRule):
             from jax import jit, tree_map
 
             square = jit(lambda x: x * x)
-        """),
+        """, span="1:22-1:30"),
         # compatibility shims that already handle the removal
         Pass("""
             import jax

@@ -64,7 +64,8 @@ class StaticField(DeprecatedApiRule):
             class Net(eqx.Module):
                 width: int = eqx.field(static=True)
                 act: object = eqx.field(default=None, static=True)
-        """, count=2, message="`eqx.static_field()` is deprecated and warns: UserWarning"),
+        """, count=2, message="`eqx.static_field()` is deprecated and warns: UserWarning",
+            span=("4:18-4:34", "5:19-5:35")),
         Flag("""
             import equinox as eq
 
@@ -75,7 +76,7 @@ class StaticField(DeprecatedApiRule):
 
             class Net(eq.Module):
                 names: tuple = eq.field(**{"default": ()}, static=True)
-        """),
+        """, span="4:20-4:35"),
         # a from-import: `import equinox as eqx` is added for `eqx.field`
         Flag("""
             from equinox import Module, static_field
@@ -88,7 +89,7 @@ class StaticField(DeprecatedApiRule):
 
             class Net(Module):
                 width: int = eqx.field(static=True)
-        """),
+        """, span="4:18-4:30"),
         # the current spelling, dataclasses' field, a user's own static_field
         Pass("""
             import dataclasses

@@ -478,6 +478,7 @@ class CustomJvpNondiffArrays(Rule):
         """,
             unsafe=True,
             message="non-differentiable `f` receives an Equinox module (`Field(w)`)",
+            span="15:36-15:56",
         ),
         # from-imports, JAX's call-form registration, two non-differentiable arguments,
         # no equinox import yet: `import equinox as eqx` is added
@@ -521,6 +522,7 @@ class CustomJvpNondiffArrays(Rule):
         """,
             unsafe=True,
             message="`scale` receives an array (`np.ones(3)`)",
+            span="5:22-5:44",
         ),
         # a bound method, an eqx.Partial, a closure, an annotation; custom_vjp and the
         # call form get no fix
@@ -551,6 +553,7 @@ class CustomJvpNondiffArrays(Rule):
         """,
             count=2,
             message="`h` is a `jax.custom_jvp` whose non-differentiable `f` receives a bound method",
+            span=("12:23-12:43", "13:23-13:42"),
         ),
         Flag("""
             import functools as ft
@@ -562,6 +565,7 @@ class CustomJvpNondiffArrays(Rule):
                 return x * w
         """,
             message="`w` is annotated as an array (`Float[Array, 'n']`)",
+            span="5:29-5:52",
         ),
         # a call that binds `f` twice (a TypeError when run): reported, left as it is, since
         # moving `y` to the keyword `f` would write `apply(f=mlp, f=y)`, a SyntaxError
@@ -569,6 +573,7 @@ class CustomJvpNondiffArrays(Rule):
             _CALLED_TWICE,
             fixed=_CALLED_TWICE,
             unsafe=True,
+            span="5:36-5:56",
         ),
         # used elsewhere than by a direct call (here: passed to vmap): reported, no fix
         Flag("""
@@ -587,7 +592,7 @@ class CustomJvpNondiffArrays(Rule):
             def run(key, y):
                 mlp = eqx.nn.MLP(2, 2, 4, 1, key=key)
                 return jax.vmap(apply, in_axes=(None, 0))(mlp, y)
-        """,
+        """, span="5:36-5:56",
         ),
         # JAX's documented use: plain functions and static values
         Pass("""

@@ -226,6 +226,7 @@ class UncheckedNoneTangent(Rule):
                 return out, s * tx + (x * s - out) / beta * tb
         """,
             message="tangents `tx`, `tb` of the `softplus.def_jvp` rule are used as arrays",
+            span="16:21-16:23",
         ),
         # aliases, the call form of registration, subscripted tangents, a primal that is
         # not unpacked, a jnp call; one tangent is already checked; `import jax as J` is reused
@@ -270,6 +271,7 @@ class UncheckedNoneTangent(Rule):
             f.def_jvp(f_jvp)
         """,
             message="tangent `tx` of the `f.def_jvp` rule is used as an array",
+            span="13:25-13:27",
         ),
         # deprecated `.defjvp`: renamed, with the guard its zeros now need
         Flag("""
@@ -301,6 +303,7 @@ class UncheckedNoneTangent(Rule):
                 return cube(x), 3 * np.square(x) * t
         """,
             message="`cube.defjvp` is deprecated",
+            span="8:7-8:13",
         ),
         # `.defjvp` whose tangents escape into jax.jvp: reported, no fix
         Flag("""
@@ -314,7 +317,7 @@ class UncheckedNoneTangent(Rule):
             @call.defjvp
             def call_jvp(primals, tangents, *, fn):
                 return jax.jvp(fn, primals, tangents)
-        """,
+        """, span="8:7-8:13",
         ),
         # every use checked: by an early guard, a conditional expression, an `if`, `and`
         Pass("""

@@ -77,7 +77,7 @@ class Dt0NoneConstantStep(Rule):
 
             term = diffrax.ODETerm(lambda t, y, args: -y)
             sol = diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, None, 1.0)
-        """, message="`dt0=None` with the default `ConstantStepSize()`"),
+        """, message="`dt0=None` with the default `ConstantStepSize()`", span="4:60-4:64"),
         # aliases, keywords, a controller built beforehand
         Flag("""
             import diffrax as dfx
@@ -86,7 +86,7 @@ class Dt0NoneConstantStep(Rule):
             fixed = Fixed()
             solve(dfx.ODETerm(lambda t, y, a: -y), dfx.Euler(), t0=0.0, t1=1.0, dt0=None, y0=1.0,
                   stepsize_controller=fixed)
-        """, message="`dt0=None` with `ConstantStepSize()`"),
+        """, message="`dt0=None` with `ConstantStepSize()`", span="5:73-5:77"),
         # an adaptive controller picks the first step; StepTo needs no dt0; dt0 given
         Pass("""
             import diffrax

@@ -114,7 +114,7 @@ class Dt0ZeroOrBackwards(Rule):
             sol = diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.0, 1.0, stepsize_controller=pid)
         """, message="`dt0=0.0` is a zero first step: the solve never advances from `t0` and fails with "
                      "`equinox.EquinoxRuntimeError: The maximum number of solver steps was reached. "
-                     "Try increasing `max_steps`.`; pass `dt0=None`"),
+                     "Try increasing `max_steps`.`; pass `dt0=None`", span="5:60-5:63"),
         # a backward solve with a positive step, through names and keywords
         Flag("""
             import diffrax as dfx
@@ -124,14 +124,14 @@ class Dt0ZeroOrBackwards(Rule):
             sol = dfx.diffeqsolve(dfx.ODETerm(lambda t, y, a: -y), dfx.Dopri5(), t0=T, t1=0.0, dt0=dt, y0=1.0,
                                   stepsize_controller=dfx.PIDController(rtol=1e-6, atol=1e-6))
         """, message="`dt0=dt` points away from `t1` (t0=2, t1=0): diffrax refuses it with "
-                     "`EquinoxTracetimeError: Must have (t1 - t0) * dt0 >= 0`; pass `dt0=None`"),
+                     "`EquinoxTracetimeError: Must have (t1 - t0) * dt0 >= 0`; pass `dt0=None`", span="5:88-5:90"),
         # a constant step: the advice is the step of the other sign, or a nonzero one
         Flag("""
             from diffrax import diffeqsolve, ODETerm, Euler
 
             forward = diffeqsolve(ODETerm(lambda t, y, a: -y), Euler(), 0.0, 1.0, -0.1, 1.0)
             stuck = diffeqsolve(ODETerm(lambda t, y, a: -y), Euler(), 0.0, 1.0, 0, 1.0)
-        """, count=2, message="pass a step of the sign of `t1 - t0` (0.1)"),
+        """, count=2, message="pass a step of the sign of `t1 - t0` (0.1)", span=("3:71-3:75", "4:69-4:70")),
         # dt0=None, a step with the right sign, backward solves done right, unknown values
         Pass("""
             import diffrax

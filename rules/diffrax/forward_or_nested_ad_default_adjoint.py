@@ -161,7 +161,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
             jax.jacfwd(final)(1.0)
         """, unsafe=True,  # noqa: E501 (a line of the example's code)
             message="`diffeqsolve` with the default adjoint `RecursiveCheckpointAdjoint()` "
-                    "is differentiated in forward mode"),
+                    "is differentiated in forward mode", span="7:12-7:31"),
         # from-imports, jvp through a helper, an explicit BacksolveAdjoint replaced
         Flag("""
             from diffrax import diffeqsolve as solve, ODETerm, Euler, BacksolveAdjoint
@@ -189,7 +189,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
 
             jvp(final, (1.0,), (1.0,))
         """, unsafe=True,
-            message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode"),
+            message="`diffeqsolve` with the adjoint `BacksolveAdjoint()` is differentiated in forward mode",
+                span="5:12-5:17"),
         # grad of grad: the recipe, no fix
         Flag("""
             import diffrax as dfx
@@ -200,7 +201,7 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
                                        args=a).ys[-1]
 
             jax.grad(jax.grad(final))(1.0)
-        """, message="twice in reverse mode"),
+        """, message="twice in reverse mode", span="5:12-5:27"),
         # hessian with a staged solver; the same function also under jax.grad: no fix
         Flag("""
             import diffrax
@@ -212,7 +213,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
 
             jax.hessian(final)(1.0)
             jax.grad(final)(1.0)
-        """, message="forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`"),
+        """, message="forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`",
+            span="5:12-5:31"),
         # the adjoints that support these transforms, a bounded stage scan, Euler under
         # hessian, a single reverse pass, no differentiation
         Pass("""

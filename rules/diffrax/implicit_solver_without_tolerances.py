@@ -89,7 +89,7 @@ class ImplicitSolverWithoutTolerances(Rule):
 
             term = diffrax.ODETerm(lambda t, y, args: -y)
             sol = diffrax.diffeqsolve(term, diffrax.Kvaerno5(), 0.0, 1.0, 0.01, 1.0)
-        """, message="the implicit solver `diffrax.Kvaerno5()` runs with a fixed step (the default"),
+        """, message="the implicit solver `diffrax.Kvaerno5()` runs with a fixed step (the default", span="4:33-4:51"),
         # aliases and from-imports, a solver built beforehand, StepTo, keyword arguments
         Flag("""
             import diffrax as dfx
@@ -101,7 +101,8 @@ class ImplicitSolverWithoutTolerances(Rule):
                         stepsize_controller=dfx.StepTo(ts=jnp.linspace(0.0, 1.0, 11)))
             dfx.diffeqsolve(terms=dfx.ODETerm(lambda t, y, a: -y), solver=dfx.Kvaerno3(scan_kind="bounded"),
                             t0=0.0, t1=1.0, dt0=0.1, y0=1.0, stepsize_controller=dfx.ConstantStepSize())
-        """, count=2, message="the implicit solver `IE()` runs with a fixed step (`dfx.StepTo("),
+        """, count=2, message="the implicit solver `IE()` runs with a fixed step (`dfx.StepTo(",
+            span=("6:46-6:52", "8:63-8:96")),
         # an adaptive controller, a root finder with tolerances (keyword or positional),
         # explicit solvers, and values the linter cannot read
         Pass("""

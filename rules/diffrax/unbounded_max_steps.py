@@ -115,7 +115,7 @@ class UnboundedMaxSteps(Rule):
 
             jax.grad(loss)(1.0)
         """, message="`max_steps=None` with the default `RecursiveCheckpointAdjoint()` in code that is differentiated "
-                     "in reverse mode (`loss` is differentiated by `jax.grad`)"),
+                     "in reverse mode (`loss` is differentiated by `jax.grad`)", span="7:93-7:97"),
         # aliases, a helper called from an eqx.filter_value_and_grad loss, DirectAdjoint,
         # RecursiveCheckpointAdjoint without checkpoints
         Flag("""
@@ -133,7 +133,7 @@ class UnboundedMaxSteps(Rule):
                 y = solve(dfx.ODETerm(lambda t, y, a: -a * y), dfx.Euler(), 0.0, 1.0, 0.1, 1.0, args=a,
                           max_steps=None, adjoint=recursive)
                 return simulate(a, None).ys[-1] + y.ys[-1]
-        """, count=2, message="`max_steps=None` with `DirectAdjoint()`"),
+        """, count=2, message="`max_steps=None` with `DirectAdjoint()`", span=("7:28-7:32", "13:25-13:29")),
         # saving every step or a dense solution needs a bound even without differentiation
         Flag("""
             import diffrax
@@ -143,7 +143,7 @@ class UnboundedMaxSteps(Rule):
                                 saveat=diffrax.SaveAt(steps=True))
             saveat = diffrax.SaveAt(dense=True)
             diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, 1.0, 0.1, 1.0, saveat=saveat, max_steps=None)
-        """, count=2, message="`max_steps=None` with `SaveAt(steps=...)`"),
+        """, count=2, message="`max_steps=None` with `SaveAt(steps=...)`", span=("4:74-4:78", "7:89-7:93")),
         # adjoints that need no bound; no differentiation; forward mode; a bound given
         Pass("""
             import diffrax

@@ -114,7 +114,7 @@ class UnmaskedStepOutputs(Rule):
             sol = diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, 1.0, 0.1, 1.0, saveat=diffrax.SaveAt(steps=True))
             total = jnp.sum(sol.ys)
         """, message="`sol.ys` comes from a solve with `SaveAt(steps=...)`: diffrax pads it to `max_steps` entries "
-                     "with `inf`, so `jnp.sum` silently returns inf or nan"),
+                     "with `inf`, so `jnp.sum` silently returns inf or nan", span="6:9-6:24"),
         # aliases, from-imports, a saveat built beforehand, arithmetic, names, methods, slices
         Flag("""
             import diffrax as dfx
@@ -130,7 +130,7 @@ class UnmaskedStepOutputs(Rule):
                 second = (-sol.ys[:, 0]).max()
                 third = np2.linalg.norm(sol.ts)
                 return first + second + third
-        """, count=3),
+        """, count=3, span=("10:13-10:41", "11:14-11:35", "12:13-12:36")),
         Flag("""
             import diffrax
             import numpy as np
@@ -138,7 +138,7 @@ class UnmaskedStepOutputs(Rule):
             sol = diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: -y), diffrax.Euler(), 0.0, 1.0, 0.1, 1.0,
                                       saveat=diffrax.SaveAt(subs=[diffrax.SubSaveAt(steps=5)]))
             print(np.std(sol.ys))
-        """),
+        """, span="6:7-6:21"),
         # masked, sliced to one entry, min, another SaveAt, a function named sum
         Pass("""
             import diffrax

@@ -113,7 +113,7 @@ class VectorFieldStructureMismatch(Rule):
             sol = diffrax.diffeqsolve(diffrax.ODETerm(oscillator), diffrax.Tsit5(), 0.0, 1.0, 0.1, y0)
         """, message="the vector field returns a list while `y0` (`y0`) is an array: diffrax raises "
                      "`ValueError: The vector field inside `ODETerm` must return a pytree with the same "
-                     "structure as `y0`.`"),
+                     "structure as `y0`.`", span="9:43-9:53"),
         # the reverse, a lambda, a term built beforehand, keywords
         Flag("""
             import diffrax as dfx
@@ -121,13 +121,13 @@ class VectorFieldStructureMismatch(Rule):
 
             term = dfx.ODETerm(lambda t, y, args: -jnp.asarray(y))
             sol = dfx.diffeqsolve(term, dfx.Euler(), t0=0.0, t1=1.0, dt0=0.1, y0=[1.0, 2.0])
-        """, message="the vector field returns an array while `y0` (`[1.0, 2.0]`) is a list"),
+        """, message="the vector field returns an array while `y0` (`[1.0, 2.0]`) is a list", span="4:20-4:54"),
         Flag("""
             from diffrax import diffeqsolve, ODETerm, Euler
 
             decay = lambda t, y, args: [-y[0], -y[1]]
             sol = diffeqsolve(ODETerm(decay), Euler(), 0.0, 1.0, 0.1, (1.0, 2.0))
-        """, message="returns a list while `y0` (`(1.0, 2.0)`) is a tuple"),
+        """, message="returns a list while `y0` (`(1.0, 2.0)`) is a tuple", span="4:27-4:32"),
         # matching structures, and values the code does not show
         Pass("""
             import diffrax

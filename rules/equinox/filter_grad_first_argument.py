@@ -121,7 +121,7 @@ class FilterGradFirstArgument(TransformApplicationRule):
 
             def step(model, x):
                 return eqx.filter_grad(loss)(model, x=x)
-        """, message="without a positional argument"),
+        """, message="without a positional argument", span="8:12-8:51"),
         # aliases, a decorator, a name bound to the transformed function; a Python float
         Flag("""
             import equinox as eq
@@ -149,7 +149,7 @@ class FilterGradFirstArgument(TransformApplicationRule):
 
             value_and_grad = vg(lambda w, x: (w * x).sum())
             value_and_grad(3, x=1.0)
-        """, count=2, message="`2.0` is a Python number"),
+        """, count=2, message="`2.0` is a Python number", span=("9:17-9:20", "12:1-12:27")),
         # the model the loss reads is not the one differentiated
         Flag("""
             import equinox as eqx
@@ -160,7 +160,7 @@ class FilterGradFirstArgument(TransformApplicationRule):
             @eqx.filter_value_and_grad
             def loss(m, x):
                 return model(x).sum()
-        """, message="the first parameter `m`, which the function never uses"),
+        """, message="the first parameter `m`, which the function never uses", span="6:2-6:27"),
         # the module positional, arrays, jax.grad with a float, keywords after the first
         Pass("""
             import equinox as eqx

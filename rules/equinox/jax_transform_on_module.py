@@ -120,7 +120,7 @@ class JaxTransformOnModule(TransformApplicationRule):
 
             model = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0))
             value = eqx.filter_jit(loss)(model, jnp.ones(2))
-        """, message="`m.activation` is a function"),
+        """, message="`m.activation` is a function", span="9:9-9:16"),
         # `from jax import jit`, `import equinox as eq`, a rebound name, a tuple return
         Flag("""
             import equinox as eq
@@ -160,7 +160,7 @@ class JaxTransformOnModule(TransformApplicationRule):
             step = eq.filter_jit(step)
             net, keys = make(random.PRNGKey(0))
             step(net, 1.0)
-        """, message="`net.name` is a string"),
+        """, message="`net.name` is a string", span="16:8-16:11"),
         # decorators; an annotated parameter; `has_aux` keeps the fix; equinox imported on demand
         Flag("""
             import jax
@@ -195,7 +195,7 @@ class JaxTransformOnModule(TransformApplicationRule):
                 return model(1.0).sum(), 0
 
             g = eqx.filter_grad(aux, has_aux=True)
-        """, count=3),
+        """, count=3, span=("4:2-4:20", "8:2-8:10", "15:5-15:13")),
         # a jitted method of a module: `self` holds the MLP (equinox#11)
         Flag("""
             import equinox as eqx
@@ -217,7 +217,7 @@ class JaxTransformOnModule(TransformApplicationRule):
                 @eqx.filter_jit
                 def __call__(self, x):
                     return self.mlp(x)
-        """, message="`self.mlp.activation` is a function"),
+        """, message="`self.mlp.activation` is a function", span="7:6-7:13"),
         # keywords whose meaning differs: reported without a fix; functools.partial
         Flag("""
             import functools
@@ -237,7 +237,7 @@ class JaxTransformOnModule(TransformApplicationRule):
                 return loss(scale, m, x)
 
             step(2.0, model, jnp.ones(2))
-        """, count=3, message="use `eqx.filter_grad`"),
+        """, count=3, message="use `eqx.filter_grad`", span=("10:1-10:9", "11:1-11:9", "13:20-13:27")),
         # arrays only, static or unmapped arguments, argnums that skip the module, filter_jit
         Pass("""
             import functools

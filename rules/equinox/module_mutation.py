@@ -141,7 +141,7 @@ class ModuleMutation(Rule):
 
             model = eqx.nn.Linear(2, 1, key=jax.random.PRNGKey(0))
             model = eqx.tree_at(lambda t: t.weight, model, jnp.zeros((1, 2)))
-        """, unsafe=True, message="`model.weight` is assigned"),
+        """, unsafe=True, message="`model.weight` is assigned", span="6:1-6:33"),
         # `self` in a method, a parameter, `+=`: reported without a fix; an undeclared field
         Flag("""
             import equinox as eq
@@ -167,7 +167,8 @@ class ModuleMutation(Rule):
 
             def bump(c: Counter):
                 c.count += 1
-        """, count=4, message="`Counter.__init__` sets `self.step`"),
+        """, count=4, message="`Counter.__init__` sets `self.step`",
+            span=("13:9-13:22", "16:9-16:36", "20:5-20:16", "23:5-23:17")),
         # a function of this file: `from equinox import tree_at` is reused
         Flag("""
             from equinox import tree_at
@@ -185,7 +186,7 @@ class ModuleMutation(Rule):
                 net = MLP(2, 1, 8, 2, key=key)
                 net = tree_at(lambda t: t.activation, net, abs)
                 return net
-        """, unsafe=True),
+        """, unsafe=True, span="6:5-6:25"),
         # declared fields set in __init__/__post_init__ (also a base's), tree_at, a class that is not a module
         Pass("""
             import equinox as eqx
@@ -266,7 +267,7 @@ class ModuleMutation(Rule):
 
                 def grow(self):
                     self._resize(self.width * 2)
-        """, message="`self.width` is assigned"),
+        """, message="`self.width` is assigned", span="10:9-10:27"),
     )
 
 

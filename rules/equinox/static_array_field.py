@@ -101,7 +101,7 @@ class StaticArrayField(Rule):
 
             class Model(eqx.Module):
                 mask: jax.Array = eqx.field(static=True)
-        """, message="static field `mask` of `Model` is annotated `jax.Array`"),
+        """, message="static field `mask` of `Model` is annotated `jax.Array`", span="5:5-5:45"),
         # aliases, jaxtyping, the old static_field, an array assigned in __init__
         Flag("""
             import equinox as eq
@@ -116,7 +116,7 @@ class StaticArrayField(Rule):
                 def __init__(self, n):
                     self.w = np2.zeros(n)
                     self.grid = np2.linspace(0.0, 1.0, n)
-        """, count=2),
+        """, count=2, span=("6:5-6:49", "8:5-8:37")),
         # static ints, strings, tuples and functions; arrays that are normal fields; not a module
         Pass("""
             import dataclasses

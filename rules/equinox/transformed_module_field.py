@@ -111,7 +111,7 @@ class TransformedModuleField(Rule):
 
                 def __init__(self, key):
                     self.layer = eqx.filter_vmap(eqx.nn.Linear(2, 1, key=key))
-        """, message="`self.layer` stores `jax.vmap(eqx.nn.Linear(2, 1, key=key))`"),
+        """, message="`self.layer` stores `jax.vmap(eqx.nn.Linear(2, 1, key=key))`", span="8:22-8:60"),
         # aliases, a module built first, a subclass of a module of this file; equinox's alias reused
         Flag("""
             from typing import Callable
@@ -145,7 +145,7 @@ class TransformedModuleField(Rule):
                     mlp = eq.nn.MLP(2, 2, 8, 2, key=key)
                     self.body = eq.filter_checkpoint(mlp)
                     self.head = eq.filter_jit(eq.nn.Linear(2, 1, key=key))
-        """, count=2),
+        """, count=2, span=("14:21-14:36", "15:21-15:53")),
         # with keywords: reported, no fix
         Flag("""
             import equinox as eqx
@@ -165,7 +165,7 @@ class TransformedModuleField(Rule):
 
                 def __init__(self, key):
                     self.layer = jax.vmap(eqx.nn.Linear(2, 1, key=key), in_axes=1)
-        """),
+        """, span="8:22-8:71"),
         # filter_vmap, a transformed plain function, a class that is not a module, vmap at call time
         Pass("""
             import equinox as eqx

@@ -89,7 +89,7 @@ class OptaxApplyUpdatesOnModule(Rule):
 
             model = eqx.nn.MLP(2, 2, 8, 1, key=None)
             model = eqx.apply_updates(model, None)
-        """,
+        """, span="5:9-5:41",
         ),
         Flag("""
             from typing import Callable
@@ -111,7 +111,7 @@ class OptaxApplyUpdatesOnModule(Rule):
 
             def step(m: M, u):
                 return au(m, u)
-        """,
+        """, span="9:12-9:31",
         ),
         Pass("""
             import equinox as eqx

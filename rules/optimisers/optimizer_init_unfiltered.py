@@ -109,6 +109,7 @@ class OptimizerInitUnfiltered(Rule):
             opt_state = optim.init(eqx.filter(model, eqx.is_array))
         """,
             message="unfiltered Equinox module `model`",
+            span="7:24-7:29",
         ),
         # aliases: `import equinox as eq`, `import optax as ox`, a same-file Module subclass
         Flag("""
@@ -135,7 +136,7 @@ class OptimizerInitUnfiltered(Rule):
 
             net = Deeper(1.0)
             state = ox.adamw(1e-3).init(eq.filter(net, eq.is_array))
-        """,
+        """, span="11:29-11:32",
         ),
         # from-imports only: `import equinox as eqx` is added after the imports
         Flag(
@@ -146,6 +147,7 @@ class OptimizerInitUnfiltered(Rule):
             "import equinox as eqx\n\n"
             "def build(key):\n    return MLP(2, 2, 8, 1, key=key)\n\n"
             "def main(key):\n    model = build(key)\n    return Adam(1e-3).init(eqx.filter(model, eqx.is_array))\n",
+            span="10:28-10:33",
         ),
         # a parameter that receives a module at a call site, and an annotated one
         Flag("""
@@ -162,7 +164,22 @@ class OptimizerInitUnfiltered(Rule):
 
             make_state(eqx.nn.MLP(2, 2, 4, 1, key=None))
         """,
+            fixed="""
+            import equinox as eqx
+            import optax
+
+            optim = optax.adam(1e-3)
+
+            def make_state(m):
+                return optim.init(eqx.filter(m, eqx.is_array))
+
+            def other(m: eqx.nn.MLP):
+                return optim.init(eqx.filter(m, eqx.is_array))
+
+            make_state(eqx.nn.MLP(2, 2, 4, 1, key=None))
+        """,
             count=2,
+            span=("7:23-7:24", "10:23-10:24"),
         ),
         # `self.model` declared as a module field of the trainer
         Flag("""
@@ -174,7 +191,16 @@ class OptimizerInitUnfiltered(Rule):
 
                 def start(self, optim):
                     return optim.init(self.model)
-        """,
+        """, fixed="""
+            import equinox as eqx
+            import optax
+
+            class Trainer:
+                model: eqx.nn.MLP
+
+                def start(self, optim):
+                    return optim.init(eqx.filter(self.model, eqx.is_array))
+        """, span="8:27-8:37",
         ),
         Pass("""
             import equinox as eqx
@@ -244,7 +270,13 @@ class OptimizerInitUnfiltered(Rule):
 
             model = eqx.nn.MLP(2, 2, 16, 2, key=None)
             state = optax.sgd(1e-2, momentum=0.9).init(model)
-        """, message="`model.activation` is a function"),
+        """, fixed="""
+            import equinox as eqx
+            import optax
+
+            model = eqx.nn.MLP(2, 2, 16, 2, key=None)
+            state = optax.sgd(1e-2, momentum=0.9).init(eqx.filter(model, eqx.is_array))
+        """, message="`model.activation` is a function", span="5:44-5:49"),
         # modules whose leaves are all arrays (or numbers) initialise fine
         Pass("""
             import equinox as eqx
@@ -287,5 +319,6 @@ class OptimizerInitUnfiltered(Rule):
 
             model = Ensemble(jax.random.PRNGKey(0))
             opt_state = optax.adam(1e-3).init(model)
-        """, message="`model.heads` is a function (a `jax.vmap` result): filtering drops the parameters"),
+        """, message="`model.heads` is a function (a `jax.vmap` result): filtering drops the parameters",
+            span="12:35-12:40"),
     )

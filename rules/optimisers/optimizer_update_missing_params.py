@@ -104,6 +104,7 @@ class OptimizerUpdateMissingParams(Rule):
         """,
             unsafe=True,
             message="optax.adamw",
+            span="8:12-8:42",
         ),
         # wrapped: chain / MultiSteps / inject_hyperparams; no module in scope: no fix
         Flag("""
@@ -116,6 +117,7 @@ class OptimizerUpdateMissingParams(Rule):
             u, s = inj.update({'w': 1.0}, None)
         """,
             count=2,
+            span=("5:8-5:35", "7:8-7:36"),
         ),
         Pass("""
             import optax

@@ -111,7 +111,7 @@ class OptimizerUpdateUnfiltered(Rule):
 
             for _ in range(3):
                 model, opt_state = make_step(model, opt_state, None)
-        """,
+        """, span="10:57-10:62",
         ),
         # params= keyword, `import equinox as eq`, a module built by a same-file function
         Flag("""
@@ -140,7 +140,7 @@ class OptimizerUpdateUnfiltered(Rule):
             f = make()
             tx = ox.lamb(1e-3)
             u, s = tx.update(None, None, params=eq.filter(f, eq.is_array))
-        """,
+        """, span="12:37-12:38",
         ),
         # the module reaches the step function through eqx.filter_jit(step)
         Flag("""
@@ -152,7 +152,16 @@ class OptimizerUpdateUnfiltered(Rule):
 
             fast = eqx.filter_jit(step)
             fast(eqx.nn.MLP(1, 1, 1, 1, key=None), None, None, optax.lars(0.1))
-        """,
+        """, fixed="""
+            import equinox as eqx
+            import optax
+
+            def step(m, s, g, optim):
+                return optim.update(g, s, eqx.filter(m, eqx.is_array))
+
+            fast = eqx.filter_jit(step)
+            fast(eqx.nn.MLP(1, 1, 1, 1, key=None), None, None, optax.lars(0.1))
+        """, span="5:31-5:32",
         ),
         Pass("""
             import equinox as eqx
@@ -205,5 +214,5 @@ class OptimizerUpdateUnfiltered(Rule):
                 def step(self, grads):
                     updates, self.state = self.optimizer.update(grads, self.state, eqx.filter(self.model, eqx.is_array))
                     self.model = eqx.apply_updates(self.model, updates)
-        """, message="`self.optimizer.update` gets the unfiltered Equinox module `self.model`"),
+        """, message="`self.optimizer.update` gets the unfiltered Equinox module `self.model`", span="11:72-11:82"),
     )
