@@ -140,6 +140,11 @@ def static_function(qualname: str | None) -> bool:
     return qualname in _returns()["static_functions"]
 
 
+def at_update(method: str) -> bool:
+    """Does `x.at[i].<method>(...)` return an updated copy of `x` (`set`, `add`, ...; not `get`)?"""
+    return method in _returns()["at_updates"]
+
+
 def annotation_kind(qualname: str | None) -> str | None:
     """'array', 'key' or 'callable' for an annotation's (outer) qualified name."""
     table = _returns()
