@@ -46,6 +46,9 @@ class TracedBody:
     keywords: tuple[str, ...] = ()
     params: tuple[int, ...] | None = None  # None: every parameter is traced
     reverse: bool = True                   # reverse-mode differentiation through it works
+    operands: tuple[int, ...] = ()         # the pytrees it carries or maps over (scan's init, xs)
+    operand_keywords: tuple[str, ...] = ()
+    operands_from: int | None = None       # the first of variadic operands (cond, switch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +99,8 @@ def traced_bodies() -> dict[str, TracedBody]:
         params = row.get("params")
         found[qualname] = TracedBody(qualname, tuple(row.get("functions", ())), tuple(row.get("lists", ())),
                                      tuple(row.get("keywords", ())), tuple(params) if params is not None else None,
-                                     row.get("reverse", True))
+                                     row.get("reverse", True), tuple(row.get("operands", ())),
+                                     tuple(row.get("operand_keywords", ())), row.get("operands_from"))
     return found
 
 

@@ -1,0 +1,61 @@
+"""Modules with leaves that are not arrays inside the operands of lax control flow
+(odelint.analysis.leaves.module_with_invalid_leaf, odelint.analysis.calls.operand_args)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+from odelint.analysis import jax_api
+from odelint.analysis.calls import operand_args
+from odelint.analysis.facts import Facts
+from odelint.analysis.leaves import module_with_invalid_leaf
+from odelint.analysis.scopes import Site, build_scope_index
+
+SOURCE = """
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+mlp = eqx.nn.MLP(2, 2, 8, 2, key=None)
+lin = eqx.nn.Linear(2, 2, key=None)
+params = eqx.filter(mlp, eqx.is_array)
+pair = (lin, mlp)
+"""
+
+
+def _facts() -> tuple[Facts, Site]:
+    index = build_scope_index(cst.parse_module(textwrap.dedent(SOURCE)), {cst.Call})
+    return Facts(index), Site(index.module_scope, 10**9)
+
+
+def test_a_module_holding_functions_is_found_in_the_pytree_it_is_part_of() -> None:
+    facts, site = _facts()
+
+    def found(code: str) -> tuple[str, str, int] | None:
+        hit = module_with_invalid_leaf(facts, cst.parse_expression(code), site)
+        return None if hit is None else (cst.Module([]).code_for_node(hit.module), hit.leaf.path, hit.more)
+
+    assert found("mlp") == ("mlp", "activation", 1)
+    assert found("(jnp.zeros(2), [mlp])") == ("mlp", "activation", 1)
+    assert found("{'model': mlp}") == ("mlp", "activation", 1)
+    assert found("pair") == ("mlp", "activation", 1)          # a name holding a tuple display
+    assert found("lin") is None and found("params") is None and found("(lin, 0.0)") is None
+    assert found("unknown") is None
+
+
+def test_operands_are_read_by_position_and_by_keyword() -> None:
+    def operands(code: str, qualname: str) -> list[tuple[str, str]]:
+        body = jax_api.traced_body(qualname)
+        assert body is not None
+        call = cst.parse_expression(code)
+        assert isinstance(call, cst.Call)
+        return [(label, cst.Module([]).code_for_node(value)) for label, value in operand_args(call, body)]
+
+    assert operands("scan(f, c, xs)", "jax.lax.scan") == [("init", "c"), ("xs", "xs")]
+    assert operands("scan(f, init=c, length=3)", "jax.lax.scan") == [("init", "c")]
+    assert operands("cond(p, f, g, a, b)", "jax.lax.cond") == [("operand", "a"), ("operand", "b")]
+    assert operands("switch(i, fs, a)", "jax.lax.switch") == [("operand", "a")]
+    assert operands("fori_loop(0, n, f, v)", "jax.lax.fori_loop") == [("init_val", "v")]
+    assert operands("while_loop(c, b, init_val=v)", "jax.lax.while_loop") == [("init_val", "v")]
+    assert operands("map(f, xs)", "jax.lax.map") == [("xs", "xs")]
