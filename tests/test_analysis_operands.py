@@ -59,3 +59,56 @@ def test_operands_are_read_by_position_and_by_keyword() -> None:
     assert operands("fori_loop(0, n, f, v)", "jax.lax.fori_loop") == [("init_val", "v")]
     assert operands("while_loop(c, b, init_val=v)", "jax.lax.while_loop") == [("init_val", "v")]
     assert operands("map(f, xs)", "jax.lax.map") == [("xs", "xs")]
+
+
+GRADIENTS = """
+import equinox as eqx
+import jax
+
+model = eqx.nn.MLP(2, 1, 8, 2, key=None)
+
+def loss(m):
+    return m(1.0)
+
+grads = eqx.filter_grad(loss)(model)
+value, g2 = eqx.filter_value_and_grad(loss)(model)
+g3, aux = eqx.filter_grad(loss, has_aux=True)(model)
+plain = jax.grad(loss)(model)
+of_number = eqx.filter_grad(loss)(1.0)
+params = eqx.filter(model, eqx.is_array)
+arrays, static = eqx.partition(model, eqx.is_array)
+"""
+
+
+def test_filtered_gradients_of_a_module_are_filtered_trees() -> None:
+    from odelint.analysis.facts import Kind
+
+    index = build_scope_index(cst.parse_module(textwrap.dedent(GRADIENTS)), {cst.Call})
+    facts = Facts(index)
+    site = Site(index.module_scope, 10**9)
+
+    def kind(code: str) -> Kind:
+        return facts.kind(cst.parse_expression(code), site)
+
+    assert kind("grads") is Kind.FILTERED and kind("g2") is Kind.FILTERED and kind("g3") is Kind.FILTERED
+    assert kind("eqx.filter_value_and_grad(loss)(model)[1]") is Kind.FILTERED
+    assert kind("value") is not Kind.FILTERED and kind("aux") is not Kind.FILTERED
+    assert kind("plain") is not Kind.FILTERED and kind("of_number") is not Kind.FILTERED
+
+
+def test_the_module_a_filtered_tree_came_from() -> None:
+    from odelint.analysis.leaves import filtered_source
+
+    index = build_scope_index(cst.parse_module(textwrap.dedent(GRADIENTS)), {cst.Call})
+    facts = Facts(index)
+    site = Site(index.module_scope, 10**9)
+
+    def source(code: str) -> str | None:
+        found = filtered_source(facts, cst.parse_expression(code), site)
+        return None if found is None else cst.Module([]).code_for_node(found)
+
+    assert source("params") == "model" and source("arrays") == "model"
+    assert source("eqx.filter(model, eqx.is_inexact_array)") == "model"
+    assert source("static") is None and source("grads") is None and source("model") is None
+    assert jax_api.tree_map("jax.tree.map") and jax_api.tree_map("jax.tree_util.tree_map")
+    assert not jax_api.tree_map("jax.tree_util.tree_leaves")

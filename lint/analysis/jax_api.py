@@ -26,6 +26,7 @@ class Transform:
     equinox: str | None = None          # the Equinox transform to use for modules
     static: tuple[str, ...] = ()        # keywords that mark arguments static
     calls_now: bool = False             # jvp/vjp/linearize: calls `f` at once
+    gradient: str | None = None         # "all" (grad) or "second" (value_and_grad): where the gradient is
 
     @property
     def reverse(self) -> bool:
@@ -84,7 +85,8 @@ def transforms() -> dict[str, Transform]:
     for qualname, row in _api()["transform"].items():
         found[qualname] = Transform(qualname, row.get("traces", False), row.get("differentiates"),
                                     row.get("wrt"), row.get("filtered", False), row.get("equinox"),
-                                    tuple(row.get("static", ())), row.get("calls_now", False))
+                                    tuple(row.get("static", ())), row.get("calls_now", False),
+                                    row.get("gradient"))
     return found
 
 
@@ -147,6 +149,15 @@ def static_function(qualname: str | None) -> bool:
 def at_update(method: str) -> bool:
     """Does `x.at[i].<method>(...)` return an updated copy of `x` (`set`, `add`, ...; not `get`)?"""
     return method in _returns()["at_updates"]
+
+
+def tree_maps() -> tuple[str, ...]:
+    """`jax.tree_util.tree_map` and its spellings: a function mapped over several trees."""
+    return tuple(_api()["trees"]["map"])
+
+
+def tree_map(qualname: str | None) -> bool:
+    return qualname in tree_maps()
 
 
 def annotation_kind(qualname: str | None) -> str | None:

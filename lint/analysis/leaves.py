@@ -253,3 +253,22 @@ def module_with_invalid_leaf(facts: Facts, value: cst.BaseExpression, site: Site
     module_class = facts.module_class(value, site)
     bad = [leaf for leaf in facts.non_array_leaves(module_class) if leaf.kind.crashes_transforms] if module_class else []
     return InvalidLeaf(value, bad[0], len(bad) - 1) if bad else None
+
+
+def filtered_source(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.BaseExpression | None:
+    """The module a filtered tree was made from: `model` for `eqx.filter(model, ...)`, or for a
+    name of this function last assigned `eqx.filter(model, ...)` or `eqx.partition(model, ...)[0]`."""
+    path: tuple[int, ...] = ()
+    if isinstance(node, cst.Name):
+        bindings = facts.lookup(node.value, site.scope)
+        before = [b for b in bindings if b.scope is site.scope and b.order < site.order][-1:]
+        if not before or before[0].kind != "assign" or before[0].value is None:
+            return None
+        node, path, site = before[0].value, before[0].path, Site(before[0].scope, before[0].order)
+    if not isinstance(node, cst.Call):
+        return None
+    qualname = facts.qualname(node.func, site.scope)
+    if (qualname, path) not in (("equinox.filter", ()), ("equinox.partition", (0,))):
+        return None
+    first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
+    return first.value if first is not None else None
