@@ -160,6 +160,32 @@ def tree_map(qualname: str | None) -> bool:
     return qualname in tree_maps()
 
 
+def euclidean_norm(qualname: str | None) -> bool:
+    """`jnp.linalg.norm` and friends: non-differentiable where their argument is zero."""
+    return qualname in _api()["norms"]["euclidean"]
+
+
+def square_root(qualname: str | None) -> bool:
+    return qualname in _api()["norms"]["roots"]
+
+
+def safe_norm() -> str:
+    """The norm with a finite gradient at zero (`optax.safe_norm`)."""
+    return str(_api()["norms"]["safe"])
+
+
+def sums(qualname: str | None) -> bool:
+    return qualname in _api()["norms"]["sums"]
+
+
+def sum_method(name: str) -> bool:
+    return name in _api()["norms"]["sum_methods"]
+
+
+def squares(qualname: str | None) -> bool:
+    return qualname in _api()["norms"]["squares"]
+
+
 def annotation_kind(qualname: str | None) -> str | None:
     """'array', 'key' or 'callable' for an annotation's (outer) qualified name."""
     table = _returns()

@@ -1,0 +1,198 @@
+"""ODL713: a norm or square root differentiated where its argument is exactly zero (a pairwise difference's diagonal)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from odelint.analysis import jax_api
+from odelint.analysis.calls import positional_args, source_of
+from odelint.analysis.scopes import Site
+from odelint.analysis.zeros import pairwise_difference, squared_pairwise_difference
+from odelint.api.finding import Edits, Replace, Safety
+from odelint.api.rule import Flag, Pass, Rule
+
+if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
+
+_NORM_KEYWORDS = frozenset({"axis", "keepdims"})
+
+
+class NormNanGradientAtZero(Rule):
+    """A norm or square root is differentiated where its argument is exactly zero.
+
+    ## What it does
+    Flags, in code that runs under differentiation (`jax.grad`, `eqx.filter_grad`, a loss
+    handed to one), `jnp.linalg.norm(d, axis=-1)` and `jnp.sqrt(jnp.sum(d ** 2, axis=-1))`
+    (`d * d`, `jnp.square(d)`, `.sum(...)` too) where `d` is a pairwise difference
+    `x[:, None] - x[None, :]`, directly or through a name. The diagonal of such a
+    difference is exactly zero, so every distance matrix built from it has zeros on the
+    diagonal. A norm with `ord` other than 2, and differences of two different arrays,
+    are not flagged.
+
+    ## Why is this bad?
+    The derivative of `|x|` is `x / |x|`, and that of `sqrt(s)` is `1 / (2 sqrt(s))`: at
+    zero they are 0/0 and infinite, and reverse mode multiplies them into the chain, so
+    the gradient is NaN (the value is right). Because every entry of `x` meets itself on
+    the diagonal, the whole gradient is NaN, not just one entry. Reproduced on jax 0.10.2:
+    `jax.grad` of `sum(exp(-norm(x[:, None] - x[None], axis=-1)))` is all `nan`
+    (jax-ml/jax#3058, the norm's NaN gradient at zero; the double-where explanation is
+    jax-ml/jax#1052; shared pitfall P25).
+
+    ## Example
+    ```python
+    def energy(x):
+        d = jnp.linalg.norm(x[:, None] - x[None, :], axis=-1)
+        return jnp.sum(jnp.exp(-d))
+    ```
+
+    ## Use instead
+    ```python
+    def energy(x):
+        d = optax.safe_norm(x[:, None] - x[None, :], 0.0, axis=-1)
+        return jnp.sum(jnp.exp(-d))
+    ```
+
+    ## Fix safety
+    Unsafe: `optax.safe_norm(d, 0.0, ...)` gives the same values and a zero gradient
+    where `d` is zero (the NaN becomes the intended zero; optax is imported if needed).
+    For `jnp.sqrt(s)` the fix is the double-where form,
+    `jnp.where(s > 0, jnp.sqrt(jnp.where(s > 0, s, 1.0)), 0.0)`, which also keeps every
+    value. Norms with `ord` or positional options are only reported.
+    """
+
+    code = "ODL713"
+    name = "norm-nan-gradient-at-zero"
+    summary = "A norm or sqrt is differentiated where its argument is exactly zero (pairwise-difference diagonal)"
+    triggers = (("None", "norm"), ("None", "sqrt"))
+    fix_safety = Safety.UNSAFE
+    fixtures = "tests/fixtures/ODL713"
+
+    @classmethod
+    def may_fire(cls, sketch: Sketch) -> bool:
+        return bool(sketch.differentiated_functions())
+
+    def visit_Call(self, node: cst.Call, site: Site) -> None:
+        qualname = self.facts.qualname(node.func, site.scope)
+        norm = jax_api.euclidean_norm(qualname)
+        if not norm and not jax_api.square_root(qualname):
+            return
+        args = positional_args(node)
+        if not args:
+            return
+        argument = args[0].value
+        array = (pairwise_difference(self.facts, argument, site) if norm
+                 else squared_pairwise_difference(self.facts, argument, site))
+        if array is None or (norm and not self._euclidean(node, args)):
+            return
+        why = self.facts.differentiated_by(site)
+        if why is None:
+            return
+        module = self.context.module
+        call = source_of(module, node)
+        if norm:
+            safe = len(args) == 1 and all(arg.keyword is not None and arg.keyword.value in _NORM_KEYWORDS
+                                          for arg in node.args[1:])
+            fix = self.fix("Use `optax.safe_norm(..., 0.0)`", lambda: self._safe_norm(node, site),
+                           safe=False) if safe else None
+            self.report(node, f"`{call}` is differentiated ({why}) and its argument, a pairwise difference of "
+                              f"`{array}`, is exactly zero on the diagonal, where the norm's derivative x/|x| is 0/0: "
+                              f"the whole gradient is NaN (the value is right); use `optax.safe_norm(..., 0.0)`",
+                        fix=fix)
+        else:
+            self.report(node, f"`{call}` is differentiated ({why}) and its argument, the summed squares of a "
+                              f"pairwise difference of `{array}`, is exactly zero on the diagonal, where sqrt's "
+                              f"derivative is infinite: the whole gradient is NaN (the value is right); use the "
+                              f"double-where form `jnp.where(s > 0, jnp.sqrt(jnp.where(s > 0, s, 1.0)), 0.0)`",
+                        fix=self.fix("Guard the root (double `jnp.where`)",
+                                     lambda: self._double_where(node, argument, site), safe=False))
+
+    def _euclidean(self, node: cst.Call, args: list[cst.Arg]) -> bool:
+        """No `ord`, or `ord=None`/`ord=2`; a positional `ord` is not read."""
+        if len(args) > 1:
+            return False
+        order = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "ord"), None)
+        return order is None or (isinstance(order, cst.Name) and order.value == "None") or (
+            isinstance(order, cst.Integer) and order.value == "2")
+
+    def _safe_norm(self, node: cst.Call, site: Site) -> Edits:
+        function, imports = self.facts.reference(jax_api.safe_norm(), site)
+        args = [node.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT), cst.Arg(cst.Float("0.0")),
+                *[arg for arg in node.args[1:] if not (arg.keyword is not None and arg.keyword.value == "ord")]]
+        fixed = [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in args]
+        return Edits([Replace(node, cst.Call(function, fixed))], imports)
+
+    def _double_where(self, node: cst.Call, summed: cst.BaseExpression, site: Site) -> Edits:
+        where, imports = self.facts.reference("jax.numpy.where", site)
+        positive = cst.Comparison(summed.deep_clone(), [cst.ComparisonTarget(cst.GreaterThan(), cst.Integer("0"))])
+        inner = cst.Call(where, [cst.Arg(positive), cst.Arg(summed.deep_clone()), cst.Arg(cst.Float("1.0"))])
+        root = node.with_changes(args=[cst.Arg(inner)])
+        guarded = cst.Call(where.deep_clone(), [cst.Arg(positive.deep_clone()), cst.Arg(root),
+                                                cst.Arg(cst.Float("0.0"))])
+        return Edits([Replace(node, guarded)], imports)
+
+    examples = (
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            def energy(x):
+                d = jnp.linalg.norm(x[:, None] - x[None, :], axis=-1)
+                return jnp.sum(jnp.exp(-d))
+
+            force = jax.grad(energy)
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            def energy(x):
+                d = optax.safe_norm(x[:, None] - x[None, :], 0.0, axis=-1)
+                return jnp.sum(jnp.exp(-d))
+
+            force = jax.grad(energy)
+        """, unsafe=True, message="is differentiated (`energy` is differentiated by `jax.grad`"),
+        # sqrt of summed squares through a name, a `.sum` method; optax imported by the fix
+        Flag("""
+            import equinox as eqx
+            import jax.numpy as jnp
+
+            @eqx.filter_grad
+            def loss(pos):
+                diff = pos[:, None, :] - pos[None, :, :]
+                r = jnp.sqrt(jnp.sum(diff ** 2, axis=-1))
+                s = jnp.sqrt((diff * diff).sum(-1))
+                n = jnp.linalg.norm(diff, axis=-1, keepdims=True)
+                return jnp.sum(r + s) + jnp.sum(n)
+        """, fixed="""
+            import equinox as eqx
+            import jax.numpy as jnp
+            import optax
+
+            @eqx.filter_grad
+            def loss(pos):
+                diff = pos[:, None, :] - pos[None, :, :]
+                r = jnp.where(jnp.sum(diff ** 2, axis=-1) > 0, jnp.sqrt(jnp.where(jnp.sum(diff ** 2, axis=-1) > 0, jnp.sum(diff ** 2, axis=-1), 1.0)), 0.0)
+                s = jnp.where((diff * diff).sum(-1) > 0, jnp.sqrt(jnp.where((diff * diff).sum(-1) > 0, (diff * diff).sum(-1), 1.0)), 0.0)
+                n = optax.safe_norm(diff, 0.0, axis=-1, keepdims=True)
+                return jnp.sum(r + s) + jnp.sum(n)
+        """, unsafe=True, count=3),
+        # not differentiated here; two different arrays; ord=1; already safe; a norm of a plain vector
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            def distances(x):
+                return jnp.linalg.norm(x[:, None] - x[None, :], axis=-1)
+
+            def loss(x, y):
+                a = jnp.linalg.norm(x[:, None] - y[None, :], axis=-1)
+                b = jnp.linalg.norm(x[:, None] - x[None, :], ord=1, axis=-1)
+                c = optax.safe_norm(x[:, None] - x[None, :], 0.0, axis=-1)
+                return jnp.sum(a + b + c) + jnp.linalg.norm(x)
+
+            g = jax.grad(loss)
+        """),
+    )
