@@ -36,8 +36,9 @@ class NormNanGradientAtZero(Rule):
     the gradient is NaN (the value is right). Because every entry of `x` meets itself on
     the diagonal, the whole gradient is NaN, not just one entry. Reproduced on jax 0.10.2:
     `jax.grad` of `sum(exp(-norm(x[:, None] - x[None], axis=-1)))` is all `nan`
-    (jax-ml/jax#3058, the norm's NaN gradient at zero; the double-where explanation is
-    jax-ml/jax#1052; shared pitfall P25).
+    (jax-ml/jax#3058, #4177, #6484 (`grad(norm)(x - x)` is all NaN), #21723, and #26248,
+    which meets it on the diagonal of a Matern kernel; the maintainers call it working
+    as intended. The double-where explanation is jax-ml/jax#1052; shared pitfall P25).
 
     ## Example
     ```python
