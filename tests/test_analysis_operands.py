@@ -112,3 +112,28 @@ def test_the_module_a_filtered_tree_came_from() -> None:
     assert source("static") is None and source("grads") is None and source("model") is None
     assert jax_api.tree_map("jax.tree.map") and jax_api.tree_map("jax.tree_util.tree_map")
     assert not jax_api.tree_map("jax.tree_util.tree_leaves")
+
+
+def test_the_calls_that_build_a_class_of_this_file() -> None:
+    from odelint.analysis.classes import constructions
+
+    code = textwrap.dedent("""
+        import equinox as eqx
+
+        class Model(eqx.Module):
+            w: float
+
+        class Other:
+            pass
+
+        m = Model(1.0)
+
+        def make(w):
+            return Model(w), Other()
+    """)
+    index = build_scope_index(cst.parse_module(code), {cst.Call})
+    facts = Facts(index)
+    model = next(s.node for s in index.body_scopes.values() if s.kind == "class" and s.node.name.value == "Model")
+    built = constructions(facts, model)
+    assert sorted(cst.Module([]).code_for_node(call) for call, _ in built) == ["Model(1.0)", "Model(w)"]
+    assert {site.scope.kind for _, site in built} == {"module", "function"}
