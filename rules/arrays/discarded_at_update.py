@@ -12,6 +12,7 @@ from odelint.analysis.scopes import Site
 from odelint.analysis.sketch_arrays import at_update_statement
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
+from odelint.files.notebook import is_notebook
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -25,7 +26,8 @@ class DiscardedAtUpdate(Rule):
     other `.at` method that returns an updated copy (`add`, `subtract`, `multiply`/`mul`,
     `divide`, `power`, `min`, `max`, `apply`; chains `x.at[i].set(v).at[j].add(w)` too),
     when nothing keeps its result. `.at[i].get()` and values the model knows are not
-    arrays (modules, functions, Python numbers) are not flagged.
+    arrays (modules, functions, Python numbers) are not flagged, and neither are top-level
+    statements of a notebook, where a cell's last expression is displayed.
 
     ## Why is this bad?
     JAX arrays are immutable: `x.at[i].set(v)` does not write into `x`, it returns a new
@@ -72,6 +74,8 @@ class DiscardedAtUpdate(Rule):
         return any(at_update_statement(statement) for statement in sketch.of_type(ast.Expr))  # type: ignore[arg-type]
 
     def visit_Expr(self, node: cst.Expr, site: Site) -> None:
+        if is_notebook(self.context.path) and site.scope is self.facts.index.module_scope:
+            return  # a cell's last expression is displayed, not discarded
         update = at_update(self.facts, node.value, site)
         if update is not None:
             self._flag(node, update, site)
@@ -163,4 +167,11 @@ class DiscardedAtUpdate(Rule):
                 step = lambda z: z.at[0].set(1.0)
                 return x.at[i].max(v), rows, step
         """),
+        # a notebook cell showing the updated copy
+        Pass("""
+            import jax.numpy as jnp
+
+            x = jnp.zeros(3)
+            x.at[0].set(1.0)
+        """, filename="example.ipynb"),
     )
