@@ -49,3 +49,29 @@ def test_summed_squares_of_a_pairwise_difference_are_found() -> None:
     assert squares("jnp.sum(jnp.square(d), -1)") == "x"
     assert squares("jnp.sum(d ** 3, axis=-1)") is None and squares("jnp.sum(e ** 2)") is None
     assert squares("jnp.mean(d ** 2)") is None and squares("d ** 2") is None
+
+
+def test_a_name_the_code_tests_against_zero() -> None:
+    from odelint.analysis.zeros import tested_for_zero
+
+    code = textwrap.dedent("""
+        import jax.numpy as jnp
+
+        def f(v, w):
+            n = jnp.linalg.norm(v)
+            a, b = v
+            m = jnp.sqrt(w)
+            return n
+    """)
+    index = build_scope_index(cst.parse_module(code), {cst.Call})
+    facts = Facts(index)
+    site = Site(next(s for s in index.body_scopes.values() if s.kind == "function"), 10**9)
+
+    def tested(test: str) -> str | None:
+        found = tested_for_zero(facts, cst.parse_expression(test), site)
+        return None if found is None else cst.Module([]).code_for_node(found[0])
+
+    assert tested("n > 0") == "jnp.linalg.norm(v)" and tested("0 == n") == "jnp.linalg.norm(v)"
+    assert tested("n < 1e-8") == "jnp.linalg.norm(v)" and tested("m <= 0.0") == "jnp.sqrt(w)"
+    assert tested("n > 1.0") is None and tested("n > -1") is None and tested("n > eps") is None
+    assert tested("a > 0") is None and tested("v > 0") is None and tested("n.x > 0") is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.facts import Facts
+from odelint.analysis.intervals import guard, number
 from odelint.analysis.scopes import Site, dotted_name
 
 
@@ -85,3 +86,26 @@ def _whole_axis(index: cst.BaseSlice) -> bool:
     if isinstance(index, cst.Slice):
         return index.lower is None and index.upper is None and index.step is None
     return isinstance(index, cst.Index) and isinstance(index.value, cst.Ellipsis)
+
+
+# A test against a constant this small (`n > 1e-8`) is a test for zero.
+ZERO_TOLERANCE = 1e-6
+
+
+def tested_for_zero(facts: Facts, test: cst.BaseExpression, site: Site) -> tuple[cst.BaseExpression, Site] | None:
+    """For `n > 0` (`n == 0`, `n <= 1e-8`, ...), where `n` is a name this function last
+    assigned before the test: the value assigned and where. The code itself expects `n` to
+    be zero at some point it reaches."""
+    found = guard(test)
+    if found is None or not isinstance(found[1], cst.Name):
+        return None
+    constant = number(test.comparisons[0].comparator) if isinstance(test, cst.Comparison) else None
+    if constant is None and isinstance(test, cst.Comparison):
+        constant = number(test.left)
+    if constant is None or not 0.0 <= constant <= ZERO_TOLERANCE:
+        return None
+    bindings = facts.lookup(found[0], site.scope)
+    before = [b for b in bindings if b.scope is site.scope and b.order < site.order][-1:]
+    if not before or before[0].kind != "assign" or before[0].path or before[0].value is None:
+        return None
+    return before[0].value, Site(before[0].scope, before[0].order)

@@ -8,9 +8,13 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import positional_args, source_of
 from odelint.analysis.scopes import Site
-from odelint.analysis.zeros import pairwise_difference, squared_pairwise_difference
+from odelint.analysis.zeros import (
+    pairwise_difference,
+    squared_pairwise_difference,
+    tested_for_zero,
+)
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import FileContext, Flag, Pass, Rule
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -27,8 +31,10 @@ class NormNanGradientAtZero(Rule):
     (`d * d`, `jnp.square(d)`, `.sum(...)` too) where `d` is a pairwise difference
     `x[:, None] - x[None, :]`, directly or through a name. The diagonal of such a
     difference is exactly zero, so every distance matrix built from it has zeros on the
-    diagonal. A norm with `ord` other than 2, and differences of two different arrays,
-    are not flagged.
+    diagonal. Also flags `n = jnp.linalg.norm(v)` (or `jnp.sqrt(s)`) when the code then
+    tests `n` against zero (`n > 0`, `n == 0`, `n < 1e-8`): it expects the zero itself.
+    A norm with `ord` other than 2, and differences of two different arrays, are not
+    flagged.
 
     ## Why is this bad?
     The derivative of `|x|` is `x / |x|`, and that of `sqrt(s)` is `1 / (2 sqrt(s))`: at
@@ -65,7 +71,7 @@ class NormNanGradientAtZero(Rule):
     code = "ODL713"
     name = "norm-nan-gradient-at-zero"
     summary = "A norm or sqrt is differentiated where its argument is exactly zero (pairwise-difference diagonal)"
-    triggers = (("None", "norm"), ("None", "sqrt"))
+    triggers = (("norm",), ("sqrt",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL713"
 
@@ -73,40 +79,61 @@ class NormNanGradientAtZero(Rule):
     def may_fire(cls, sketch: Sketch) -> bool:
         return bool(sketch.differentiated_functions())
 
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._reported: set[int] = set()
+
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope)
-        norm = jax_api.euclidean_norm(qualname)
-        if not norm and not jax_api.square_root(qualname):
-            return
         args = positional_args(node)
         if not args:
             return
         argument = args[0].value
-        array = (pairwise_difference(self.facts, argument, site) if norm
-                 else squared_pairwise_difference(self.facts, argument, site))
-        if array is None or (norm and not self._euclidean(node, args)):
+        if jax_api.euclidean_norm(qualname):
+            array = pairwise_difference(self.facts, argument, site)
+        elif jax_api.square_root(qualname):
+            array = squared_pairwise_difference(self.facts, argument, site)
+        else:
+            return
+        if array is not None:
+            self._check(node, site, f"its argument, a pairwise difference of `{array}`, is exactly zero on the "
+                                    f"diagonal")
+
+    def visit_Comparison(self, node: cst.Comparison, site: Site) -> None:
+        found = tested_for_zero(self.facts, node, site)
+        call, where = found if found is not None else (None, site)
+        if not isinstance(call, cst.Call):
+            return
+        qualname = self.facts.qualname(call.func, where.scope)
+        if jax_api.euclidean_norm(qualname) or jax_api.square_root(qualname):
+            test = source_of(self.context.module, node)
+            self._check(call, where, f"the code tests `{test}`, so its argument is zero at a point it reaches")
+
+    def _check(self, node: cst.Call, site: Site, zero: str) -> None:
+        args = positional_args(node) or []
+        norm = jax_api.euclidean_norm(self.facts.qualname(node.func, site.scope))
+        if id(node) in self._reported or (norm and not self._euclidean(node, args)):
             return
         why = self.facts.differentiated_by(site)
         if why is None:
             return
-        module = self.context.module
-        call = source_of(module, node)
+        self._reported.add(id(node))
+        call = source_of(self.context.module, node)
         if norm:
             safe = len(args) == 1 and all(arg.keyword is not None and arg.keyword.value in _NORM_KEYWORDS
                                           for arg in node.args[1:])
             fix = self.fix("Use `optax.safe_norm(..., 0.0)`", lambda: self._safe_norm(node, site),
                            safe=False) if safe else None
-            self.report(node, f"`{call}` is differentiated ({why}) and its argument, a pairwise difference of "
-                              f"`{array}`, is exactly zero on the diagonal, where the norm's derivative x/|x| is 0/0: "
-                              f"the whole gradient is NaN (the value is right); use `optax.safe_norm(..., 0.0)`",
+            self.report(node, f"`{call}` is differentiated ({why}) and {zero}, where the norm's derivative x/|x| "
+                              f"is 0/0: the gradient is NaN (the value is right); use `optax.safe_norm(..., 0.0)`",
                         fix=fix)
         else:
-            self.report(node, f"`{call}` is differentiated ({why}) and its argument, the summed squares of a "
-                              f"pairwise difference of `{array}`, is exactly zero on the diagonal, where sqrt's "
-                              f"derivative is infinite: the whole gradient is NaN (the value is right); use the "
-                              f"double-where form `jnp.where(s > 0, jnp.sqrt(jnp.where(s > 0, s, 1.0)), 0.0)`",
+            summed = args[0].value
+            self.report(node, f"`{call}` is differentiated ({why}) and {zero}, where sqrt's derivative is infinite: "
+                              f"the gradient is NaN (the value is right); use the double-where form "
+                              f"`jnp.where(s > 0, jnp.sqrt(jnp.where(s > 0, s, 1.0)), 0.0)`",
                         fix=self.fix("Guard the root (double `jnp.where`)",
-                                     lambda: self._double_where(node, argument, site), safe=False))
+                                     lambda: self._double_where(node, summed, site), safe=False))
 
     def _euclidean(self, node: cst.Call, args: list[cst.Arg]) -> bool:
         """No `ord`, or `ord=None`/`ord=2`; a positional `ord` is not read."""
@@ -179,7 +206,35 @@ class NormNanGradientAtZero(Rule):
                 n = optax.safe_norm(diff, 0.0, axis=-1, keepdims=True)
                 return jnp.sum(r + s) + jnp.sum(n)
         """, unsafe=True, count=3),
-        # not differentiated here; two different arrays; ord=1; already safe; a norm of a plain vector
+        # the code tests the norm (and a root) against zero itself
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            def direction_loss(v, target):
+                n = jnp.linalg.norm(v)
+                unit = jnp.where(n > 0, v / jnp.where(n > 0, n, 1.0), 0.0)
+                r = jnp.sqrt(jnp.sum(v * target))
+                if_zero = jnp.where(r == 0, 0.0, 1.0)
+                return jnp.sum((unit - target) ** 2) + if_zero
+
+            grad = jax.grad(direction_loss)
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            def direction_loss(v, target):
+                n = optax.safe_norm(v, 0.0)
+                unit = jnp.where(n > 0, v / jnp.where(n > 0, n, 1.0), 0.0)
+                r = jnp.where(jnp.sum(v * target) > 0, jnp.sqrt(jnp.where(jnp.sum(v * target) > 0, jnp.sum(v * target), 1.0)), 0.0)
+                if_zero = jnp.where(r == 0, 0.0, 1.0)
+                return jnp.sum((unit - target) ** 2) + if_zero
+
+            grad = jax.grad(direction_loss)
+        """, unsafe=True, count=2, message="the code tests `n > 0`, so its argument is zero at a point it reaches"),
+        # not differentiated here; two different arrays; ord=1; already safe; a norm of a plain
+        # vector; a test against a threshold that is not zero
         Pass("""
             import jax
             import jax.numpy as jnp
@@ -192,7 +247,13 @@ class NormNanGradientAtZero(Rule):
                 a = jnp.linalg.norm(x[:, None] - y[None, :], axis=-1)
                 b = jnp.linalg.norm(x[:, None] - x[None, :], ord=1, axis=-1)
                 c = optax.safe_norm(x[:, None] - x[None, :], 0.0, axis=-1)
-                return jnp.sum(a + b + c) + jnp.linalg.norm(x)
+                n = jnp.linalg.norm(y)
+                clipped = jnp.where(n > 1.0, y / n, y)
+                return jnp.sum(a + b + c + clipped) + jnp.linalg.norm(x)
+
+            def host(v):
+                n = jnp.linalg.norm(v)
+                return jnp.where(n > 0, v / n, v)
 
             g = jax.grad(loss)
         """),
