@@ -83,3 +83,48 @@ def test_traced_arrays_are_told_from_python_values_in_traced_pytrees() -> None:
     arrays = {text for text, traced in found.items() if traced is not None}
     assert arrays == {"total", "a", "x > 0"}
     assert found["total"].describe() == "`x` (a parameter of `step`, traced by `jax.jit`)"
+
+
+AT_SOURCE = """
+import jax.numpy as jnp
+import equinox as eqx
+
+x = jnp.zeros(3)
+model = eqx.nn.Linear(2, 2, key=None)
+n = 3
+
+def g(y):
+    z = y
+    return z
+"""
+
+
+def test_at_updates_are_told_from_reads_and_from_non_arrays() -> None:
+    from odelint.analysis.arrays import at_update
+
+    index = build_scope_index(cst.parse_module(textwrap.dedent(AT_SOURCE)), {cst.Call})
+    facts = Facts(index)
+    site = Site(index.module_scope, 10**9)
+
+    def update(code: str) -> tuple[str, str] | None:
+        found = at_update(facts, cst.parse_expression(code), site)
+        return None if found is None else (cst.Module([]).code_for_node(found.array), found.method)
+
+    assert update("x.at[0].set(1.0)") == ("x", "set")
+    assert update("x.at[0].mul(2).at[1].add(3)") == ("x", "add")   # a chain starts from `x`
+    assert update("unknown.at[0].apply(f)") == ("unknown", "apply")
+    assert update("x.at[0].get()") is None and update("x.set(1)") is None and update("x.at.set(1)") is None
+    assert update("model.at[0].set(1.0)") is None and update("n.at[0].set(1)") is None
+
+
+def test_a_name_is_rebindable_only_in_its_own_scope() -> None:
+    from odelint.analysis.arrays import rebindable_here
+
+    index = build_scope_index(cst.parse_module(textwrap.dedent(AT_SOURCE)), {cst.Call})
+    facts = Facts(index)
+    function = next(s for s in index.body_scopes.values() if s.kind == "function" and s.node.name.value == "g")
+    inside = Site(function, 10**9)
+    assert rebindable_here(facts, cst.Name("y"), inside) and rebindable_here(facts, cst.Name("z"), inside)
+    assert not rebindable_here(facts, cst.Name("x"), inside)          # a global: would become local
+    assert not rebindable_here(facts, cst.parse_expression("y.w"), inside)
+    assert rebindable_here(facts, cst.Name("x"), Site(index.module_scope, 10**9))

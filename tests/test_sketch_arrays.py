@@ -227,3 +227,17 @@ def test_odl706_keeps_a_guard_deselecting_singular_inputs(expression: str) -> No
 @pytest.mark.parametrize("expression", ODL706_DROPPED.values(), ids=ODL706_DROPPED.keys())
 def test_odl706_drops_guards_that_cannot_be_flagged(expression: str) -> None:
     dropped(f"def f(x, y):\n    return {expression}\n", "ODL706")
+
+
+def test_at_update_statements_are_found_on_the_sketch() -> None:
+    import ast
+
+    from odelint.analysis.sketch_arrays import at_update_statement
+
+    def statement(code: str) -> bool:
+        node = ast.parse(code).body[0]
+        assert isinstance(node, ast.Expr)
+        return at_update_statement(node)
+
+    assert statement("x.at[0].set(1)") and statement("self.u.at[i].add(v)") and statement("x.at[0].mul(2).at[1].max(0)")
+    assert not statement("x.at[0].get()") and not statement("x.set(1)") and not statement("f(x.at[0].set(1))")

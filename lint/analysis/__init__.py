@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 
 # module of this package -> the names the door gives from it
 DOOR: dict[str, tuple[str, ...]] = {
-    "arrays": ("is_jax_array", "traced_array"),
-    "calls": ("argument_at", "calls_within", "keyword_arg", "positional_args", "source_of"),
-    "classes": ("enclosing_class", "initialising_methods", "instance_class", "is_module_class", "method_of",
+    "arrays": ("AtUpdate", "at_update", "is_jax_array", "rebindable_here", "traced_array"),
+    "calls": ("argument_at", "calls_within", "keyword_arg", "operand_args", "positional_args", "source_of"),
+    "classes": ("constructions", "enclosing_class", "initialising_methods", "instance_class", "is_module_class",
+                "method_of",
                 "named_class"),
     "deprecated_apis": ("DeprecatedApi", "Standing", "rows_for", "triggers_for"),
     "differentiation": (
@@ -37,6 +38,7 @@ DOOR: dict[str, tuple[str, ...]] = {
     "intervals": ("guard",),
     "jitted": ("COMPILING", "STATIC_KEYWORDS", "decorated", "jitted_callee"),
     "keys": ("key_uses",),
+    "leaves": ("InvalidLeaf", "filtered_source", "module_with_invalid_leaf"),
     "literals": ("number",),
     "loops": ("names_read", "over_configurations"),
     "needs": ("Need", "Needs"),
@@ -45,6 +47,7 @@ DOOR: dict[str, tuple[str, ...]] = {
     "scopes": ("CLASS", "FUNCTION", "LAMBDA", "Binding", "Scope", "Site", "dotted_name"),
     "transformed": ("Application",),
     "undifferentiated": ("never_differentiated",),
+    "zeros": ("pairwise_difference", "squared_pairwise_difference", "tested_for_zero"),
 }
 # names the door gives under another name: name -> (module, its name there)
 RENAMED: dict[str, tuple[str, str]] = {}
@@ -62,7 +65,10 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
+    from odelint.analysis.arrays import AtUpdate as AtUpdate
+    from odelint.analysis.arrays import at_update as at_update
     from odelint.analysis.arrays import is_jax_array as is_jax_array
+    from odelint.analysis.arrays import rebindable_here as rebindable_here
     from odelint.analysis.arrays import traced_array as traced_array
     from odelint.analysis.calls import (
         argument_at as argument_at,
@@ -73,12 +79,14 @@ if TYPE_CHECKING:
     from odelint.analysis.calls import (
         keyword_arg as keyword_arg,
     )
+    from odelint.analysis.calls import operand_args as operand_args
     from odelint.analysis.calls import (
         positional_args as positional_args,
     )
     from odelint.analysis.calls import (
         source_of as source_of,
     )
+    from odelint.analysis.classes import constructions as constructions
     from odelint.analysis.classes import (
         enclosing_class as enclosing_class,
     )
@@ -154,6 +162,15 @@ if TYPE_CHECKING:
         jitted_callee as jitted_callee,
     )
     from odelint.analysis.keys import key_uses as key_uses
+    from odelint.analysis.leaves import (
+        InvalidLeaf as InvalidLeaf,
+    )
+    from odelint.analysis.leaves import (
+        filtered_source as filtered_source,
+    )
+    from odelint.analysis.leaves import (
+        module_with_invalid_leaf as module_with_invalid_leaf,
+    )
     from odelint.analysis.literals import number as number
     from odelint.analysis.loops import names_read as names_read
     from odelint.analysis.loops import over_configurations as over_configurations
@@ -184,3 +201,12 @@ if TYPE_CHECKING:
     )
     from odelint.analysis.transformed import Application as Application
     from odelint.analysis.undifferentiated import never_differentiated as never_differentiated
+    from odelint.analysis.zeros import (
+        pairwise_difference as pairwise_difference,
+    )
+    from odelint.analysis.zeros import (
+        squared_pairwise_difference as squared_pairwise_difference,
+    )
+    from odelint.analysis.zeros import (
+        tested_for_zero as tested_for_zero,
+    )

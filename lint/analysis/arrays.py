@@ -8,9 +8,12 @@ fire on NumPy arrays, so they ask here.
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
-from odelint.analysis.facts import Facts, Kind
+from odelint.analysis.facts import Facts, Kind, _at_receiver
 from odelint.analysis.scopes import Binding, Site
 from odelint.analysis.tracing import Traced
 
@@ -102,3 +105,44 @@ def _binding_array_valued(facts: Facts, binding: Binding, seen: set[int]) -> boo
             value = value.elements[position].value
         return _array_valued(facts, value, Site(binding.scope, binding.order), seen)
     return binding.kind == "augassign"
+
+
+# What `.at[...]` can hang on: a value the model knows to be none of these may be an array.
+_NOT_ARRAYS = frozenset({Kind.MODULE, Kind.FILTERED, Kind.OPTAX, Kind.FUNCTION, Kind.PLAIN})
+
+
+@dataclasses.dataclass(frozen=True)
+class AtUpdate:
+    """`x.at[i].set(v)`: `array` is `x` (in a chain `x.at[i].set(v).at[j].add(w)`, the `x`
+    the chain starts from), `method` the update's name (`set`, `add`, ...)."""
+
+    call: cst.Call
+    array: cst.BaseExpression
+    method: str
+
+
+def at_update(facts: Facts, node: cst.BaseExpression, site: Site) -> AtUpdate | None:
+    """`node` as a functional `.at[...]` update that returns an updated copy of an array,
+    else None (`.at[i].get()`, or a receiver the model knows is no array)."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return None
+    method = node.func.attr.value
+    indexed = node.func.value
+    if not jax_api.at_update(method) or _at_receiver(indexed) is indexed:
+        return None
+    array = _at_receiver(indexed)
+    while (inner := at_update(facts, array, site)) is not None:
+        array = inner.array
+    if facts.kind(array, site) in _NOT_ARRAYS:
+        return None
+    return AtUpdate(node, array, method)
+
+
+def rebindable_here(facts: Facts, node: cst.BaseExpression, site: Site) -> bool:
+    """Would `node = ...` at `site` rebind the very variable `node` reads? Only for a plain
+    name bound in the scope of `site` (rebinding a name of an enclosing scope, or one
+    declared `global`/`nonlocal`, would make it local or reach outside)."""
+    if not isinstance(node, cst.Name) or node.value in site.scope.global_names | site.scope.nonlocal_names:
+        return False
+    bindings = facts.lookup(node.value, site.scope)
+    return bool(bindings) and all(binding.scope is site.scope for binding in bindings)

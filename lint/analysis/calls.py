@@ -13,6 +13,7 @@ import libcst as cst
 from odelint.analysis.scopes import children_of
 
 if TYPE_CHECKING:
+    from odelint.analysis.jax_api import TracedBody
     from odelint.analysis.scopes import Binding
 
 
@@ -56,6 +57,24 @@ def argument_for(call: cst.Call, param: Binding, bound: int = 0) -> cst.BaseExpr
     already bound (a method's `self`, a `functools.partial`'s arguments)."""
     arg = argument_at(call, param.name, param.path[0] - bound if param.path else None)
     return arg.value if arg is not None else None
+
+
+def operand_args(call: cst.Call, body: TracedBody) -> list[tuple[str, cst.BaseExpression]]:
+    """The pytrees a call of `lax` control flow carries or feeds its functions (scan's
+    `init` and `xs`, cond's operands), each with the name of its parameter."""
+    found = []
+    for keyword in body.operand_keywords:
+        arg = keyword_arg(call, keyword)
+        if arg is not None:
+            found.append((keyword, arg.value))
+    args = positional_args(call) or []
+    for position in body.operands:
+        if position < len(args):
+            label = body.operand_keywords[body.operands.index(position)] if body.operand_keywords else "operand"
+            found.append((label, args[position].value))
+    if body.operands_from is not None:
+        found += [("operand", arg.value) for arg in args[body.operands_from:]]
+    return found
 
 
 def calls_within(node: cst.CSTNode) -> Iterator[cst.Call]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import CLASS, COMPREHENSION, FUNCTION, LAMBDA, Scope
+from odelint.analysis.scopes import CLASS, COMPREHENSION, FUNCTION, LAMBDA, Scope, Site
 
 _NOT_BOUND = frozenset({"staticmethod", "classmethod"})
 
@@ -101,3 +101,9 @@ def initialising_methods(facts: Facts, cls: cst.ClassDef) -> frozenset[str]:
                 found.add(name)
                 changed = True
     return frozenset(found)
+
+
+def constructions(facts: Facts, cls: cst.ClassDef) -> list[tuple[cst.Call, Site]]:
+    """The calls of this file that build an instance of `cls` (`Model(...)`), with where they are."""
+    return [(call, site) for call, site in facts.index.of_type(cst.Call)
+            if isinstance(call, cst.Call) and named_class(facts, call.func, site.scope) is cls]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
-from odelint.analysis.calls import argument_at, argument_for
+from odelint.analysis.calls import argument_at, argument_for, keyword_arg
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of
 from odelint.api.finding import NeedImport
 
@@ -71,7 +71,7 @@ class Facts:
         self.path = path                # the linted file, to find the project's other files
         self._seen = seen               # files whose facts are being built (import cycles)
         self._qualnames: dict[int, str | None] = {}
-        self._attribute_qualnames: dict[tuple[int, int], str | None] = {}
+        self._attribute_qualnames: dict[tuple[int, int], tuple[cst.Attribute, str | None]] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
         self._binding_classes: dict[int, ModuleClass | None] = {}
@@ -178,12 +178,13 @@ class Facts:
         if kind is not cst.Attribute:
             return None
         key = (id(node), id(scope))
-        if key in self._attribute_qualnames:
-            return self._attribute_qualnames[key]
+        known = self._attribute_qualnames.get(key)
+        if known is not None and known[0] is node:  # the node itself is kept: an id outlives no node
+            return known[1]
         attribute = cast(cst.Attribute, node)
         base = self.qualname(attribute.value, scope)
         found = f"{base}.{attribute.attr.value}" if base else None
-        self._attribute_qualnames[key] = found
+        self._attribute_qualnames[key] = (attribute, found)
         return found
 
     def _name_qualname(self, name: str, scope: Scope) -> str | None:
@@ -556,6 +557,8 @@ class Facts:
             func = func.func
         qualname = self.qualname(func, site.scope)
         if len(path) == 1:
+            if self._filtered_gradient(value, path, site):
+                return Kind.FILTERED
             if qualname == "equinox.partition":
                 return Kind.FILTERED if path == (0,) else Kind.OTHER
             if qualname == "equinox.nn.make_with_state":
@@ -569,7 +572,7 @@ class Facts:
 
     def _call_kind(self, node: cst.Call, site: Site) -> Kind:
         qualname = self.qualname(node.func, site.scope)
-        if qualname == "equinox.filter":
+        if qualname == "equinox.filter" or self._filtered_gradient(node, (), site):
             return Kind.FILTERED
         if qualname in _KIND_PRESERVING:
             argument = argument_at(node, None, _KIND_PRESERVING[qualname])
@@ -585,6 +588,22 @@ class Facts:
         if function is not None:
             return self._return_kind(function, ())
         return Kind.UNKNOWN
+
+    def _filtered_gradient(self, node: cst.Call, path: tuple[int, ...], site: Site) -> bool:
+        """Is `node` at `path` the gradient an Equinox filtered transform takes with respect to
+        a module (`eqx.filter_grad(loss)(model)`, `eqx.filter_value_and_grad(loss)(model)[1]`)?
+        It has the module's structure with `None` where the module holds no arrays."""
+        inner = node.func
+        if not isinstance(inner, cst.Call):
+            return False
+        found = jax_api.transform(self.qualname(inner.func, site.scope))
+        if found is None or not found.filtered or found.gradient is None:
+            return False
+        aux = keyword_arg(inner, "has_aux")
+        has_aux = aux is not None and not (isinstance(aux.value, cst.Name) and aux.value.value == "False")
+        expected = (1,) if found.gradient == "second" else ((0,) if has_aux else ())
+        first = argument_at(node, None, 0)
+        return path == expected and first is not None and self.is_module(first.value, site)
 
     def _library_call_kind(self, node: cst.Call, qualname: str, site: Site) -> Kind:
         if jax_api.returns_key(qualname):

@@ -28,6 +28,7 @@ class Transform:
     equinox: str | None = None          # the Equinox transform to use for modules
     static: tuple[str, ...] = ()        # keywords that mark arguments static
     calls_now: bool = False             # jvp/vjp/linearize: calls `f` at once
+    gradient: str | None = None         # "all" (grad) or "second" (value_and_grad): where the gradient is
 
     @property
     def reverse(self) -> bool:
@@ -49,6 +50,9 @@ class TracedBody:
     params: tuple[int, ...] | None = None  # None: every parameter is traced
     reverse: bool = True                   # reverse-mode differentiation through it works
     once: bool = False                     # runs the function once per call (a branch), not in a loop
+    operands: tuple[int, ...] = ()         # the pytrees it carries or maps over (scan's init, xs)
+    operand_keywords: tuple[str, ...] = ()
+    operands_from: int | None = None       # the first of variadic operands (cond, switch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +83,8 @@ def transforms() -> dict[str, Transform]:
     for qualname, row in _api()["transform"].items():
         found[qualname] = Transform(qualname, row.get("traces", False), row.get("differentiates"),
                                     row.get("wrt"), row.get("filtered", False), row.get("equinox"),
-                                    tuple(row.get("static", ())), row.get("calls_now", False))
+                                    tuple(row.get("static", ())), row.get("calls_now", False),
+                                    row.get("gradient"))
     return found
 
 
@@ -94,7 +99,8 @@ def traced_bodies() -> dict[str, TracedBody]:
         params = row.get("params")
         found[qualname] = TracedBody(qualname, tuple(row.get("functions", ())), tuple(row.get("lists", ())),
                                      tuple(row.get("keywords", ())), tuple(params) if params is not None else None,
-                                     row.get("reverse", True), row.get("once", False))
+                                     row.get("reverse", True), row.get("once", False), tuple(row.get("operands", ())),
+                                     tuple(row.get("operand_keywords", ())), row.get("operands_from"))
     return found
 
 
@@ -137,6 +143,46 @@ def static_attribute(name: str) -> bool:
 
 def static_function(qualname: str | None) -> bool:
     return qualname in _returns()["static_functions"]
+
+
+def at_update(method: str) -> bool:
+    """Does `x.at[i].<method>(...)` return an updated copy of `x` (`set`, `add`, ...; not `get`)?"""
+    return method in _returns()["at_updates"]
+
+
+def tree_maps() -> tuple[str, ...]:
+    """`jax.tree_util.tree_map` and its spellings: a function mapped over several trees."""
+    return tuple(_api()["trees"]["map"])
+
+
+def tree_map(qualname: str | None) -> bool:
+    return qualname in tree_maps()
+
+
+def euclidean_norm(qualname: str | None) -> bool:
+    """`jnp.linalg.norm` and friends: non-differentiable where their argument is zero."""
+    return qualname in _api()["norms"]["euclidean"]
+
+
+def square_root(qualname: str | None) -> bool:
+    return qualname in _api()["norms"]["roots"]
+
+
+def safe_norm() -> str:
+    """The norm with a finite gradient at zero (`optax.safe_norm`)."""
+    return str(_api()["norms"]["safe"])
+
+
+def sums(qualname: str | None) -> bool:
+    return qualname in _api()["norms"]["sums"]
+
+
+def sum_method(name: str) -> bool:
+    return name in _api()["norms"]["sum_methods"]
+
+
+def squares(qualname: str | None) -> bool:
+    return qualname in _api()["norms"]["squares"]
 
 
 def annotation_kind(qualname: str | None) -> str | None:

@@ -235,3 +235,62 @@ def _looks_like_library_function(qualname: str) -> bool:
     """`jax.nn.relu`, `jax.numpy.tanh`: functions of the array libraries used as values."""
     module, _, name = qualname.rpartition(".")
     return module in ("jax.nn", "jax.numpy", "jax.lax", "jax.scipy.special", "optimistix") and name[:1].islower()
+
+
+@dataclasses.dataclass(frozen=True)
+class InvalidLeaf:
+    """An Equinox module inside a pytree, with a leaf of it that is not a valid JAX type."""
+
+    module: cst.BaseExpression   # the module's expression (`model`, or `model` in `(model, x)`)
+    leaf: Leaf                   # its first leaf that is a function or a string
+    more: int = 0                # how many more such leaves it has
+
+
+def module_with_invalid_leaf(facts: Facts, value: cst.BaseExpression, site: Site,
+                             depth: int = 0) -> InvalidLeaf | None:
+    """An Equinox module in the pytree `value` whose known class has a leaf that `lax`
+    control flow and `jit` reject as "not a valid JAX type" (a function, a string): `value`
+    itself, an element of a tuple, list or dict display, or of the display a name of this
+    function holds. None when no module is known to hold one (unknown classes included)."""
+    if depth > MAX_DEPTH:
+        return None
+    elements: list[cst.BaseExpression] = []
+    if isinstance(value, (cst.Tuple, cst.List)):
+        elements = [element.value for element in value.elements if isinstance(element, cst.Element)]
+    elif isinstance(value, cst.Dict):
+        elements = [element.value for element in value.elements if isinstance(element, cst.DictElement)]
+    elif isinstance(value, cst.Name):
+        bindings = facts.lookup(value.value, site.scope)
+        before = [b for b in bindings if b.scope is site.scope and b.order < site.order][-1:]
+        if before and before[0].kind == "assign" and not before[0].path and isinstance(
+                before[0].value, (cst.Tuple, cst.List, cst.Dict)):
+            return module_with_invalid_leaf(facts, before[0].value, Site(before[0].scope, before[0].order), depth + 1)
+    for element in elements:
+        found = module_with_invalid_leaf(facts, element, site, depth + 1)
+        if found is not None:
+            return found
+    if elements or not facts.is_module(value, site):
+        return None
+    module_class = facts.module_class(value, site)
+    leaves = facts.non_array_leaves(module_class) if module_class else ()
+    bad = [leaf for leaf in leaves if leaf.kind.crashes_transforms]
+    return InvalidLeaf(value, bad[0], len(bad) - 1) if bad else None
+
+
+def filtered_source(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.BaseExpression | None:
+    """The module a filtered tree was made from: `model` for `eqx.filter(model, ...)`, or for a
+    name of this function last assigned `eqx.filter(model, ...)` or `eqx.partition(model, ...)[0]`."""
+    path: tuple[int, ...] = ()
+    if isinstance(node, cst.Name):
+        bindings = facts.lookup(node.value, site.scope)
+        before = [b for b in bindings if b.scope is site.scope and b.order < site.order][-1:]
+        if not before or before[0].kind != "assign" or before[0].value is None:
+            return None
+        node, path, site = before[0].value, before[0].path, Site(before[0].scope, before[0].order)
+    if not isinstance(node, cst.Call):
+        return None
+    qualname = facts.qualname(node.func, site.scope)
+    if (qualname, path) not in (("equinox.filter", ()), ("equinox.partition", (0,))):
+        return None
+    first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
+    return first.value if first is not None else None

@@ -523,3 +523,10 @@ def _static_call(sketch: Sketch, func: ast.expr) -> bool:
     its bare name, always among jax_api's static functions?"""
     meanings = set(sketch.qualnames(func)) | ({func.id} if isinstance(func, ast.Name) else set())
     return bool(meanings) and all(jax_api.static_function(name) for name in meanings)
+
+
+def at_update_statement(statement: ast.Expr) -> bool:
+    """Is the expression statement an `.at[...]` update (`x.at[i].set(v)`) whose result nobody keeps?"""
+    call = statement.value
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and jax_api.at_update(call.func.attr)
+            and _at_receiver(call.func.value) is not call.func.value)

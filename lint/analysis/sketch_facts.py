@@ -12,6 +12,7 @@ from odelint.analysis import jax_api
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
 from odelint.analysis.sketch import Sketch
+from odelint.analysis.sketch_arrays import at_update_statement
 from odelint.analysis.sketch_calls import (
     UNHASHABLE_LITERALS,
     called_names,
@@ -480,3 +481,15 @@ def _dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+@fact("discarded_at_update")
+def discarded_at_update(sketch: Sketch) -> bool:
+    """An expression statement that is a functional `.at[...]` update (ODL712)."""
+    return any(at_update_statement(statement) for statement in sketch.of_type(ast.Expr))
+
+
+@fact("differentiated_code")
+def differentiated_code(sketch: Sketch) -> bool:
+    """Some function of the file may run under differentiation (ODL713)."""
+    return bool(sketch.differentiated_functions())

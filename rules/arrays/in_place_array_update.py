@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TypeGuard
 
 import libcst as cst
-from odelint.analysis import Needs, Site, is_jax_array, source_of
+from odelint.analysis import Needs, Site, is_jax_array, rebindable_here, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
@@ -70,27 +70,22 @@ class InPlaceArrayUpdate(Rule):
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         for target in node.targets:
-            if self._array_item(target.target, site):
-                fixable = len(node.targets) == 1 and self._rebindable(target.target, site)
-                self._flag(node, target.target, site, "set", node.value, fixable)
+            item = target.target
+            if isinstance(item, cst.Subscript) and self._array_item(item, site):
+                fixable = len(node.targets) == 1 and rebindable_here(self.facts, item.value, site)
+                self._flag(node, item, site, "set", node.value, fixable)
 
     def visit_AugAssign(self, node: cst.AugAssign, site: Site) -> None:
-        if not self._array_item(node.target, site):
+        target = node.target
+        if not isinstance(target, cst.Subscript) or not self._array_item(target, site):
             return
         method, negate = _AT_METHODS.get(type(node.operator).__name__, (None, False))
         value = _negated(node.value) if negate else node.value
-        self._flag(node, node.target, site, method, value, method is not None and self._rebindable(node.target, site))
+        self._flag(node, target, site, method, value,
+                   method is not None and rebindable_here(self.facts, target.value, site))
 
     def _array_item(self, target: cst.BaseExpression, site: Site) -> TypeGuard[cst.Subscript]:
         return isinstance(target, cst.Subscript) and is_jax_array(self.facts, target.value, site)
-
-    def _rebindable(self, target: cst.Subscript, site: Site) -> bool:
-        """`x = ...` at `site` rebinds the same `x` the subscript reads."""
-        array = target.value
-        if not isinstance(array, cst.Name) or array.value in site.scope.global_names | site.scope.nonlocal_names:
-            return False
-        bindings = self.facts.lookup(array.value, site.scope)
-        return bool(bindings) and all(binding.scope is site.scope for binding in bindings)
 
     def _flag(self, node: cst.Assign | cst.AugAssign, target: cst.Subscript, site: Site, method: str | None,
               value: cst.BaseExpression, fixable: bool) -> None:
