@@ -127,7 +127,7 @@ class Facts:
         """The dotted name an expression refers to, resolved through imports and aliases."""
         if isinstance(node, cst.Attribute):
             base = self.qualname(node.value, scope)
-            return f"{base}.{node.attr.value}" if base else None
+            return jax_api.canonical(f"{base}.{node.attr.value}") if base else None
         if isinstance(node, cst.Name):
             return self._name_qualname(node.value, scope)
         return None
@@ -149,7 +149,7 @@ class Facts:
         names = set()
         for binding in bindings:
             if binding.kind == "import":
-                names.add(binding.qualname)
+                names.add(jax_api.canonical(binding.qualname) if binding.qualname else None)
             elif (binding.kind == "assign" and isinstance(binding.value, cst.Name)
                   and binding.value.value == "None"):
                 continue
@@ -192,6 +192,17 @@ class Facts:
 
     def _name_taken(self, name: str) -> bool:
         return any(b.name == name for b in self.index.all_bindings())
+
+    def decorator_value(self, node: cst.BaseExpression, scope: Scope) -> tuple[cst.BaseExpression, Scope]:
+        """What a decorator applies, and the scope to read it in: `@jit_static` after
+        `jit_static = functools.partial(jax.jit, static_argnums=1)` applies that call (a name
+        bound once to a call: a configured transform); any other decorator is itself."""
+        if isinstance(node, cst.Name):
+            bindings = self.lookup(node.value, scope)
+            if (len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path
+                    and isinstance(bindings[0].value, cst.Call)):
+                return bindings[0].value, bindings[0].scope
+        return node, scope
 
     # -- Equinox modules -----------------------------------------------------------------
 

@@ -104,6 +104,12 @@ def traced_body(qualname: str | None) -> TracedBody | None:
     return traced_bodies().get(qualname or "")
 
 
+def canonical(qualname: str) -> str:
+    """The name an old spelling stands for (`jax.util.partial` -> `functools.partial`), else itself."""
+    aliases: dict[str, str] = _api()["aliases"]
+    return aliases.get(qualname, qualname)
+
+
 @functools.cache
 def callbacks() -> dict[str, Callback]:
     return {name: Callback(name, row["first_arg"], row["differentiable"]) for name, row in _api()["callback"].items()}

@@ -205,7 +205,12 @@ class SketchReach:
                     yield function
 
     def _decorates(self, decorator: ast.expr, transforms: set[str]) -> bool:
-        return any(self.sketch.qualnames(node) & transforms for node in ast.walk(decorator)
+        """A decorator naming one of the transforms, also through a name bound to a call
+        (`jit_static = partial(jax.jit, static_argnums=1)`, as `Facts.decorator_value` reads it)."""
+        roots = [decorator]
+        if isinstance(decorator, ast.Name):
+            roots += [value for value in self.sketch.assigned(decorator.id) if isinstance(value, ast.Call)]
+        return any(self.sketch.qualnames(node) & transforms for root in roots for node in ast.walk(root)
                    if isinstance(node, (ast.Name, ast.Attribute)))
 
     def _named_functions(self, node: ast.AST) -> Iterator[FunctionNode]:

@@ -86,7 +86,8 @@ class Tracing(Reach):
             function: cst.FunctionDef = scope.node  # type: ignore[assignment]
             offset = 1 if scope.parent is not None and scope.parent.kind == CLASS else 0
             for decorator in function.decorators:
-                found = self._decorator_transform(decorator.decorator, scope.parent or scope)
+                found = self._decorator_transform(*self.facts.decorator_value(decorator.decorator,
+                                                                               scope.parent or scope))
                 if found is not None:
                     transform, spelled, options = found
                     self._record(function, offset, spelled, transform, options)

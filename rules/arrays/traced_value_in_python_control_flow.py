@@ -218,6 +218,47 @@ class TracedValueInPythonControlFlow(Rule):
                 if x > 0:
                     return bool(x)
         """),
+        # `partial` imported from its old home (jax.util, jax 0.2): still `functools.partial(jax.jit, ...)`
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+            from jax.util import partial
+
+            @partial(jax.jit, static_argnums=(1,))
+            def project(x, radius):
+                if jnp.linalg.norm(x) > radius:
+                    x = x * radius / jnp.linalg.norm(x)
+                return x
+        """, message="`x` is traced: a parameter of `project`, traced by `jax.jit`"),
+        # a configured jit bound to a name and used as the decorator
+        Flag("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+            jit_static = functools.partial(jax.jit, static_argnames=("training",))
+
+            @jit_static
+            def forward(w, x, training):
+                h = jnp.tanh(w @ x)
+                if h.sum() > 0:
+                    h = h * 0.5
+                return h
+        """, message="`x` is traced: a parameter of `forward`, traced by `jax.jit`"),
+        Pass("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+            jit_static = functools.partial(jax.jit, static_argnames=("training",))
+
+            @jit_static
+            def forward(w, x, training):
+                h = jnp.tanh(w @ x)
+                if training:
+                    h = h * 0.5
+                return h
+        """),
     )
 
 

@@ -244,19 +244,56 @@ class UnhashableStaticArgument(Rule):
             h = eqx.filter_jit(f)
             h([1.0], [2])
         """),
+        # the configured jit is bound to a name first, then used as the decorator
+        Flag("""
+            import functools
+            import jax
+
+            jit_shape = functools.partial(jax.jit, static_argnames=("shape",))
+
+            @jit_shape
+            def init_params(key, shape):
+                return jax.random.normal(key, shape)
+
+            params = init_params(jax.random.PRNGKey(0), shape=[3, 4])
+        """, fixed="""
+            import functools
+            import jax
+
+            jit_shape = functools.partial(jax.jit, static_argnames=("shape",))
+
+            @jit_shape
+            def init_params(key, shape):
+                return jax.random.normal(key, shape)
+
+            params = init_params(jax.random.PRNGKey(0), shape=(3, 4))
+        """, message="a list passed as a static argument of `init_params`"),
+        Pass("""
+            import jax
+            from jax.util import partial
+
+            @partial(jax.jit, static_argnums=(1,))
+            def init_params(key, shape):
+                return jax.random.normal(key, shape)
+
+            params = init_params(jax.random.PRNGKey(0), (3, 4))
+        """),
     )
 
 
 def _may_call_static(sketch: Sketch, func: ast.expr, static: set[int]) -> bool:
     """Does calling `func` run a function compiled with static keywords (`jitted_callee`): the
-    options call itself, or a name defined under one as decorator or assigned one?"""
+    options call itself, or a name defined under one as decorator (directly or through a name
+    assigned it: `@jit_static`) or assigned one?"""
     if isinstance(func, ast.Call):
         return id(func) in static
     if not isinstance(func, ast.Name):
         return False
+    decorators = [decorator for function in sketch.defs.get(func.id, ()) for decorator in function.decorator_list]
+    decorators += [value for decorator in decorators if isinstance(decorator, ast.Name)
+                   for value in sketch.assigned(decorator.id)]
     return (any(id(value) in static for value in sketch.assigned(func.id))
-            or any(id(decorator) in static for function in sketch.defs.get(func.id, ())
-                   for decorator in function.decorator_list))
+            or any(id(decorator) in static for decorator in decorators))
 
 
 def _may_be_array_module(sketch: Sketch, cls: ast.ClassDef) -> bool:

@@ -1,0 +1,152 @@
+"""Values the model follows further (issue 20): old aliases of `partial`, configured transforms
+bound to a name and used as decorators, stacked decorators."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import libcst as cst
+from odelint.analysis.facts import Facts
+from odelint.analysis.jitted import decorated
+from odelint.analysis.scopes import Site, build_scope_index
+from odelint.analysis.sketch import Sketch
+
+
+def _facts(source: str) -> tuple[cst.Module, Facts]:
+    module = cst.parse_module(textwrap.dedent(source))
+    return module, Facts(build_scope_index(module, {cst.Call, cst.Return}))
+
+
+def _function(facts: Facts, name: str) -> tuple[cst.FunctionDef, Site]:
+    binding = facts.index.module_scope.bindings[name][0]
+    return binding.node, Site(binding.scope, binding.order)  # type: ignore[return-value]
+
+
+def _return_site(facts: Facts, function: cst.FunctionDef) -> tuple[cst.Return, Site]:
+    return next((node, site) for node, site in facts.index.of_type(cst.Return)
+                if site.scope.node is function)
+
+
+# -- old aliases of functools.partial --------------------------------------------------------
+
+def test_partial_from_jax_util_is_functools_partial() -> None:
+    module, facts = _facts("""
+        import jax
+        from jax.util import partial
+        from jax import partial as p2
+
+        a = jax.util.partial
+    """)
+    scope = facts.index.module_scope
+    assert facts.qualname(cst.Name("partial"), scope) == "functools.partial"
+    assert facts.qualname(cst.Name("p2"), scope) == "functools.partial"
+    assert facts.qualname(cst.Name("a"), scope) == "functools.partial"
+    # other names of jax.util are left as they are
+    assert facts.qualname(cst.parse_expression("jax.util.safe_map"), scope) == "jax.util.safe_map"
+
+
+def test_old_partial_decorator_compiles_with_static_arguments() -> None:
+    _, facts = _facts("""
+        import jax
+        from jax.util import partial
+
+        @partial(jax.jit, static_argnums=(1,))
+        def step(x, n):
+            return x * n
+    """)
+    function, site = _function(facts, "step")
+    jitted = decorated(facts, function, site.scope)
+    assert jitted is not None and jitted.transform == "jax.jit"
+    assert set(jitted.static_keywords()) == {"static_argnums"}
+    node, inside = _return_site(facts, function)
+    assert facts.traced_value(cst.Name("x"), inside) is not None
+    assert facts.traced_value(cst.Name("n"), inside) is None
+
+
+def test_sketch_reads_old_partial_too() -> None:
+    sketch = Sketch(ast.parse("from jax.util import partial\nimport jax\n\n"
+                              "@partial(jax.jit, static_argnums=1)\ndef f(x, n):\n    return x\n"))
+    name = next(node for node in ast.walk(sketch.tree) if isinstance(node, ast.Name) and node.id == "partial")
+    assert "functools.partial" in sketch.qualnames(name)
+    assert [f.name for f in sketch.traced_functions()] == ["f"]  # type: ignore[union-attr]
+
+
+# -- a configured transform bound to a name, used as a decorator ------------------------------
+
+ALIASED = """
+import functools
+import jax
+
+jit_static = functools.partial(jax.jit, static_argnames=("n",))
+grad_second = functools.partial(jax.grad, argnums=1)
+
+@jit_static
+def step(x, n):
+    return x * n
+
+@grad_second
+def loss(n, x):
+    return x * n
+
+def plain(x, n):
+    return x * n
+"""
+
+
+def test_decorator_value_follows_a_name_bound_to_a_call() -> None:
+    module, facts = _facts(ALIASED)
+    function, site = _function(facts, "step")
+    applies, scope = facts.decorator_value(function.decorators[0].decorator, site.scope)
+    assert module.code_for_node(applies) == 'functools.partial(jax.jit, static_argnames=("n",))'
+    assert scope is facts.index.module_scope
+    # a name bound to something that is not a call is the decorator itself
+    plain = cst.Name("jax")
+    assert facts.decorator_value(plain, site.scope) == (plain, site.scope)
+
+
+def test_aliased_jit_traces_all_but_its_static_arguments() -> None:
+    _, facts = _facts(ALIASED)
+    function, site = _function(facts, "step")
+    jitted = decorated(facts, function, site.scope)
+    assert jitted is not None and jitted.transform == "jax.jit"
+    call = cst.ensure_type(cst.parse_expression("step(x, [1])"), cst.Call)
+    assert [cst.Module([]).code_for_node(arg.value) for arg in jitted.static_arguments(call)] == ["[1]"]
+    _, inside = _return_site(facts, function)
+    traced = facts.traced_value(cst.Name("x"), inside)
+    assert traced is not None and traced.reason == "a parameter of `step`, traced by `jax.jit`"
+    assert facts.traced_value(cst.Name("n"), inside) is None
+
+
+def test_aliased_grad_differentiates_its_function_only() -> None:
+    _, facts = _facts(ALIASED)
+    loss, _ = _function(facts, "loss")
+    plain, _ = _function(facts, "plain")
+    _, in_loss = _return_site(facts, loss)
+    _, in_plain = _return_site(facts, plain)
+    assert facts.differentiated_by(in_loss) is not None
+    assert facts.differentiated_by(in_plain) is None
+
+
+def test_sketch_traces_a_function_under_an_aliased_jit() -> None:
+    sketch = Sketch(ast.parse(textwrap.dedent(ALIASED)))
+    assert {f.name for f in sketch.traced_functions()} == {"step"}  # type: ignore[union-attr]
+
+
+def test_stacked_jit_over_grad() -> None:
+    _, facts = _facts("""
+        import functools
+        import jax
+
+        @functools.partial(jax.jit, static_argnums=1)
+        @jax.grad
+        def loss(x, n):
+            return x * n
+    """)
+    function, site = _function(facts, "loss")
+    jitted = decorated(facts, function, site.scope)
+    assert jitted is not None and jitted.transform == "jax.jit"
+    _, inside = _return_site(facts, function)
+    assert facts.traced_value(cst.Name("x"), inside) is not None
+    assert facts.traced_value(cst.Name("n"), inside) is None
+    assert facts.differentiated_by(inside) is not None
