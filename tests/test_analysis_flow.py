@@ -150,3 +150,39 @@ def test_stacked_jit_over_grad() -> None:
     assert facts.traced_value(cst.Name("x"), inside) is not None
     assert facts.traced_value(cst.Name("n"), inside) is None
     assert facts.differentiated_by(inside) is not None
+
+
+# -- tracers ---------------------------------------------------------------------------------
+
+def test_jitted_parameter_is_traced_whatever_its_callers_pass() -> None:
+    _, facts = _facts("""
+        import functools
+        import jax
+
+        def helper(bound, w):
+            return w * bound
+
+        @jax.jit
+        def loss(w, bound):
+            return helper(bound, w)
+
+        @functools.partial(jax.jit, static_argnums=1)
+        def loss_static(w, bound):
+            return helper(bound, w)
+
+        loss(1.0, 0.5)
+        loss(2.0, 0.25)
+        loss_static(1.0, 0.5)
+    """)
+    loss, _ = _function(facts, "loss")
+    _, inside = _return_site(facts, loss)
+    traced = facts.traced_value(cst.Name("bound"), inside)
+    assert traced is not None and traced.reason == "a parameter of `loss`, traced by `jax.jit`"
+    # through the helper's parameter, back to where it came from
+    helper, _ = _function(facts, "helper")
+    _, in_helper = _return_site(facts, helper)
+    traced = facts.traced_value(cst.Name("bound"), in_helper)
+    assert traced is not None and traced.parameter.scope.node is loss
+    static, _ = _function(facts, "loss_static")
+    _, in_static = _return_site(facts, static)
+    assert facts.traced_value(cst.Name("bound"), in_static) is None
