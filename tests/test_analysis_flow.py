@@ -186,3 +186,43 @@ def test_jitted_parameter_is_traced_whatever_its_callers_pass() -> None:
     static, _ = _function(facts, "loss_static")
     _, in_static = _return_site(facts, static)
     assert facts.traced_value(cst.Name("bound"), in_static) is None
+
+
+# -- which call built a value ------------------------------------------------------------------
+
+BUILT = """
+import diffrax
+
+def integrate(term, solver, controller):
+    return diffrax.diffeqsolve(term, solver, 0.0, 1.0, 0.1, 1.0, stepsize_controller=controller)
+
+def twice(solver):
+    return solver
+
+pid = diffrax.PIDController(rtol=1e-5, atol=1e-5)
+integrate(diffrax.ODETerm(f), diffrax.Kvaerno5(), pid)
+integrate(diffrax.ODETerm(f), diffrax.Kvaerno5(), diffrax.ConstantStepSize())
+twice(diffrax.Tsit5())
+twice(diffrax.Euler())
+"""
+
+
+def test_built_by_follows_assignments_and_parameters() -> None:
+    from odelint.analysis.built import built_by
+
+    module, facts = _facts(BUILT)
+    integrate, _ = _function(facts, "integrate")
+    scope = facts.index.body_scope(integrate)
+    assert scope is not None
+    solver = built_by(facts, cst.Name("solver"), scope)
+    assert solver is not None and module.code_for_node(solver.call) == "diffrax.Kvaerno5()"
+    assert solver.via == "passed as `solver` to `integrate`"
+    assert solver.scope is facts.index.module_scope
+    # the two calls pass different controllers: no single answer
+    assert built_by(facts, cst.Name("controller"), scope) is None
+    # a name assigned once is its value, crossing no call
+    pid = built_by(facts, cst.Name("pid"), facts.index.module_scope)
+    assert pid is not None and pid.via is None
+    twice, _ = _function(facts, "twice")
+    inner = facts.index.body_scope(twice)
+    assert inner is not None and built_by(facts, cst.Name("solver"), inner) is None

@@ -11,6 +11,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
+from odelint.analysis.built import built_by
 from odelint.analysis.calls import argument_at, calls_within, keyword_arg
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Scope, Site
@@ -44,6 +45,11 @@ class Setting:
     call: cst.Call | None
     given: bool
     scope: Scope | None = None  # where the names in `call` resolve
+    via: str | None = None      # the parameter it crossed: "passed as `solver` to `integrate`"
+
+    def origin(self) -> str:
+        """` (passed as `solver` to `integrate`)` when the value crossed a call, else nothing."""
+        return f" ({self.via})" if self.via else ""
 
     def keyword(self, name: str) -> cst.BaseExpression | None:
         arg = keyword_arg(self.call, name) if self.call is not None else None
@@ -68,9 +74,11 @@ class Solve:
         arg = self.argument(name)
         if arg is None:
             return Setting(default, None, False)
-        built = constructed(self.facts, arg.value, self.site.scope)
-        qualname = self.facts.qualname(built[0].func, built[1]) if built is not None else None
-        return Setting(qualname, built[0] if built is not None and qualname else None, True, built[1] if built else None)
+        built = built_by(self.facts, arg.value, self.site.scope)
+        qualname = self.facts.qualname(built.call.func, built.scope) if built is not None else None
+        if built is None or not qualname:
+            return Setting(qualname, None, True, built.scope if built else None)
+        return Setting(qualname, built.call, True, built.scope, built.via)
 
     def is_none(self, name: str) -> bool:
         """Is the argument passed as the literal `None`?"""
@@ -105,17 +113,10 @@ class Solve:
         return None
 
 
-def constructed(facts: Facts, node: cst.BaseExpression, scope: Scope, seen: frozenset[int] = frozenset()
-                ) -> tuple[cst.Call, Scope] | None:
-    """The call that builds a value (the expression itself, or the one assignment of a
-    name), and the scope its names resolve in."""
-    if isinstance(node, cst.Call):
-        return node, scope
-    if isinstance(node, cst.Name) and id(node) not in seen:
-        bindings = facts.lookup(node.value, scope)
-        if len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path and bindings[0].value:
-            return constructed(facts, bindings[0].value, bindings[0].scope, seen | {id(node)})
-    return None
+def constructed(facts: Facts, node: cst.BaseExpression, scope: Scope) -> tuple[cst.Call, Scope] | None:
+    """The call that builds a value (odelint.analysis.built), and the scope its names resolve in."""
+    built = built_by(facts, node, scope)
+    return (built.call, built.scope) if built is not None else None
 
 
 def is_none(node: cst.BaseExpression) -> bool:
