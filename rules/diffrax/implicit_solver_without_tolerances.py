@@ -22,7 +22,9 @@ class ImplicitSolverWithoutTolerances(Rule):
     ## What it does
     Flags `diffrax.diffeqsolve` with an implicit solver (`ImplicitEuler`, `Kvaerno3/4/5`,
     `KenCarp3/4/5`, `Sil3`) built without a `root_finder`, when the step-size controller
-    is fixed: absent (so `ConstantStepSize()`), `ConstantStepSize()` or `StepTo(...)`.
+    is fixed: absent (so `ConstantStepSize()`), `ConstantStepSize()` or `StepTo(...)`; and
+    such a solver stepped by hand (`solver.step(...)`, no controller at all). The solver may
+    reach the solve or the step through a helper's parameters.
 
     ## Why is this bad?
     An implicit step solves a nonlinear system with a root finder, and the default root
@@ -33,6 +35,8 @@ class ImplicitSolverWithoutTolerances(Rule):
         solver, but the tolerances for the implicit solver have not been specified.
         (Being unspecified is the default in Diffrax.)
 
+    Stepped by hand, the tolerances stay unset and the step fails inside the root finder
+    (diffrax 0.7.2): `RuntimeError: Type of `other` not understood.`
     (diffrax#633, #439, #654.)
 
     ## Example
