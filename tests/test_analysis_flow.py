@@ -226,3 +226,104 @@ def test_built_by_follows_assignments_and_parameters() -> None:
     twice, _ = _function(facts, "twice")
     inner = facts.index.body_scope(twice)
     assert inner is not None and built_by(facts, cst.Name("solver"), inner) is None
+
+
+# -- functions handed to a helper that transforms its parameter --------------------------------
+
+HANDED = """
+import jax
+
+def final(a):
+    return a ** 3
+
+def other(a):
+    return a
+
+def untouched(a):
+    return a
+
+def hessian(f):
+    return jax.jacfwd(jax.jacrev(f))
+
+def compiled(f):
+    return jax.jit(f)
+
+def either(f):
+    return jax.grad(f)
+
+hessian(final)(1.0)
+compiled(final)(1.0)
+either(other)(1.0)
+either(untouched)(1.0)
+"""
+
+
+def test_a_transform_of_a_parameter_reaches_the_function_every_call_passes() -> None:
+    from odelint.analysis.differentiation import differentiation
+
+    _, facts = _facts(HANDED)
+    final, _ = _function(facts, "final")
+    _, in_final = _return_site(facts, final)
+    assert differentiation(facts).modes(in_final) == frozenset({("forward", "reverse")})
+    assert facts.traced_by(in_final) == "`final` is traced by `jax.jit`"
+    # `either` is given two different functions: neither is known to be differentiated by it
+    for name in ("other", "untouched"):
+        function, _ = _function(facts, name)
+        _, inside = _return_site(facts, function)
+        assert facts.differentiated_by(inside) is None
+
+
+def test_sketch_reaches_a_function_handed_to_a_transforming_helper() -> None:
+    sketch = Sketch(ast.parse(textwrap.dedent(HANDED)))
+    names = {f.name for f in sketch.differentiated_functions()}  # type: ignore[union-attr]
+    assert {"final", "other", "untouched"} <= names  # the sketch may say yes too often, never too rarely
+
+
+# -- a carry splatted into a call ----------------------------------------------------------------
+
+SPLATTED = """
+import jax
+
+SETTINGS = (0.01, 10.0)
+
+def update(position, velocity, force, dt, limit):
+    return position + dt * velocity * limit + force
+
+def body(carry, force):
+    carry = update(*carry, force, *SETTINGS)
+    return carry, carry
+
+jax.lax.scan(body, (0.0, 1.0), None, length=3)
+"""
+
+
+def test_splatted_for_lists_what_may_land_on_a_hidden_position() -> None:
+    from odelint.analysis.calls import splatted_for
+
+    module, facts = _facts(SPLATTED)
+    update, _ = _function(facts, "update")
+    scope = facts.index.body_scope(update)
+    assert scope is not None
+    params = {b.name: b for bindings in scope.bindings.values() for b in bindings}
+    call = cst.ensure_type(cst.parse_expression("update(x, *carry, force, dt, *SETTINGS)"), cst.Call)
+
+    def code(name: str) -> list[str]:
+        return [module.code_for_node(value) for value in splatted_for(call, params[name])]
+
+    assert code("position") == []                                  # before the star: known
+    assert code("velocity") == ["carry", "force", "SETTINGS"]      # `dt` lands at position 2 at the earliest
+    assert code("force") == ["carry", "force", "dt", "SETTINGS"]
+    assert splatted_for(cst.ensure_type(cst.parse_expression("update(a, b)"), cst.Call), params["force"]) == []
+    assert splatted_for(cst.ensure_type(cst.parse_expression("update(*c, force=f)"), cst.Call), params["force"]) == []
+
+
+def test_a_splatted_scan_carry_traces_the_parameters_it_fills() -> None:
+    _, facts = _facts(SPLATTED)
+    update, _ = _function(facts, "update")
+    _, inside = _return_site(facts, update)
+    for name in ("position", "velocity", "force"):
+        traced = facts.traced_value(cst.Name(name), inside)
+        assert traced is not None and traced.reason == "a parameter of `body`, traced by `jax.lax.scan`", name
+    # `dt` and `limit` may only come from the module's constant (or a traced `carry` element)
+    traced = facts.traced_value(cst.Name("limit"), inside)
+    assert traced is not None and traced.parameter.name == "carry"

@@ -58,6 +58,7 @@ class SketchReach:
         self._chains: dict[int, list[int]] = {}
         self._globals: dict[int, set[str]] = {}  # scope -> the names it declares `global`
         self._dynamic: dict[int, frozenset[str]] = {}
+        self._passed_to: dict[str, list[ast.expr]] | None = None  # parameter name -> arguments of calls
 
     # -- which functions ----------------------------------------------------------------------
 
@@ -161,7 +162,27 @@ class SketchReach:
             if isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.Lambda)):
                 functions.extend(inner for inner in ast.walk(value) if isinstance(inner, FUNCTIONS) and inner is not value)
                 names |= self.sketch.names_in(value)
+        for value in self._arguments_for(name):  # a parameter: what the calls may pass (`Reach.function`)
+            functions.extend(inner for inner in ast.walk(value) if isinstance(inner, FUNCTIONS))
+            names |= self.sketch.names_in(value)
         return functions, names
+
+    def _arguments_for(self, name: str) -> list[ast.expr]:
+        """Every argument of the calls of functions that have a parameter called `name`."""
+        if self._passed_to is None:
+            by_callee: dict[str, list[ast.expr]] = {}
+            for call in self.sketch.calls:
+                callee = call.func.id if isinstance(call.func, ast.Name) else (
+                    call.func.attr if isinstance(call.func, ast.Attribute) else None)
+                if callee is not None:
+                    by_callee.setdefault(callee, []).extend((*call.args, *(k.value for k in call.keywords)))
+            self._passed_to = {}
+            for callee, functions in self.sketch.defs.items():
+                for function in functions:
+                    arguments = function.args
+                    for param in (*arguments.posonlyargs, *arguments.args):
+                        self._passed_to.setdefault(param.arg, []).extend(by_callee.get(callee, ()))
+        return self._passed_to.get(name, [])
 
     def function_targets(self, node: ast.expr, offset: int = 0) -> Iterator[tuple[FunctionNode, int]]:
         """The functions a value handed to a transform may be, with how many leading parameters

@@ -298,6 +298,43 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
 
             hess = jax.jacfwd(jax.jacrev(final))(1.0)
         """),
+        # the Hessian is built in a helper around the function it is given
+        Flag("""
+            import diffrax
+            import jax
+            import jax.numpy as jnp
+
+            term = diffrax.ODETerm(lambda t, y, a: -a * y)
+
+
+            def final(a):
+                return diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.1, 1.0, args=a).ys[-1]
+
+
+            def hessian(f):
+                return jax.jacfwd(jax.jacrev(f))
+
+
+            hess = hessian(final)(1.0)
+        """, message="differentiated forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`"),
+        Pass("""
+            import diffrax
+            import jax
+            import jax.numpy as jnp
+
+            term = diffrax.ODETerm(lambda t, y, a: -a * y)
+
+
+            def final(a):
+                return diffrax.diffeqsolve(term, diffrax.Tsit5(scan_kind="bounded"), 0.0, 1.0, 0.1, 1.0, args=a).ys[-1]
+
+
+            def hessian(f):
+                return jax.jacfwd(jax.jacrev(f))
+
+
+            hess = hessian(final)(1.0)
+        """),
     )
 
 
