@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis import jax_api
-from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
+from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args, splatted_for
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
@@ -183,9 +183,10 @@ class Tracing(Reach):
                 if self.why(site) is None:
                     continue
                 argument = argument_for(call, binding, bound)
-                origin = self._value_origin(argument, site.scope) if argument is not None else None
-                if origin is not None:
-                    return origin
+                for candidate in [argument] if argument is not None else splatted_for(call, binding, bound):
+                    origin = self._value_origin(candidate, site.scope)
+                    if origin is not None:
+                        return origin
         return None
 
     def _root_traces(self, root: _Root, binding: Binding) -> bool:

@@ -259,6 +259,49 @@ class TracedValueInPythonControlFlow(Rule):
                     h = h * 0.5
                 return h
         """),
+        # the scan carry is splatted into the helper's parameters
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def update(position, velocity, force):
+                if jnp.max(jnp.abs(velocity)) > 10.0:
+                    velocity = jnp.clip(velocity, -10.0, 10.0)
+                return position + 0.01 * velocity, velocity + 0.01 * force
+
+
+            def body(carry, force):
+                carry = update(*carry, force)
+                return carry, carry[0]
+
+
+            def simulate(x0, v0, forces):
+                return jax.lax.scan(body, (x0, v0), forces)
+        """, message="`if` on `jnp.max(jnp.abs(velocity)) > 10.0` needs a concrete value, but `carry` is traced"),
+        # only a module-level constant is splatted into the tested parameter
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            SETTINGS = (0.01, 10.0)
+
+
+            def update(position, velocity, dt, limit):
+                if limit > 5.0:
+                    velocity = jnp.clip(velocity, -limit, limit)
+                return position + dt * velocity, velocity
+
+
+            def body(carry, force):
+                position, velocity = carry
+                carry = update(position, velocity + force, *SETTINGS)
+                return carry, carry[0]
+
+
+            def simulate(x0, v0, forces):
+                return jax.lax.scan(body, (x0, v0), forces)
+        """),
     )
 
 
