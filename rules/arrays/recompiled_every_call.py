@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis.calls import positional_args, source_of
-from odelint.analysis.facts import Kind
+from odelint.analysis.facts import Kind, function_wrappers
 from odelint.analysis.jitted import COMPILING, decorated, jitted_callee
 from odelint.analysis.loops import loops
 from odelint.analysis.reach import enclosing_function
@@ -27,7 +27,7 @@ class RecompiledEveryCall(Rule):
     Flags three ways of compiling again and again:
     - `jax.jit(f)`/`eqx.filter_jit(f)` applied, inside a loop or inside a function called
       in a loop, to a function object created there (a `lambda`, a `functools.partial`, a
-      nested `def`);
+      nested `def`, a transformed function such as `jax.grad(f)` or `jax.vmap(f)`);
     - a `def` decorated with `@jax.jit`/`@eqx.filter_jit` nested in such a loop or function;
     - a Python number that changes every iteration of a `for` loop (its variable over
       `range(...)` or a literal list of numbers, or arithmetic on it) passed to an
@@ -133,6 +133,8 @@ class RecompiledEveryCall(Rule):
             return "a new `lambda`"
         if isinstance(target, cst.Call) and self.facts.qualname(target.func, site.scope) == "functools.partial":
             return "a new `functools.partial`"
+        if isinstance(target, cst.Call) and self.facts.qualname(target.func, site.scope) in function_wrappers():
+            return f"`{source_of(self.context.module, target)}`, a new function object,"  # `jax.jit(jax.grad(f))`
         if not isinstance(target, cst.Name):
             return None
         bindings = self.facts.lookup(target.value, site.scope)
@@ -275,5 +277,44 @@ class RecompiledEveryCall(Rule):
                 for _ in range(3):
                     x = jax.jit(lambda y: y * 2)(x)
                 return x
+        """),
+        # `jax.grad(loss)` is a new function object each call, as a new lambda is
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def loss(w, x):
+                return jnp.sum((w * x) ** 2)
+
+
+            def gradient_step(w, x):
+                grad_fn = jax.jit(jax.grad(loss))
+                return w - 0.1 * grad_fn(w, x)
+
+
+            w = jnp.ones(3)
+            for x in jnp.ones((100, 3)):
+                w = gradient_step(w, x)
+        """, message="`jax.jit` wraps `jax.grad(loss)`, a new function object, inside `gradient_step`, which is called in a loop"),
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def loss(w, x):
+                return jnp.sum((w * x) ** 2)
+
+
+            grad_fn = jax.jit(jax.grad(loss))
+
+
+            def gradient_step(w, x):
+                return w - 0.1 * grad_fn(w, x)
+
+
+            w = jnp.ones(3)
+            for x in jnp.ones((100, 3)):
+                w = gradient_step(w, x)
         """),
     )
