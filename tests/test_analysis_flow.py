@@ -327,3 +327,27 @@ def test_a_splatted_scan_carry_traces_the_parameters_it_fills() -> None:
     # `dt` and `limit` may only come from the module's constant (or a traced `carry` element)
     traced = facts.traced_value(cst.Name("limit"), inside)
     assert traced is not None and traced.parameter.name == "carry"
+
+
+# -- a local name's value, one line up ---------------------------------------------------------
+
+def test_local_value_is_the_one_earlier_assignment_in_the_same_scope() -> None:
+    module, facts = _facts("""
+        import jax.numpy as jnp
+
+        def f(y, z):
+            r = jnp.sqrt(y)
+            twice = y
+            twice = 2 * y
+            return jnp.where(y > 0, r, twice), z, late
+
+        late = 1.0
+    """)
+    function, _ = _function(facts, "f")
+    _, inside = _return_site(facts, function)
+    found = facts.local_value(cst.Name("r"), inside)
+    assert found is not None and module.code_for_node(found[0]) == "jnp.sqrt(y)"
+    assert found[1].scope is inside.scope and found[1].order < inside.order
+    assert facts.local_value(cst.Name("twice"), inside) is None  # reassigned
+    assert facts.local_value(cst.Name("z"), inside) is None      # a parameter
+    assert facts.local_value(cst.Name("late"), inside) is None   # another scope's

@@ -204,6 +204,19 @@ class Facts:
                 return bindings[0].value, bindings[0].scope
         return node, scope
 
+    def local_value(self, name: cst.Name, site: Site) -> tuple[cst.BaseExpression, Site] | None:
+        """The value a local name holds at `site` when its one binding is a plain assignment
+        earlier in the same scope (`r = jnp.sqrt(y)` then `jnp.where(y > 0, r, 0.0)`), with
+        where that value is computed; None otherwise (parameters, loops, reassignments)."""
+        bindings = self.lookup(name.value, site.scope)
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if (binding.kind != "assign" or binding.path or binding.value is None or binding.scope is not site.scope
+                or binding.order >= site.order):
+            return None
+        return binding.value, Site(binding.scope, binding.order)
+
     # -- Equinox modules -----------------------------------------------------------------
 
     def is_module_type(self, node: cst.BaseExpression, scope: Scope) -> bool:

@@ -90,19 +90,29 @@ class WhereNanGradient(Rule):
                 hits = [value for value in inputs if dotted_name(value) == name]
                 if hits and any(region.meets(low, high) for region in deselected for low, high in function.bad):
                     self._flag(cond, position, op, function, hits, site)
+            assigned = self.facts.local_value(branch, site) if isinstance(branch, cst.Name) else None
+            if assigned is None or len(self.facts.lookup(name.split(".")[0], site.scope)) != 1:
+                continue  # the guarded variable must mean the same on both lines
+            for op, function, inputs in self._singular_uses(assigned[0], assigned[1]):  # `r = jnp.sqrt(y)` before
+                hits = [value for value in inputs if dotted_name(value) == name]
+                if hits and any(region.meets(low, high) for region in deselected for low, high in function.bad):
+                    self._flag(cond, position, op, function, hits, site, via=branch.value)  # type: ignore[union-attr]
 
     def _flag(self, cond: cst.BaseExpression, position: int, op: cst.CSTNode, function: jax_api.Singular,
-              hits: list[cst.BaseExpression], site: Site) -> None:
+              hits: list[cst.BaseExpression], site: Site, via: str | None = None) -> None:
+        """`via`: the local name the branch reads, assigned the singular value on an earlier line
+        (reported there, without a fix: the name may have other uses the guard would change)."""
         module = self.context.module
         test = source_of(module, cond)
         side = "false" if position == 1 else "true"
         variable = source_of(module, hits[0])
-        self.report(op, f"`{source_of(module, op)}` is still computed where `{test}` is {side}, which includes "
+        held = f" (held by `{via}`, the `jnp.where` branch)" if via else ""
+        fix = None if via else self.fix("Guard the input too (double `jnp.where`)",
+                                        lambda: self._double_where(cond, position, function, hits, site), safe=False)
+        self.report(op, f"`{source_of(module, op)}`{held} is still computed where `{test}` is {side}, which includes "
                         f"inputs where its derivative is infinite or NaN: under differentiation `jnp.where`'s zero "
                         f"cotangent times it makes the gradient NaN (the value is right): feed it "
-                        f"`jnp.where({test}, ...)` of `{variable}` too",
-                    fix=self.fix("Guard the input too (double `jnp.where`)",
-                                 lambda: self._double_where(cond, position, function, hits, site), safe=False))
+                        f"`jnp.where({test}, ...)` of `{variable}` too", fix=fix)
 
     def _double_where(self, cond: cst.BaseExpression, position: int, function: jax_api.Singular,
                       hits: list[cst.BaseExpression], site: Site) -> Edits:
@@ -214,6 +224,35 @@ class WhereNanGradient(Rule):
                 h = jnp.where(x > y, jnp.sqrt(x), 0.0) + jnp.where(x >= 0, x ** -1, 0.0)
                 return a + b + c + d + e + f + g + h
         """),
+        # the singular value is computed on the line before and the branch reads its name: no fix
+        # (the name may have other uses)
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            def radius_loss(y):
+                r = jnp.sqrt(y)
+                out = jnp.where(y > 0, r, 0.0)
+                return jnp.sum(out)
+
+            g = jax.grad(radius_loss)(jnp.array([0.0, 1.0]))
+        """, message="`jnp.sqrt(y)` (held by `r`, the `jnp.where` branch) is still computed where `y > 0` is false"),
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def radius_loss(y):
+                r = jnp.sqrt(jnp.where(y > 0, y, 1.0))
+                out = jnp.where(y > 0, r, 0.0)
+                return jnp.sum(out)
+
+            def shifted(y):
+                r = jnp.sqrt(y)
+                y = y + 1.0
+                return jnp.where(y > 0, r, 0.0)
+
+            g = jax.grad(radius_loss)(jnp.array([0.0, 1.0]))
+        """),
     )
 
 
@@ -251,7 +290,9 @@ def _may_flag(sketch: Sketch, call: ast.Call) -> bool:
         return False
     regions = None
     for position in (1, 2):
-        for function, inputs in _sketch_singular_uses(sketch, call.args[position]):
+        branch = call.args[position]
+        values = [branch, *(sketch.assigned(branch.id) if isinstance(branch, ast.Name) else ())]
+        for function, inputs in (use for value in values for use in _sketch_singular_uses(sketch, value)):
             if variable in (_dotted(value) for value in inputs):
                 regions = regions or guard(cst.parse_expression(ast.unparse(test)))  # `x OP c`: parses
                 if regions is None:
