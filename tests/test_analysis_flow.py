@@ -351,3 +351,14 @@ def test_local_value_is_the_one_earlier_assignment_in_the_same_scope() -> None:
     assert facts.local_value(cst.Name("twice"), inside) is None  # reassigned
     assert facts.local_value(cst.Name("z"), inside) is None      # a parameter
     assert facts.local_value(cst.Name("late"), inside) is None   # another scope's
+
+
+def test_infinite_constants() -> None:
+    from odelint.analysis import jax_api
+
+    _, facts = _facts("import math\nimport numpy as np\nimport jax.numpy as jnp\n")
+    scope = facts.index.module_scope
+    for spelled in ("jnp.inf", "np.inf", "math.inf"):
+        assert jax_api.infinite(facts.qualname(cst.parse_expression(spelled), scope)), spelled
+    assert not jax_api.infinite(facts.qualname(cst.parse_expression("jnp.nan"), scope))
+    assert not jax_api.infinite(None)

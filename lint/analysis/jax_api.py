@@ -225,6 +225,11 @@ class Singular:
     exponent: int | None = None         # power: singular unless this is a whole number >= 0
 
 
+def infinite(qualname: str | None) -> bool:
+    """Is `qualname` an infinite constant (`jnp.inf`, `math.inf`)?"""
+    return qualname in _api()["infinite"]["constants"]
+
+
 @functools.cache
 def singular_functions() -> dict[str, Singular]:
     return {name: Singular(name, tuple((lo, hi) for lo, hi in row["bad"]), row["placeholder"],

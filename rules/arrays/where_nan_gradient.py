@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 WHERE = frozenset({"jax.numpy.where", "jax.lax.select"})
 _DIVISION = jax_api.Singular("/", ((0.0, 0.0),), 1.0, (1,))
 _FRACTIONAL_POWER = jax_api.Singular("**", ((-INF, 0.0),), 1.0, (0,))
+_INFINITE_FACTOR = jax_api.Singular("* inf", ((-INF, INF),), 1.0, (0,))  # `x * jnp.inf`: infinite slope everywhere
 _NEGATIVE_POWER = jax_api.Singular("**", ((0.0, 0.0),), 1.0, (0,))
 
 
@@ -151,6 +152,10 @@ class WhereNanGradient(Rule):
                     power = _power(current.right)
                     if power is not None:
                         yield current, power, [current.left]
+                elif isinstance(current.operator, cst.Multiply):
+                    for factor, other in ((current.left, current.right), (current.right, current.left)):
+                        if jax_api.infinite(self.facts.qualname(factor, site.scope)):
+                            yield current, _INFINITE_FACTOR, [other]
             stack.extend(reversed(current.children))
 
     def _variable(self, node: cst.BaseExpression, site: Site) -> bool:
@@ -253,6 +258,39 @@ class WhereNanGradient(Rule):
 
             g = jax.grad(radius_loss)(jnp.array([0.0, 1.0]))
         """),
+        # a constant makes the branch's derivative infinite everywhere: `x * jnp.inf`
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def penalty(x):
+                return jnp.sum(jnp.where(x > 1.0, x * jnp.inf, x))
+
+
+            g = jax.grad(penalty)(jnp.array([0.5, 0.25]))
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+
+            def penalty(x):
+                return jnp.sum(jnp.where(x > 1.0, jnp.where(x > 1.0, x, 1.0) * jnp.inf, x))
+
+
+            g = jax.grad(penalty)(jnp.array([0.5, 0.25]))
+        """, unsafe=True, message="`x * jnp.inf` is still computed where `x > 1.0` is false"),
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def penalty(x):
+                return jnp.sum(jnp.where(x > 1.0, jnp.inf, x))
+
+
+            g = jax.grad(penalty)(jnp.array([0.5, 0.25]))
+        """),
     )
 
 
@@ -320,6 +358,10 @@ def _sketch_singular_uses(sketch: Sketch, node: ast.AST) -> Iterator[tuple[jax_a
                     yield function, [args[i] for i in function.arguments if i < len(args)]
         elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Div):
             yield _DIVISION, [current.right]
+        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Mult):
+            for factor, other in ((current.left, current.right), (current.right, current.left)):
+                if any(jax_api.infinite(qualname) for qualname in sketch.qualnames(factor)):
+                    yield _INFINITE_FACTOR, [other]
         elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Pow):
             power = _sketch_power(current.right)
             if power is not None:
