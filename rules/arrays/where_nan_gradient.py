@@ -34,7 +34,10 @@ class WhereNanGradient(Rule):
     with a non-finite derivative (rules/data/jax_api.toml, `[singular]`) to `x` itself,
     and the inputs where the guard deselects that branch include inputs where that
     derivative is infinite or NaN: `jnp.where(x > 0, jnp.sqrt(x), 0.0)` (the false side
-    holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`. Inputs already guarded by an inner
+    holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`; also a product with an infinite
+    constant (`x * jnp.inf`, infinite slope everywhere) and a branch that is a local name
+    assigned such a value on an earlier line (`r = jnp.sqrt(x)`, reported there, no fix).
+    Inputs already guarded by an inner
     `jnp.where` (the double-where pattern), guards that keep the singular inputs
     (`jnp.where(x > 0, 0.0, jnp.sqrt(x))`) and guards it cannot read are not flagged.
 
