@@ -24,7 +24,7 @@ def _function(facts: Facts, name: str) -> tuple[cst.FunctionDef, Site]:
 
 
 def _return_site(facts: Facts, function: cst.FunctionDef) -> tuple[cst.Return, Site]:
-    return next((node, site) for node, site in facts.index.of_type(cst.Return)
+    return next((cst.ensure_type(node, cst.Return), site) for node, site in facts.index.of_type(cst.Return)
                 if site.scope.node is function)
 
 

@@ -289,7 +289,8 @@ def _may_call_static(sketch: Sketch, func: ast.expr, static: set[int]) -> bool:
         return id(func) in static
     if not isinstance(func, ast.Name):
         return False
-    decorators = [decorator for function in sketch.defs.get(func.id, ()) for decorator in function.decorator_list]
+    decorators = [decorator for function in sketch.defs.get(func.id, ()) if not isinstance(function, ast.Lambda)
+                  for decorator in function.decorator_list]
     decorators += [value for decorator in decorators if isinstance(decorator, ast.Name)
                    for value in sketch.assigned(decorator.id)]
     return (any(id(value) in static for value in sketch.assigned(func.id))

@@ -95,12 +95,12 @@ class WhereNanGradient(Rule):
                 if hits and any(region.meets(low, high) for region in deselected for low, high in function.bad):
                     self._flag(cond, position, op, function, hits, site)
             assigned = self.facts.local_value(branch, site) if isinstance(branch, cst.Name) else None
-            if assigned is None or len(self.facts.lookup(name.split(".")[0], site.scope)) != 1:
+            if not isinstance(branch, cst.Name) or assigned is None or len(self.facts.lookup(name.split(".")[0], site.scope)) != 1:
                 continue  # the guarded variable must mean the same on both lines
             for op, function, inputs in self._singular_uses(assigned[0], assigned[1]):  # `r = jnp.sqrt(y)` before
                 hits = [value for value in inputs if dotted_name(value) == name]
                 if hits and any(region.meets(low, high) for region in deselected for low, high in function.bad):
-                    self._flag(cond, position, op, function, hits, site, via=branch.value)  # type: ignore[union-attr]
+                    self._flag(cond, position, op, function, hits, site, via=branch.value)
 
     def _flag(self, cond: cst.BaseExpression, position: int, op: cst.CSTNode, function: jax_api.Singular,
               hits: list[cst.BaseExpression], site: Site, via: str | None = None) -> None:

@@ -126,7 +126,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
         if stack.count(REVERSE) >= 2:
             return "twice in reverse mode", _WHILE_LOOP, "pass `adjoint=diffrax.DirectAdjoint()`"
         solver = solve.solver()
-        if FORWARD in stack and solver.qualname in api()["solvers"]["staged"] and not _bounded(solver):
+        if (FORWARD in stack and solver.call is not None and solver.qualname in api()["solvers"]["staged"]
+                and not _bounded(solver)):
             how = (f"forward over reverse (as `jax.hessian` does) with the solver "
                    f"`{source_of(self.context.module, solver.call)}`{solver.origin()}, whose default stage scan "
                    f"does not allow it")
