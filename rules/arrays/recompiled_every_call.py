@@ -143,7 +143,7 @@ class RecompiledEveryCall(Rule):
         binding = bindings[0]
         new = binding.kind == "def" or (binding.kind == "assign" and not binding.path and (
             isinstance(binding.value, cst.Lambda) or isinstance(binding.value, cst.Call)
-            and self.facts.qualname(binding.value.func, site.scope) == "functools.partial"))
+            and self.facts.qualname(binding.value.func, site.scope) in function_wrappers() | {"functools.partial"}))
         if not new or (in_loop and loops(self.facts).loop_of(binding.node) is None):
             return None
         if not in_loop and site.scope.kind != FUNCTION:
@@ -317,4 +317,22 @@ class RecompiledEveryCall(Rule):
             for x in jnp.ones((100, 3)):
                 w = gradient_step(w, x)
         """),
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def loss(w, x):
+                return jnp.sum((w * x) ** 2)
+
+
+            def gradient_step(w, x):
+                grad_fn = jax.grad(loss)
+                return w - 0.1 * jax.jit(grad_fn)(w, x)
+
+
+            w = jnp.ones(3)
+            for x in jnp.ones((100, 3)):
+                w = gradient_step(w, x)
+        """, message="`jax.jit` wraps `grad_fn`, a function defined anew on each call, inside `gradient_step`"),
     )
