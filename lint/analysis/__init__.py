@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING
 # module of this package -> the names the door gives from it
 DOOR: dict[str, tuple[str, ...]] = {
     "arrays": ("AtUpdate", "at_update", "is_jax_array", "rebindable_here", "traced_array"),
-    "calls": ("argument_at", "calls_within", "keyword_arg", "operand_args", "positional_args", "source_of"),
+    "built": ("Built", "built_by"),
+    "calls": ("argument_at", "argument_for", "calls_within", "keyword_arg", "operand_args", "positional_args",
+              "source_of"),
     "classes": ("constructions", "enclosing_class", "initialising_methods", "instance_class", "is_module_class",
                 "method_of",
                 "named_class"),
@@ -34,7 +36,7 @@ DOOR: dict[str, tuple[str, ...]] = {
     "differentiation": (
         "FORWARD", "REVERSE", "STOP_GRADIENT", "Differentiation", "callbacks", "is_stop_gradient",
     ),
-    "facts": ("Facts", "Kind", "ModuleClass", "loaded_names", "method_call"),
+    "facts": ("Facts", "Kind", "ModuleClass", "function_wrappers", "loaded_names", "method_call"),
     "intervals": ("guard",),
     "jitted": ("COMPILING", "STATIC_KEYWORDS", "decorated", "jitted_callee"),
     "keys": ("key_uses",),
@@ -70,9 +72,12 @@ if TYPE_CHECKING:
     from odelint.analysis.arrays import is_jax_array as is_jax_array
     from odelint.analysis.arrays import rebindable_here as rebindable_here
     from odelint.analysis.arrays import traced_array as traced_array
+    from odelint.analysis.built import Built as Built
+    from odelint.analysis.built import built_by as built_by
     from odelint.analysis.calls import (
         argument_at as argument_at,
     )
+    from odelint.analysis.calls import argument_for as argument_for
     from odelint.analysis.calls import (
         calls_within as calls_within,
     )
@@ -142,6 +147,7 @@ if TYPE_CHECKING:
     from odelint.analysis.facts import (
         ModuleClass as ModuleClass,
     )
+    from odelint.analysis.facts import function_wrappers as function_wrappers
     from odelint.analysis.facts import (
         loaded_names as loaded_names,
     )

@@ -77,6 +77,30 @@ def operand_args(call: cst.Call, body: TracedBody) -> list[tuple[str, cst.BaseEx
     return found
 
 
+def splatted_for(call: cst.Call, param: Binding, bound: int = 0) -> list[cst.BaseExpression]:
+    """What may fill a positional parameter that a `*args` hides (`update(*carry, force)`): the
+    starred values, and the positional arguments after the star that can land on it. Empty
+    when the position is known (`argument_for` answers) or the call has no `*args`."""
+    if not param.path or keyword_arg(call, param.name) is not None:
+        return []
+    position = param.path[0] - bound
+    found: list[cst.BaseExpression] = []
+    before, after = 0, None  # positional arguments before the first star; index after it
+    for arg in call.args:
+        if arg.keyword is not None or arg.star == "**":
+            continue
+        if arg.star == "*":
+            after = 0 if after is None else after
+            found.append(arg.value)
+        elif after is None:
+            before += 1
+        else:
+            if before + after <= position:  # the star may hold no element: the earliest it lands
+                found.append(arg.value)
+            after += 1
+    return found if after is not None and position >= before else []
+
+
 def calls_within(node: cst.CSTNode) -> Iterator[cst.Call]:
     """Every call inside `node` (itself included), nested functions too."""
     stack = [node]

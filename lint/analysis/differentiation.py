@@ -89,7 +89,8 @@ class Differentiation(Reach):
         for scope in list(self.facts.index.body_scopes.values()):
             if scope.kind == FUNCTION:
                 for decorator in scope.node.decorators:  # type: ignore[attr-defined]
-                    self._decorator_root(scope.node, decorator.decorator, scope.parent)  # type: ignore[arg-type]
+                    self._decorator_root(scope.node,  # type: ignore[arg-type]
+                                         *self.facts.decorator_value(decorator.decorator, scope.parent or scope))
 
     def _decorator_root(self, function: cst.FunctionDef, decorator: cst.BaseExpression, scope: Scope) -> None:
         qualname = self.facts.qualname(decorator.func if isinstance(decorator, cst.Call) else decorator, scope)
@@ -235,6 +236,7 @@ class Differentiation(Reach):
     def _decorator_modes(self, decorator: cst.BaseExpression, scope: Scope | None) -> tuple[str, ...]:
         if scope is None:
             return ()
+        decorator, scope = self.facts.decorator_value(decorator, scope)
         if isinstance(decorator, cst.Call):
             if self.facts.qualname(decorator.func, scope) == "functools.partial":
                 args = positional_args(decorator, before_star=True)

@@ -183,7 +183,7 @@ class Facts:
             return known[1]
         attribute = cast(cst.Attribute, node)
         base = self.qualname(attribute.value, scope)
-        found = f"{base}.{attribute.attr.value}" if base else None
+        found = jax_api.canonical(f"{base}.{attribute.attr.value}") if base else None
         self._attribute_qualnames[key] = (attribute, found)
         return found
 
@@ -204,7 +204,7 @@ class Facts:
         names = set()
         for binding in bindings:
             if binding.kind == "import":
-                names.add(binding.qualname)
+                names.add(jax_api.canonical(binding.qualname) if binding.qualname else None)
             elif (binding.kind == "assign" and isinstance(binding.value, cst.Name)
                   and binding.value.value == "None"):
                 continue
@@ -247,6 +247,30 @@ class Facts:
 
     def _name_taken(self, name: str) -> bool:
         return any(b.name == name for b in self.index.all_bindings())
+
+    def decorator_value(self, node: cst.BaseExpression, scope: Scope) -> tuple[cst.BaseExpression, Scope]:
+        """What a decorator applies, and the scope to read it in: `@jit_static` after
+        `jit_static = functools.partial(jax.jit, static_argnums=1)` applies that call (a name
+        bound once to a call: a configured transform); any other decorator is itself."""
+        if isinstance(node, cst.Name):
+            bindings = self.lookup(node.value, scope)
+            if (len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path
+                    and isinstance(bindings[0].value, cst.Call)):
+                return bindings[0].value, bindings[0].scope
+        return node, scope
+
+    def local_value(self, name: cst.Name, site: Site) -> tuple[cst.BaseExpression, Site] | None:
+        """The value a local name holds at `site` when its one binding is a plain assignment
+        earlier in the same scope (`r = jnp.sqrt(y)` then `jnp.where(y > 0, r, 0.0)`), with
+        where that value is computed; None otherwise (parameters, loops, reassignments)."""
+        bindings = self.lookup(name.value, site.scope)
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if (binding.kind != "assign" or binding.path or binding.value is None or binding.scope is not site.scope
+                or binding.order >= site.order):
+            return None
+        return binding.value, Site(binding.scope, binding.order)
 
     # -- Equinox modules -----------------------------------------------------------------
 

@@ -108,6 +108,12 @@ def traced_body(qualname: str | None) -> TracedBody | None:
     return traced_bodies().get(qualname or "")
 
 
+def canonical(qualname: str) -> str:
+    """The name an old spelling stands for (`jax.util.partial` -> `functools.partial`), else itself."""
+    aliases: dict[str, str] = _api()["aliases"]
+    return aliases.get(qualname, qualname)
+
+
 @functools.cache
 def callbacks() -> dict[str, Callback]:
     return {name: Callback(name, row["first_arg"], row["differentiable"], row.get("error", ""))
@@ -264,6 +270,11 @@ class Singular:
     exponent: int | None = None         # power: singular unless this is a whole number >= 0
 
 
+def infinite(qualname: str | None) -> bool:
+    """Is `qualname` an infinite constant (`jnp.inf`, `math.inf`)?"""
+    return qualname in _api()["infinite"]["constants"]
+
+
 @functools.cache
 def singular_functions() -> dict[str, Singular]:
     return {name: Singular(name, tuple((lo, hi) for lo, hi in row["bad"]), row["placeholder"],
@@ -276,6 +287,7 @@ def singular(qualname: str | None) -> Singular | None:
 
 
 DIVISION = Singular("/", ((0.0, 0.0),), 1.0, (1,))           # `a / x`: at x == 0
+INFINITE_FACTOR = Singular("* inf", ((-math.inf, math.inf),), 1.0, (0,))  # `x * jnp.inf`: infinite slope everywhere
 _FRACTIONAL_POWER = Singular("**", ((-math.inf, 0.0),), 1.0, (0,))
 _NEGATIVE_POWER = Singular("**", ((0.0, 0.0),), 1.0, (0,))
 

@@ -79,14 +79,14 @@ def decorated(facts: Facts, function: cst.FunctionDef, scope: Scope) -> Jitted |
     """The compiling transform a `def` is decorated with, if any."""
     bound = 1 if scope.kind == CLASS else 0
     for decorator in function.decorators:
-        node = decorator.decorator
+        node, where = facts.decorator_value(decorator.decorator, scope)
         options = node if isinstance(node, cst.Call) else None
-        if options is not None and facts.qualname(options.func, scope) == "functools.partial":
+        if options is not None and facts.qualname(options.func, where) == "functools.partial":
             args = positional_args(options, before_star=True)
             node = args[0].value if args else options
         elif options is not None:
             node = options.func
-        qualname = facts.qualname(node, scope)
+        qualname = facts.qualname(node, where)
         if qualname in COMPILING:
             return Jitted(qualname, _code(node), options, function, bound)
     return None

@@ -10,10 +10,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from odelint.analysis.calls import positional_args
+from odelint.analysis.calls import argument_for, positional_args
 from odelint.analysis.classes import instance_class, method_of
-from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import FUNCTION, LAMBDA, Scope, Site
+from odelint.analysis.facts import Facts, function_wrappers
+from odelint.analysis.scopes import CLASS, FUNCTION, LAMBDA, Scope, Site
 
 if TYPE_CHECKING:
     Function = cst.FunctionDef | cst.Lambda
@@ -27,6 +27,7 @@ class Reach:
         self.reasons: dict[int, str] = {}        # function -> why the context holds there
         self.root_reasons: dict[int, str] = {}   # function reached -> the root reason behind it
         self._never_into = frozenset(never_into)  # callees given these functions run elsewhere
+        self._following: set[int] = set()         # parameters being followed to their callers
 
     def why(self, site: Site) -> str | None:
         """Why the context holds for code at `site` (or in a function around it), else None."""
@@ -56,7 +57,37 @@ class Reach:
             method = method_of(self.facts, cls, node.attr.value) if cls is not None else None
             return (method, 1) if method is not None else None
         function = self.facts.callee(node, scope)
+        if function is None and isinstance(node, cst.Name):
+            return self._passed_function(node, scope)
+        if (function is None and isinstance(node, cst.Call) and node.args and node.args[0].keyword is None
+                and self.facts.qualname(node.func, scope) in function_wrappers()):
+            inner = self.function(node.args[0].value, scope)  # `jax.jit(f)` with `f` a parameter
+            return (inner[0], 0) if inner is not None and inner[1] == 0 else None
         return (function, 0) if function is not None else None
+
+    def _passed_function(self, name: cst.Name, scope: Scope) -> tuple[Function, int] | None:
+        """The one function every call of this file passes for a parameter: `f` in
+        `def hessian(f): return jax.jacfwd(jax.jacrev(f))` after `hessian(final)`."""
+        bindings = self.facts.lookup(name.value, scope)
+        if len(bindings) != 1 or bindings[0].kind != "param" or not bindings[0].path:
+            return None
+        binding = bindings[0]
+        owner = binding.scope.node
+        if not isinstance(owner, cst.FunctionDef) or binding.scope.parent is None or id(binding) in self._following:
+            return None
+        self._following.add(id(binding))
+        try:
+            bound = 1 if binding.scope.parent.kind == CLASS else 0
+            found: tuple[Function, int] | None = None
+            for call, site in self.facts.calls_of(owner):
+                argument = argument_for(call, binding, bound)
+                passed = self.function(argument, site.scope) if argument is not None else None
+                if passed is None or (found is not None and passed != found):
+                    return None  # a call passes something else, or two calls disagree
+                found = passed
+            return found
+        finally:
+            self._following.discard(id(binding))
 
     def spread(self) -> None:
         """Functions that code in the context calls or hands on are in the context too."""

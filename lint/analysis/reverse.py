@@ -34,7 +34,7 @@ class ReverseMode(Reach):
         for scope in list(facts.index.body_scopes.values()):
             if scope.kind == FUNCTION:
                 for decorator in scope.node.decorators:  # type: ignore[attr-defined]
-                    spelled = self._decorator(decorator.decorator, scope.parent or scope)
+                    spelled = self._decorator(*facts.decorator_value(decorator.decorator, scope.parent or scope))
                     if spelled is not None:
                         self._root(scope.node, spelled)
         self.spread()

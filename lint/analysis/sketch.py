@@ -19,6 +19,8 @@ import ast
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
+from odelint.analysis import jax_api
+
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
@@ -150,14 +152,14 @@ class Sketch:
     def _compute_qualnames(self, node: ast.expr) -> Iterator[str]:
         if isinstance(node, ast.Attribute):
             for base in self.qualnames(node.value):
-                yield f"{base}.{node.attr}"
+                yield jax_api.canonical(f"{base}.{node.attr}")
 
     def _name_qualnames(self, name: str) -> frozenset[str]:
         """A name means the same wherever it is used (over the whole file: may say too much)."""
         found = self._by_name.get(name)
         if found is None:
             self._by_name[name] = frozenset()  # guards `a = b; b = a`
-            meanings = set(self._aliases.get(name, ()))
+            meanings = {jax_api.canonical(imported) for imported in self._aliases.get(name, ())}
             for value in self._assigned.get(name, ()):
                 if isinstance(value, (ast.Name, ast.Attribute)):
                     meanings.update(self.qualnames(value))

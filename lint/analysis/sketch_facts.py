@@ -146,14 +146,18 @@ def unhashable_static_argument(sketch: Sketch) -> bool:
 
 def _may_call_static(sketch: Sketch, func: ast.expr, static: set[int]) -> bool:
     """Does calling `func` run a function compiled with static keywords (`jitted_callee`): the
-    options call itself, or a name defined under one as decorator or assigned one?"""
+    options call itself, or a name defined under one as decorator (directly or through a name
+    assigned it: `@jit_static`) or assigned one?"""
     if isinstance(func, ast.Call):
         return id(func) in static
     if not isinstance(func, ast.Name):
         return False
+    decorators = [decorator for function in sketch.defs.get(func.id, ()) if not isinstance(function, ast.Lambda)
+                  for decorator in function.decorator_list]
+    decorators += [value for decorator in decorators if isinstance(decorator, ast.Name)
+                   for value in sketch.assigned(decorator.id)]
     return (any(id(value) in static for value in sketch.assigned(func.id))
-            or any(id(decorator) in static for function in sketch.defs.get(func.id, ())
-                   for decorator in function.decorator_list))
+            or any(id(decorator) in static for decorator in decorators))
 
 
 def _may_be_array_module(sketch: Sketch, cls: ast.ClassDef) -> bool:
@@ -418,7 +422,9 @@ def _may_flag(sketch: Sketch, call: ast.Call) -> bool:
         return False
     regions = None
     for position in (1, 2):
-        for function, inputs in _sketch_singular_uses(sketch, call.args[position]):
+        branch = call.args[position]
+        values = [branch, *(sketch.assigned(branch.id) if isinstance(branch, ast.Name) else ())]
+        for function, inputs in (use for value in values for use in _sketch_singular_uses(sketch, value)):
             if variable in (_dotted(value) for value in inputs):
                 regions = regions or guard(cst.parse_expression(ast.unparse(test)))  # `x OP c`: parses
                 if regions is None:
@@ -446,6 +452,10 @@ def _sketch_singular_uses(sketch: Sketch, node: ast.AST) -> Iterator[tuple[jax_a
                     yield function, [args[i] for i in function.arguments if i < len(args)]
         elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Div):
             yield jax_api.DIVISION, [current.right]
+        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Mult):
+            for factor, other in ((current.left, current.right), (current.right, current.left)):
+                if any(jax_api.infinite(qualname) for qualname in sketch.qualnames(factor)):
+                    yield jax_api.INFINITE_FACTOR, [other]
         elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Pow):
             power = _sketch_power(current.right)
             if power is not None:

@@ -58,6 +58,7 @@ class SketchReach:
         self._chains: dict[int, list[int]] = {}
         self._globals: dict[int, set[str]] = {}  # scope -> the names it declares `global`
         self._dynamic: dict[int, frozenset[str]] = {}
+        self._passed_to: dict[str, list[ast.expr]] | None = None  # parameter name -> arguments of calls
 
     # -- which functions ----------------------------------------------------------------------
 
@@ -162,7 +163,27 @@ class SketchReach:
                 functions.extend(inner for inner in ast.walk(value)
                                  if isinstance(inner, FUNCTIONS) and inner is not value)
                 names |= self.sketch.names_in(value)
+        for value in self._arguments_for(name):  # a parameter: what the calls may pass (`Reach.function`)
+            functions.extend(inner for inner in ast.walk(value) if isinstance(inner, FUNCTIONS))
+            names |= self.sketch.names_in(value)
         return functions, names
+
+    def _arguments_for(self, name: str) -> list[ast.expr]:
+        """Every argument of the calls of functions that have a parameter called `name`."""
+        if self._passed_to is None:
+            by_callee: dict[str, list[ast.expr]] = {}
+            for call in self.sketch.calls:
+                callee = call.func.id if isinstance(call.func, ast.Name) else (
+                    call.func.attr if isinstance(call.func, ast.Attribute) else None)
+                if callee is not None:
+                    by_callee.setdefault(callee, []).extend((*call.args, *(k.value for k in call.keywords)))
+            self._passed_to = {}
+            for callee, functions in self.sketch.defs.items():
+                for function in functions:
+                    arguments = function.args
+                    for param in (*arguments.posonlyargs, *arguments.args):
+                        self._passed_to.setdefault(param.arg, []).extend(by_callee.get(callee, ()))
+        return self._passed_to.get(name, [])
 
     def function_targets(self, node: ast.expr, offset: int = 0) -> Iterator[tuple[FunctionNode, int]]:
         """The functions a value handed to a transform may be, with how many leading parameters
@@ -206,7 +227,12 @@ class SketchReach:
                     yield function
 
     def _decorates(self, decorator: ast.expr, transforms: set[str]) -> bool:
-        return any(self.sketch.qualnames(node) & transforms for node in ast.walk(decorator)
+        """A decorator naming one of the transforms, also through a name bound to a call
+        (`jit_static = partial(jax.jit, static_argnums=1)`, as `Facts.decorator_value` reads it)."""
+        roots = [decorator]
+        if isinstance(decorator, ast.Name):
+            roots += [value for value in self.sketch.assigned(decorator.id) if isinstance(value, ast.Call)]
+        return any(self.sketch.qualnames(node) & transforms for root in roots for node in ast.walk(root)
                    if isinstance(node, (ast.Name, ast.Attribute)))
 
     def _named_functions(self, node: ast.AST) -> Iterator[FunctionNode]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
-from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
+from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args, splatted_for
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site, children_of
@@ -104,7 +104,8 @@ class Tracing(Reach):
             function: cst.FunctionDef = scope.node  # type: ignore[assignment]
             offset = 1 if scope.parent is not None and scope.parent.kind == CLASS else 0
             for decorator in function.decorators:
-                found = self._decorator_transform(decorator.decorator, scope.parent or scope)
+                found = self._decorator_transform(*self.facts.decorator_value(decorator.decorator,
+                                                                               scope.parent or scope))
                 if found is not None:
                     transform, spelled, options = found
                     self._record(function, offset, spelled, transform, options)
@@ -201,9 +202,10 @@ class Tracing(Reach):
                 if self.why(site) is None:
                     continue
                 argument = argument_for(call, binding, bound)
-                origin = self._value_origin(argument, site.scope) if argument is not None else None
-                if origin is not None:
-                    return origin
+                for candidate in [argument] if argument is not None else splatted_for(call, binding, bound):
+                    origin = self._value_origin(candidate, site.scope)
+                    if origin is not None:
+                        return origin
         return None
 
     def _root_traces(self, root: _Root, binding: Binding) -> bool:

@@ -73,15 +73,18 @@ def decorations(facts: Facts, function: cst.FunctionDef, site: Site) -> list[App
     found = []
     for decorator in function.decorators:
         expression = decorator.decorator
-        options = expression if isinstance(expression, cst.Call) else None
-        spelled = expression.func if isinstance(expression, cst.Call) else expression
-        qualname = facts.qualname(spelled, site.scope)
+        applies, where = facts.decorator_value(expression, site.scope)
+        options = applies if isinstance(applies, cst.Call) else None
+        spelled = applies.func if isinstance(applies, cst.Call) else applies
+        qualname = facts.qualname(spelled, where)
         if options is not None and qualname == "functools.partial":
             args = positional_args(options, before_star=True)
             if not args:
                 continue
             spelled = args[0].value
-            qualname = facts.qualname(spelled, site.scope)
+            qualname = facts.qualname(spelled, where)
+        if applies is not expression:
+            spelled = expression  # `@jit_static`: name the decorator as written
         transform = jax_api.transform(qualname)
         if qualname is None or transform is None or transform.calls_now:
             continue

@@ -201,8 +201,8 @@ class NormNanGradientAtZero(Rule):
                 s = jnp.where((diff * diff).sum(-1) > 0, jnp.sqrt(jnp.where((diff * diff).sum(-1) > 0, (diff * diff).sum(-1), 1.0)), 0.0)
                 n = optax.safe_norm(diff, 0.0, axis=-1, keepdims=True)
                 return jnp.sum(r + s) + jnp.sum(n)
-        """, unsafe=True, count=3,
-            span=("7:9-7:46", "8:9-8:40", "9:9-9:54")),  # noqa: E501 - the fixed text is what the fix writes
+        """, unsafe=True, count=3,  # noqa: E501 - the fixed text is what the fix writes
+            span=("7:9-7:46", "8:9-8:40", "9:9-9:54")),
         # the code tests the norm (and a root) against zero itself
         Flag("""
             import jax

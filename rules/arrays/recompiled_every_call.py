@@ -11,6 +11,7 @@ from odelint.analysis import (
     Site,
     decorated,
     enclosing_function,
+    function_wrappers,
     jax_api,
     jitted_callee,
     names_read,
@@ -31,7 +32,7 @@ class RecompiledEveryCall(Rule):
     Flags three ways of compiling again and again:
     - `jax.jit(f)`/`eqx.filter_jit(f)` applied, inside a loop or inside a function called
       in a loop, to a function object created there (a `lambda`, a `functools.partial`, a
-      nested `def`);
+      nested `def`, a transformed function such as `jax.grad(f)` or `jax.vmap(f)`);
     - a `def` decorated with `@jax.jit`/`@eqx.filter_jit` nested in such a loop or function;
     - a Python number that changes every iteration of a `for` loop (its variable over
       `range(...)` or a literal list of numbers, or arithmetic on it) passed to an
@@ -140,6 +141,8 @@ class RecompiledEveryCall(Rule):
             return "a new `lambda`"
         if isinstance(target, cst.Call) and self.facts.qualname(target.func, site.scope) == _PARTIAL:
             return "a new `functools.partial`"
+        if isinstance(target, cst.Call) and self.facts.qualname(target.func, site.scope) in function_wrappers():
+            return f"`{source_of(self.context.module, target)}`, a new function object,"  # `jax.jit(jax.grad(f))`
         if not isinstance(target, cst.Name):
             return None
         bindings = self.facts.lookup(target.value, site.scope)
@@ -148,7 +151,7 @@ class RecompiledEveryCall(Rule):
         binding = bindings[0]
         new = binding.kind == "def" or (binding.kind == "assign" and not binding.path and (
             isinstance(binding.value, cst.Lambda) or isinstance(binding.value, cst.Call)
-            and self.facts.qualname(binding.value.func, site.scope) == _PARTIAL))
+            and self.facts.qualname(binding.value.func, site.scope) in function_wrappers() | {_PARTIAL}))
         if not new or (in_loop and self.facts.loop_at(Site(binding.scope, binding.order)) is None):
             return None
         if not in_loop and site.scope.kind != FUNCTION:
@@ -339,4 +342,63 @@ class RecompiledEveryCall(Rule):
 
                     assert func(x).shape == x.shape
         """),
+        # `jax.grad(loss)` is a new function object each call, as a new lambda is
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def loss(w, x):
+                return jnp.sum((w * x) ** 2)
+
+
+            def gradient_step(w, x):
+                grad_fn = jax.jit(jax.grad(loss))
+                return w - 0.1 * grad_fn(w, x)
+
+
+            w = jnp.ones(3)
+            for x in jnp.ones((100, 3)):
+                w = gradient_step(w, x)
+        """, message="`jax.jit` wraps `jax.grad(loss)`, a new function object, inside `gradient_step`, "
+                     "which is called in a loop", span="10:15-10:38"),
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def loss(w, x):
+                return jnp.sum((w * x) ** 2)
+
+
+            grad_fn = jax.jit(jax.grad(loss))
+
+
+            def gradient_step(w, x):
+                return w - 0.1 * grad_fn(w, x)
+
+
+            w = jnp.ones(3)
+            for x in jnp.ones((100, 3)):
+                w = gradient_step(w, x)
+        """),
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def loss(w, x):
+                return jnp.sum((w * x) ** 2)
+
+
+            def gradient_step(w, x):
+                grad_fn = jax.grad(loss)
+                return w - 0.1 * jax.jit(grad_fn)(w, x)
+
+
+            w = jnp.ones(3)
+            for x in jnp.ones((100, 3)):
+                w = gradient_step(w, x)
+        """, message="`jax.jit` wraps `grad_fn`, a function defined anew on each call, inside `gradient_step`",
+            span="11:22-11:38"),
     )

@@ -205,6 +205,91 @@ class TracedValueInPythonControlFlow(Rule):
                 if x > 0:
                     return bool(x)
         """),
+        # `partial` imported from its old home (jax.util, jax 0.2): still `functools.partial(jax.jit, ...)`
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+            from jax.util import partial
+
+            @partial(jax.jit, static_argnums=(1,))
+            def project(x, radius):
+                if jnp.linalg.norm(x) > radius:
+                    x = x * radius / jnp.linalg.norm(x)
+                return x
+        """, message="`x` is traced: a parameter of `project`, traced by `jax.jit`", span="7:8-7:35"),
+        # a configured jit bound to a name and used as the decorator
+        Flag("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+            jit_static = functools.partial(jax.jit, static_argnames=("training",))
+
+            @jit_static
+            def forward(w, x, training):
+                h = jnp.tanh(w @ x)
+                if h.sum() > 0:
+                    h = h * 0.5
+                return h
+        """, message="`x` is traced: a parameter of `forward`, traced by `jax.jit`", span="10:8-10:19"),
+        Pass("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+            jit_static = functools.partial(jax.jit, static_argnames=("training",))
+
+            @jit_static
+            def forward(w, x, training):
+                h = jnp.tanh(w @ x)
+                if training:
+                    h = h * 0.5
+                return h
+        """),
+        # the scan carry is splatted into the helper's parameters
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def update(position, velocity, force):
+                if jnp.max(jnp.abs(velocity)) > 10.0:
+                    velocity = jnp.clip(velocity, -10.0, 10.0)
+                return position + 0.01 * velocity, velocity + 0.01 * force
+
+
+            def body(carry, force):
+                carry = update(*carry, force)
+                return carry, carry[0]
+
+
+            def simulate(x0, v0, forces):
+                return jax.lax.scan(body, (x0, v0), forces)
+        """, message="`if` on `jnp.max(jnp.abs(velocity)) > 10.0` needs a concrete value, but `carry` is traced",
+            span="6:8-6:41"),
+        # only a module-level constant is splatted into the tested parameter
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            SETTINGS = (0.01, 10.0)
+
+
+            def update(position, velocity, dt, limit):
+                if limit > 5.0:
+                    velocity = jnp.clip(velocity, -limit, limit)
+                return position + dt * velocity, velocity
+
+
+            def body(carry, force):
+                position, velocity = carry
+                carry = update(position, velocity + force, *SETTINGS)
+                return carry, carry[0]
+
+
+            def simulate(x0, v0, forces):
+                return jax.lax.scan(body, (x0, v0), forces)
+        """),
     )
 
 

@@ -223,6 +223,40 @@ class UnhashableStaticArgument(Rule):
             h = eqx.filter_jit(f)
             h([1.0], [2])
         """),
+        # the configured jit is bound to a name first, then used as the decorator
+        Flag("""
+            import functools
+            import jax
+
+            jit_shape = functools.partial(jax.jit, static_argnames=("shape",))
+
+            @jit_shape
+            def init_params(key, shape):
+                return jax.random.normal(key, shape)
+
+            params = init_params(jax.random.PRNGKey(0), shape=[3, 4])
+        """, fixed="""
+            import functools
+            import jax
+
+            jit_shape = functools.partial(jax.jit, static_argnames=("shape",))
+
+            @jit_shape
+            def init_params(key, shape):
+                return jax.random.normal(key, shape)
+
+            params = init_params(jax.random.PRNGKey(0), shape=(3, 4))
+        """, message="a list passed as a static argument of `init_params`", span="10:51-10:57"),
+        Pass("""
+            import jax
+            from jax.util import partial
+
+            @partial(jax.jit, static_argnums=(1,))
+            def init_params(key, shape):
+                return jax.random.normal(key, shape)
+
+            params = init_params(jax.random.PRNGKey(0), (3, 4))
+        """),
     )
 
 

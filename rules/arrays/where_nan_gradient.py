@@ -33,7 +33,10 @@ class WhereNanGradient(Rule):
     with a non-finite derivative (lint/analysis/data/jax_api.toml, `[singular]`) to `x` itself,
     and the inputs where the guard deselects that branch include inputs where that
     derivative is infinite or NaN: `jnp.where(x > 0, jnp.sqrt(x), 0.0)` (the false side
-    holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`. Inputs already guarded by an inner
+    holds x <= 0), `jnp.where(x == 0, 0.0, 1 / x)`; also a product with an infinite
+    constant (`x * jnp.inf`, infinite slope everywhere) and a branch that is a local name
+    assigned such a value on an earlier line (`r = jnp.sqrt(x)`, reported there, no fix).
+    Inputs already guarded by an inner
     `jnp.where` (the double-where pattern), guards that keep the singular inputs
     (`jnp.where(x > 0, 0.0, jnp.sqrt(x))`) and guards it cannot read are not flagged, nor
     is code that is never reverse-differentiated: a Pallas kernel (a function given to
@@ -96,19 +99,30 @@ class WhereNanGradient(Rule):
                 hits = [value for value in inputs if dotted_name(value) == name]
                 if hits and any(region.meets(low, high) for region in deselected for low, high in function.bad):
                     self._flag(cond, position, op, function, hits, site)
+            assigned = self.facts.local_value(branch, site) if isinstance(branch, cst.Name) else None
+            if (not isinstance(branch, cst.Name) or assigned is None
+                    or len(self.facts.lookup(name.split(".")[0], site.scope)) != 1):
+                continue  # the guarded variable must mean the same on both lines
+            for op, function, inputs in self._singular_uses(assigned[0], assigned[1]):  # `r = jnp.sqrt(y)` before
+                hits = [value for value in inputs if dotted_name(value) == name]
+                if hits and any(region.meets(low, high) for region in deselected for low, high in function.bad):
+                    self._flag(cond, position, op, function, hits, site, via=branch.value)
 
     def _flag(self, cond: cst.BaseExpression, position: int, op: cst.CSTNode, function: jax_api.Singular,
-              hits: list[cst.BaseExpression], site: Site) -> None:
+              hits: list[cst.BaseExpression], site: Site, via: str | None = None) -> None:
+        """`via`: the local name the branch reads, assigned the singular value on an earlier line
+        (reported there, without a fix: the name may have other uses the guard would change)."""
         module = self.context.module
         test = source_of(module, cond)
         side = "false" if position == 1 else "true"
         variable = source_of(module, hits[0])
-        self.report(op, f"`{source_of(module, op)}` is still computed where `{test}` is {side}, which includes "
+        held = f" (held by `{via}`, the `jnp.where` branch)" if via else ""
+        fix = None if via else self.fix("Guard the input too (double `jnp.where`)",
+                                        lambda: self._double_where(cond, position, function, hits, site), safe=False)
+        self.report(op, f"`{source_of(module, op)}`{held} is still computed where `{test}` is {side}, which includes "
                         f"inputs where its derivative is infinite or NaN: under differentiation `jnp.where`'s zero "
                         f"cotangent times it makes the gradient NaN (the value is right): feed it "
-                        f"`jnp.where({test}, ...)` of `{variable}` too",
-                    fix=self.fix("Guard the input too (double `jnp.where`)",
-                                 lambda: self._double_where(cond, position, function, hits, site), safe=False))
+                        f"`jnp.where({test}, ...)` of `{variable}` too", fix=fix)
 
     def _double_where(self, cond: cst.BaseExpression, position: int, function: jax_api.Singular,
                       hits: list[cst.BaseExpression], site: Site) -> Edits:
@@ -147,6 +161,10 @@ class WhereNanGradient(Rule):
                     power = _power(current.right)
                     if power is not None:
                         yield current, power, [current.left]
+                elif isinstance(current.operator, cst.Multiply):
+                    for factor, other in ((current.left, current.right), (current.right, current.left)):
+                        if jax_api.infinite(self.facts.qualname(factor, site.scope)):
+                            yield current, jax_api.INFINITE_FACTOR, [other]
             stack.extend(reversed(current.children))
 
     def _variable(self, node: cst.BaseExpression, site: Site) -> bool:
@@ -278,6 +296,69 @@ class WhereNanGradient(Rule):
             def loss(x):
                 return jnp.sum(inverse(x))
         """, unsafe=True, message="`1.0 / x` is still computed where `x == 0` is true", span="5:35-5:42"),
+        # the singular value is computed on the line before and the branch reads its name: no fix
+        # (the name may have other uses)
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            def radius_loss(y):
+                r = jnp.sqrt(y)
+                out = jnp.where(y > 0, r, 0.0)
+                return jnp.sum(out)
+
+            g = jax.grad(radius_loss)(jnp.array([0.0, 1.0]))
+        """, message="`jnp.sqrt(y)` (held by `r`, the `jnp.where` branch) is still computed where `y > 0` is false",
+            span="5:9-5:20"),
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def radius_loss(y):
+                r = jnp.sqrt(jnp.where(y > 0, y, 1.0))
+                out = jnp.where(y > 0, r, 0.0)
+                return jnp.sum(out)
+
+            def shifted(y):
+                r = jnp.sqrt(y)
+                y = y + 1.0
+                return jnp.where(y > 0, r, 0.0)
+
+            g = jax.grad(radius_loss)(jnp.array([0.0, 1.0]))
+        """),
+        # a constant makes the branch's derivative infinite everywhere: `x * jnp.inf`
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def penalty(x):
+                return jnp.sum(jnp.where(x > 1.0, x * jnp.inf, x))
+
+
+            g = jax.grad(penalty)(jnp.array([0.5, 0.25]))
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+
+            def penalty(x):
+                return jnp.sum(jnp.where(x > 1.0, jnp.where(x > 1.0, x, 1.0) * jnp.inf, x))
+
+
+            g = jax.grad(penalty)(jnp.array([0.5, 0.25]))
+        """, unsafe=True, message="`x * jnp.inf` is still computed where `x > 1.0` is false", span="6:39-6:50"),
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+
+            def penalty(x):
+                return jnp.sum(jnp.where(x > 1.0, jnp.inf, x))
+
+
+            g = jax.grad(penalty)(jnp.array([0.5, 0.25]))
+        """),
     )
 
 

@@ -7,12 +7,14 @@ from collections.abc import Sequence
 
 import libcst as cst
 from odelint.analysis import (
+    CLASS,
     FUNCTION,
     LAMBDA,
     Binding,
     Needs,
     Site,
     argument_at,
+    argument_for,
     instance_class,
     jax_api,
     keyword_arg,
@@ -73,7 +75,10 @@ class CustomJvpNondiffArrays(Rule):
     called on a function) with `nondiff_argnums` or `nondiff_argnames`, when a
     non-differentiable argument can carry arrays: a call in this file passes an Equinox
     module, a bound method of one, an `eqx.Partial` / `jax.tree_util.Partial`, a
-    closure over a local of the enclosing function, or an array; or the parameter is
+    closure over a local of the enclosing function, or an array (also when it reaches the
+    call through a helper's parameter); or a tracer (a parameter of a jitted function, whatever
+    its callers pass: always for `custom_vjp`, for `custom_jvp` when the call is also
+    differentiated); or the parameter is
     annotated as a module, `jax.Array`, `eqx.Partial` or a jaxtyping type. Plain functions
     (`jnp.sin`, a module-level `def`) and static Python values are JAX's documented use
     and are not flagged.
@@ -129,7 +134,8 @@ class CustomJvpNondiffArrays(Rule):
     Unsafe, and offered only for a `custom_jvp` decorator whose every use is visible and
     mechanical: the JVP rule registered once with `defjvp` (its leading parameters named
     like the non-differentiable ones) and only direct calls, in this file, outside
-    `__all__`. Callers in other modules would break; arguments moved to keywords are
+    `__all__`, and not for a closure (as a keyword it still carries its tracer). Callers in
+    other modules would break; arguments moved to keywords are
     evaluated in a different order; the rule now receives `None` for tangents of inputs
     that are not differentiated (ODL102 checks that); and if the module's arrays are
     differentiated, Equinox raises `ValueError: Received keyword tangent`, which is loud
@@ -243,7 +249,20 @@ class CustomJvpNondiffArrays(Rule):
                 what = self._carries(value, site) if value is not None else None
                 if what and value is not None:
                     return label, f"receives {what} (`{source_of(self.context.module, value)}`)"
+                traced = self._tracer(definition, value, site) if value is not None else None
+                if traced:
+                    return label, traced
         return None
+
+    def _tracer(self, definition: _Definition, value: cst.BaseExpression, site: Site) -> str | None:
+        """A traced value (a jitted function's parameter is one whatever its callers pass):
+        `custom_vjp` refuses it outright; `custom_jvp` fails once the call is also differentiated."""
+        traced = self.facts.traced_value(value, site)
+        if traced is None or (definition.flavour == "jvp" and self.facts.differentiated_by(site) is None):
+            return None
+        origin = f"`{traced.parameter.name}` is {traced.reason}"
+        source = source_of(self.context.module, value)
+        return f"receives a tracer ({origin if source == traced.parameter.name else f'`{source}`: {origin}'})"
 
     def _annotation_carries(self, annotation: cst.BaseExpression, scope) -> str | None:
         if self.facts.is_module_type(annotation, scope):
@@ -302,6 +321,23 @@ class CustomJvpNondiffArrays(Rule):
             if binding.kind == "param" and binding.annotation is not None:
                 where = binding.scope.parent or binding.scope
                 return self._annotation_carries(binding.annotation, where)
+            if binding.kind == "param":
+                return self._passed_in(binding, depth)
+        return None
+
+    def _passed_in(self, binding: Binding, depth: int) -> str | None:
+        """What a call of this file passes for an unannotated parameter, when it carries arrays
+        (`helper(lambda y: y * t, x)` then `apply(f, x)` inside `helper`)."""
+        function = binding.scope.node
+        if not isinstance(function, cst.FunctionDef) or binding.scope.parent is None:
+            return None
+        bound = 1 if binding.scope.parent.kind == CLASS else 0
+        for call, site in self.facts.calls_of(function):
+            argument = argument_for(call, binding, bound)
+            what = self._carries(argument, site, depth + 1) if argument is not None else None
+            if what and argument is not None:
+                return (f"{what}, passed as `{binding.name}` to `{function.name.value}` "
+                        f"(`{source_of(self.context.module, argument)}`)")
         return None
 
     def _closed_over(self, body: cst.CSTNode, scope) -> str | None:
@@ -333,7 +369,8 @@ class CustomJvpNondiffArrays(Rule):
                 else "custom_vjp raises UnexpectedTracerError once its arrays are traced")
         message = (f"`{name}` is a `jax.custom_{definition.flavour}` whose non-differentiable `{label}` "
                    f"{holds}: {harm}; {advice}")
-        plan = self._fix_plan(definition)
+        # a closure keeps its tracer when passed by keyword too (UnexpectedTracerError): no fix
+        plan = self._fix_plan(definition) if "a closure over" not in holds else None
         fix = None
         if plan is not None:
             fix = self.fix("Rewrite as `eqx.filter_custom_jvp` with the non-differentiable arguments keyword-only",
@@ -691,6 +728,175 @@ class CustomJvpNondiffArrays(Rule):
             apply(eqx.nn.Linear(2, 2, key=None), 1.0)
         """
         ),
+        # a jitted function's parameter is a tracer even though every caller passes a Python float
+        Flag("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+
+            @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+            def clip_gradient(bound, x):
+                return x
+
+
+            def clip_fwd(bound, x):
+                return x, None
+
+
+            def clip_bwd(bound, _, g):
+                return (jnp.clip(g, -bound, bound),)
+
+
+            clip_gradient.defvjp(clip_fwd, clip_bwd)
+
+
+            @jax.jit
+            def loss(w, bound):
+                return jnp.sum(clip_gradient(bound, w) ** 2)
+
+
+            g = jax.grad(loss)(jnp.ones(3), 0.5)
+        """, message="non-differentiable `bound` receives a tracer (`bound` is a parameter of `loss`, "
+                     "traced by `jax.jit`)", span="6:36-6:56"),
+        Flag("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+
+            @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+            def scaled_tanh(scale, x):
+                return jnp.tanh(scale * x)
+
+
+            @scaled_tanh.defjvp
+            def scaled_tanh_jvp(scale, primals, tangents):
+                (x,), (t,) = primals, tangents
+                y = scaled_tanh(scale, x)
+                return y, scale * (1 - y ** 2) * t
+
+
+            @jax.jit
+            def loss(x, scale):
+                return jnp.sum(scaled_tanh(scale, x))
+
+
+            g = jax.grad(loss)(jnp.ones(3), 2.0)
+        """, fixed="""
+            import functools
+            import jax
+            import jax.numpy as jnp
+            import equinox as eqx
+
+
+            @eqx.filter_custom_jvp
+            def scaled_tanh(x, *, scale):
+                return jnp.tanh(scale * x)
+
+
+            @scaled_tanh.def_jvp
+            def scaled_tanh_jvp(primals, tangents, *, scale):
+                (x,), (t,) = primals, tangents
+                y = scaled_tanh(x, scale=scale)
+                return y, scale * (1 - y ** 2) * t
+
+
+            @jax.jit
+            def loss(x, scale):
+                return jnp.sum(scaled_tanh(x, scale=scale))
+
+
+            g = jax.grad(loss)(jnp.ones(3), 2.0)
+        """, unsafe=True, message="receives a tracer (`scale` is a parameter of `loss`, traced by `jax.jit`)",
+            span="6:36-6:56"),
+        # a closure over the outer rule's tangent, handed over through a helper's parameter: no fix
+        # (as a keyword it would keep its tracer too)
+        Flag("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+
+            @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+            def apply(f, y):
+                return f(y)
+
+
+            @apply.defjvp
+            def apply_jvp(f, primals, tangents):
+                return jax.jvp(f, primals, tangents)
+
+
+            def damped(f, y):
+                return 0.5 * apply(f, y)
+
+
+            @jax.custom_jvp
+            def softplus(x):
+                return jnp.logaddexp(x, 0.0)
+
+
+            @softplus.defjvp
+            def softplus_jvp(primals, tangents):
+                (x,), (t,) = primals, tangents
+                return softplus(x), damped(lambda y: jax.nn.sigmoid(y) * t, x)
+        """, message="receives a closure over `t`, passed as `f` to `damped`", span="6:36-6:56"),
+        # the bound is static; the custom_jvp is traced but never differentiated
+        Pass("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+
+            @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+            def clip_gradient(bound, x):
+                return x
+
+
+            def clip_fwd(bound, x):
+                return x, None
+
+
+            def clip_bwd(bound, _, g):
+                return (jnp.clip(g, -bound, bound),)
+
+
+            clip_gradient.defvjp(clip_fwd, clip_bwd)
+
+
+            @functools.partial(jax.jit, static_argnums=1)
+            def loss(w, bound):
+                return jnp.sum(clip_gradient(bound, w) ** 2)
+
+
+            g = jax.grad(loss)(jnp.ones(3), 0.5)
+        """),
+        Pass("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+
+            @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+            def scaled_tanh(scale, x):
+                return jnp.tanh(scale * x)
+
+
+            @scaled_tanh.defjvp
+            def scaled_tanh_jvp(scale, primals, tangents):
+                (x,), (t,) = primals, tangents
+                y = scaled_tanh(scale, x)
+                return y, scale * (1 - y ** 2) * t
+
+
+            @jax.jit
+            def loss(x, scale):
+                return jnp.sum(scaled_tanh(scale, x))
+
+
+            y = loss(jnp.ones(3), 2.0)
+        """),
     )
 
 

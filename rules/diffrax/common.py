@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 import libcst as cst
-from odelint.analysis import Facts, Scope, Site, argument_at, calls_within, jax_api, keyword_arg, literals
+from odelint.analysis import Facts, Scope, Site, argument_at, built_by, calls_within, jax_api, keyword_arg, literals
 
 
 def api() -> dict[str, Any]:
@@ -29,6 +29,11 @@ class Setting:
     call: cst.Call | None
     given: bool
     scope: Scope | None = None  # where the names in `call` resolve
+    via: str | None = None      # the parameter it crossed: "passed as `solver` to `integrate`"
+
+    def origin(self) -> str:
+        """` (passed as `solver` to `integrate`)` when the value crossed a call, else nothing."""
+        return f" ({self.via})" if self.via else ""
 
     def keyword(self, name: str) -> cst.BaseExpression | None:
         arg = keyword_arg(self.call, name) if self.call is not None else None
@@ -53,10 +58,11 @@ class Solve:
         arg = self.argument(name)
         if arg is None:
             return Setting(default, None, False)
-        built = constructed(self.facts, arg.value, self.site.scope)
-        qualname = self.facts.qualname(built[0].func, built[1]) if built is not None else None
-        return Setting(qualname, built[0] if built is not None and qualname else None, True,
-                       built[1] if built else None)
+        built = built_by(self.facts, arg.value, self.site.scope)
+        qualname = self.facts.qualname(built.call.func, built.scope) if built is not None else None
+        if built is None or not qualname:
+            return Setting(qualname, None, True, built.scope if built else None)
+        return Setting(qualname, built.call, True, built.scope, built.via)
 
     def is_none(self, name: str) -> bool:
         """Is the argument passed as the literal `None`?"""
@@ -91,17 +97,10 @@ class Solve:
         return None
 
 
-def constructed(facts: Facts, node: cst.BaseExpression, scope: Scope, seen: frozenset[int] = frozenset()
-                ) -> tuple[cst.Call, Scope] | None:
-    """The call that builds a value (the expression itself, or the one assignment of a
-    name), and the scope its names resolve in."""
-    if isinstance(node, cst.Call):
-        return node, scope
-    if isinstance(node, cst.Name) and id(node) not in seen:
-        bindings = facts.lookup(node.value, scope)
-        if len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path and bindings[0].value:
-            return constructed(facts, bindings[0].value, bindings[0].scope, seen | {id(node)})
-    return None
+def constructed(facts: Facts, node: cst.BaseExpression, scope: Scope) -> tuple[cst.Call, Scope] | None:
+    """The call that builds a value (odelint.analysis.built), and the scope its names resolve in."""
+    built = built_by(facts, node, scope)
+    return (built.call, built.scope) if built is not None else None
 
 
 def is_truthy_literal(node: cst.BaseExpression) -> bool:

@@ -120,7 +120,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
         if (FORWARD in stack and solver.call is not None and solver.qualname in api()["solvers"]["staged"]
                 and not _bounded(solver)):
             how = (f"forward over reverse (as `jax.hessian` does) with the solver "
-                   f"`{source_of(self.context.module, solver.call)}`, whose default stage scan does not allow it")
+                   f"`{source_of(self.context.module, solver.call)}`{solver.origin()}, whose default stage scan "
+                   f"does not allow it")
             return how, _CUSTOM_VJP, "build the solver with `scan_kind=\"bounded\"`"
         return None
 
@@ -250,6 +251,88 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
             jax.grad(once)(1.0)
             jax.jit(jax.vmap(once))(1.0)
             diffrax.diffeqsolve(term, diffrax.Euler(), 0.0, 1.0, 0.1, 1.0)
+        """),
+        # the solver is built by the caller and reaches the solve through a helper's parameter
+        Flag("""
+            import diffrax
+            import jax
+            import jax.numpy as jnp
+
+
+            def vector_field(t, y, a):
+                return -a * y
+
+
+            def solve(a, solver):
+                term = diffrax.ODETerm(vector_field)
+                return diffrax.diffeqsolve(term, solver, 0.0, 1.0, 0.1, 1.0, args=a).ys[-1]
+
+
+            def final(a):
+                return solve(a, diffrax.Tsit5())
+
+
+            hess = jax.jacfwd(jax.jacrev(final))(1.0)
+        """, message="with the solver `diffrax.Tsit5()` (passed as `solver` to `solve`), whose default stage scan",
+            span="12:12-12:31"),
+        Pass("""
+            import diffrax
+            import jax
+            import jax.numpy as jnp
+
+
+            def vector_field(t, y, a):
+                return -a * y
+
+
+            def solve(a, solver):
+                term = diffrax.ODETerm(vector_field)
+                return diffrax.diffeqsolve(term, solver, 0.0, 1.0, 0.1, 1.0, args=a).ys[-1]
+
+
+            def final(a):
+                return solve(a, diffrax.Tsit5(scan_kind="bounded"))
+
+
+            hess = jax.jacfwd(jax.jacrev(final))(1.0)
+        """),
+        # the Hessian is built in a helper around the function it is given
+        Flag("""
+            import diffrax
+            import jax
+            import jax.numpy as jnp
+
+            term = diffrax.ODETerm(lambda t, y, a: -a * y)
+
+
+            def final(a):
+                return diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.1, 1.0, args=a).ys[-1]
+
+
+            def hessian(f):
+                return jax.jacfwd(jax.jacrev(f))
+
+
+            hess = hessian(final)(1.0)
+        """, message="differentiated forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`",
+            span="9:12-9:31"),
+        Pass("""
+            import diffrax
+            import jax
+            import jax.numpy as jnp
+
+            term = diffrax.ODETerm(lambda t, y, a: -a * y)
+
+
+            def final(a):
+                return diffrax.diffeqsolve(term, diffrax.Tsit5(scan_kind="bounded"), 0.0, 1.0, 0.1, 1.0, args=a).ys[-1]
+
+
+            def hessian(f):
+                return jax.jacfwd(jax.jacrev(f))
+
+
+            hess = hessian(final)(1.0)
         """),
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import Needs, Site, argument_at, source_of
+from odelint.analysis import Needs, Site, argument_at, built_by, method_call, source_of
 from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api
 
@@ -14,7 +14,9 @@ class ImplicitSolverWithoutTolerances(Rule):
     ## What it does
     Flags `diffrax.diffeqsolve` with an implicit solver (`ImplicitEuler`, `Kvaerno3/4/5`,
     `KenCarp3/4/5`, `Sil3`) built without a `root_finder`, when the step-size controller
-    is fixed: absent (so `ConstantStepSize()`), `ConstantStepSize()` or `StepTo(...)`.
+    is fixed: absent (so `ConstantStepSize()`), `ConstantStepSize()` or `StepTo(...)`; and
+    such a solver stepped by hand (`solver.step(...)`, no controller at all). The solver may
+    reach the solve or the step through a helper's parameters.
 
     ## Why is this bad?
     An implicit step solves a nonlinear system with a root finder, and the default root
@@ -25,6 +27,8 @@ class ImplicitSolverWithoutTolerances(Rule):
         solver, but the tolerances for the implicit solver have not been specified.
         (Being unspecified is the default in Diffrax.)
 
+    Stepped by hand, the tolerances stay unset and the step fails inside the root finder
+    (diffrax 0.7.2): `RuntimeError: Type of `other` not understood.`
     (diffrax#633, #439, #654.)
 
     ## Example
@@ -50,24 +54,27 @@ class ImplicitSolverWithoutTolerances(Rule):
     name = "implicit-solver-without-tolerances"
     summary = "An implicit solver with a constant step and no root-finder tolerances"
     triggers = (("diffeqsolve", "ImplicitEuler"), ("diffeqsolve", "Kvaerno"), ("diffeqsolve", "KenCarp"),
-                ("diffeqsolve", "Sil3"))
+                ("diffeqsolve", "Sil3"), ("step", "ImplicitEuler"), ("step", "Kvaerno"), ("step", "KenCarp"),
+                ("step", "Sil3"))
     fixtures = "tests/fixtures/ODL803"
 
     @classmethod
     def callees(cls) -> Callees:
-        return Callees(names=frozenset({DIFFEQSOLVE}))
+        return Callees(names=frozenset({DIFFEQSOLVE}), methods=frozenset({"step"}))
 
-    needs = Needs.calls_to(DIFFEQSOLVE)
+    # a solve, or an implicit solver built (and maybe stepped by hand)
+    needs = Needs.calls_to(DIFFEQSOLVE) | Needs.calls_to(*api()["solvers"]["implicit"])
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
+        receiver = method_call(node, "step")
+        if receiver is not None:
+            self._manual_step(node, receiver, site)
+            return
         solve = Solve.of(self.facts, node, site)
         if solve is None:
             return
         solver = solve.solver()
-        implicit = api()["solvers"]["implicit"]
-        if solver.call is None or solver.qualname not in implicit:
-            return
-        if argument_at(solver.call, "root_finder", implicit[solver.qualname]) is not None:
+        if solver.call is None or not _without_root_finder(solver.qualname, solver.call):
             return
         controller = solve.controller()
         if controller.qualname not in api()["controllers"]["fixed"]:
@@ -76,11 +83,27 @@ class ImplicitSolverWithoutTolerances(Rule):
                 else "the default `ConstantStepSize()`")
         self.report(
             solve.argument("solver").value,  # type: ignore[union-attr]
-            f"the implicit solver `{source_of(self.context.module, solver.call)}` runs with a fixed step "
-            f"({step}) and its root finder has no tolerances: diffrax raises `ValueError: A fixed step size "
+            f"the implicit solver `{source_of(self.context.module, solver.call)}`{solver.origin()} runs with a "
+            f"fixed step ({step}{', ' + controller.via if controller.via else ''}) and its root finder has no "
+            f"tolerances: diffrax raises `ValueError: A fixed step size "
             f"controller is being used alongside an implicit solver, but the tolerances for the implicit "
             f"solver have not been specified.`; pass `stepsize_controller=diffrax.PIDController(rtol=..., "
             f"atol=...)`, or `root_finder=diffrax.VeryChord(rtol=..., atol=...)` to the solver",
+        )
+
+    def _manual_step(self, node: cst.Call, receiver: cst.BaseExpression, site: Site) -> None:
+        """`solver.step(...)` by hand: no controller ever hands the root finder tolerances."""
+        built = built_by(self.facts, receiver, site.scope)
+        qualname = self.facts.qualname(built.call.func, built.scope) if built is not None else None
+        if built is None or not _without_root_finder(qualname, built.call):
+            return
+        origin = f" ({built.via})" if built.via else ""
+        self.report(
+            node.func,
+            f"`{source_of(self.context.module, node.func)}` steps the implicit solver "
+            f"`{source_of(self.context.module, built.call)}`{origin} by hand, outside `diffeqsolve`, so no "
+            f"step-size controller gives its root finder tolerances: diffrax raises `RuntimeError: Type of "
+            f"`other` not understood.`; pass `root_finder=diffrax.VeryChord(rtol=..., atol=...)` to the solver",
         )
 
     examples = (
@@ -122,4 +145,92 @@ class ImplicitSolverWithoutTolerances(Rule):
                 diffrax.diffeqsolve(term, solver, 0.0, 1.0, 0.1, 1.0)
                 diffrax.diffeqsolve(term, diffrax.Kvaerno5(), 0.0, 1.0, 0.1, 1.0, stepsize_controller=controller)
         """),
+        # the solver reaches a helper's parameter; stepped by hand (`solver.step`), no controller
+        # ever gives the root finder tolerances
+        Flag("""
+            import diffrax
+            import jax.numpy as jnp
+
+
+            def vector_field(t, y, args):
+                return -args * y
+
+
+            def integrate(term, solver, y0, dt):
+                state = solver.init(term, 0.0, dt, y0, 2.0)
+                t, y = jnp.array(0.0), y0
+                for _ in range(10):
+                    y, _, _, state, _ = solver.step(term, t, t + dt, y, 2.0, state, made_jump=False)
+                    t = t + dt
+                return y
+
+
+            y = integrate(diffrax.ODETerm(vector_field), diffrax.Kvaerno5(), jnp.array(1.0), 0.1)
+
+
+            def fixed_step_solve(solver, controller):
+                return diffrax.diffeqsolve(diffrax.ODETerm(vector_field), solver, 0.0, 1.0, 0.01, 1.0, args=2.0,
+                                           stepsize_controller=controller)
+
+
+            fixed_step_solve(diffrax.ImplicitEuler(), diffrax.ConstantStepSize())
+        """, count=2, message="`solver.step` steps the implicit solver `diffrax.Kvaerno5()` (passed as `solver` to "
+                              "`integrate`) by hand", span=("13:29-13:40", "22:63-22:69")),
+        Pass("""
+            import diffrax
+            import jax.numpy as jnp
+
+
+            def vector_field(t, y, args):
+                return -args * y
+
+
+            def integrate(term, solver, y0, dt):
+                state = solver.init(term, 0.0, dt, y0, 2.0)
+                t, y = jnp.array(0.0), y0
+                for _ in range(10):
+                    y, _, _, state, _ = solver.step(term, t, t + dt, y, 2.0, state, made_jump=False)
+                    t = t + dt
+                return y
+
+
+            chord = diffrax.VeryChord(rtol=1e-8, atol=1e-8)
+            y = integrate(diffrax.ODETerm(vector_field), diffrax.Kvaerno5(root_finder=chord), jnp.array(1.0), 0.1)
+
+
+            def fixed_step_solve(solver, controller):
+                return diffrax.diffeqsolve(diffrax.ODETerm(vector_field), solver, 0.0, 1.0, 0.01, 1.0, args=2.0,
+                                           stepsize_controller=controller)
+
+
+            fixed_step_solve(diffrax.ImplicitEuler(), diffrax.PIDController(rtol=1e-6, atol=1e-6))
+        """),
+        Pass("""
+            import diffrax
+            import jax.numpy as jnp
+
+
+            def vector_field(t, y, args):
+                return -args * y
+
+
+            def integrate(term, solver, y0, dt):
+                state = solver.init(term, 0.0, dt, y0, 2.0)
+                t, y = jnp.array(0.0), y0
+                for _ in range(10):
+                    y, _, _, state, _ = solver.step(term, t, t + dt, y, 2.0, state, made_jump=False)
+                    t = t + dt
+                return y
+
+
+            y = integrate(diffrax.ODETerm(vector_field), diffrax.Tsit5(), jnp.array(1.0), 0.1)
+
+        """),
     )
+
+
+def _without_root_finder(qualname: str | None, call: cst.Call) -> bool:
+    """Is `call` an implicit solver built without a `root_finder` (the model's diffrax table)?"""
+    implicit = api()["solvers"]["implicit"]
+    return qualname in implicit and argument_at(call, "root_finder", implicit[qualname]) is None
+
