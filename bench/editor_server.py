@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from editor import buffer, edit_site  # noqa: E402 - the same buffer and edits as the in-process bench
 
-URI = "file:///bench/buffer.py"
+URI = "file:///project/train.py"  # not under bench/: key reuse in benchmarks is quiet by design
 
 
 class Client:

@@ -174,6 +174,11 @@ def square_root(qualname: str | None) -> bool:
     return qualname in _api()["norms"]["roots"]
 
 
+def norm_functions() -> list[str]:
+    """The Euclidean norms and square roots, whose derivative is 0/0 where the argument is zero."""
+    return [*_api()["norms"]["euclidean"], *_api()["norms"]["roots"]]
+
+
 def safe_norm() -> str:
     """The norm with a finite gradient at zero (`optax.safe_norm`)."""
     return str(_api()["norms"]["safe"])

@@ -69,7 +69,8 @@ class KeyUses:
         self.constant_keys_in_loops: list[cst.Call] = []
         self.drawn_constant_keys: set[int] = set()  # constant keys in loops that a jax.random call receives
         # tests and benchmarks make inputs and compare key derivations: their reuse is throwaway
-        self._in_test = bool(facts.path) and (is_test_module(facts.path) or is_benchmark_file(facts.path))  # type: ignore[arg-type]
+        # a test or benchmark: fixed keys there are reproducible inputs, not independent draws
+        self.in_test = bool(facts.path) and (is_test_module(facts.path) or is_benchmark_file(facts.path))  # type: ignore[arg-type]
         self._consumed_parameters: dict[int, set[str]] | None = None
         self._from_split: set[str] = set()       # names bound by `a, b = split(...)`: a key stream
         self._constant_names: dict[str, int] = {}  # name -> the constant key call it holds
@@ -252,7 +253,7 @@ class KeyUses:
             reuse = self.reuses[position]
             if not reuse.in_loop or reuse.first is not reuse.second or reuse.deliberate is not None:
                 continue
-            why = ("test or benchmark inputs made from one key" if self._in_test else
+            why = ("test or benchmark inputs made from one key" if self.in_test else
                    "one key for every case of the loop (common random numbers across its cases)"
                    if not self._repeats[-1] or targets & _mentioned(reuse.second) else
                    "a fixed key beside a key split afresh on every iteration" if fresh else None)
@@ -358,7 +359,7 @@ class KeyUses:
     def _deliberate(self, name: str, first: tuple[cst.Call, str], second: tuple[cst.Call, str]) -> str | None:
         """Why using the key of `name` again looks intended, or None when it is a bug."""
         (first_call, first_how), (second_call, second_how) = first, second
-        if self._in_test:
+        if self.in_test:
             return "test or benchmark inputs made from one key: correlated on purpose or harmlessly"
         if first_how == SPLIT:
             return None  # the key was handed out as subkeys: later draws repeat theirs

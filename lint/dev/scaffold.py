@@ -68,7 +68,7 @@ RULE = '''"""{code}: TODO one line: the hazard this rule finds."""
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis.scopes import Site
+from odelint.analysis import Needs, Site
 from odelint.api.rule import Flag, Pass, Rule
 
 
@@ -105,11 +105,15 @@ class {cls}(Rule):
     # Name what the hazard cannot be written without, e.g. (("optax", "init"),).
     triggers = (("TODO",),)
     fixtures = "tests/fixtures/{code}"
+    # What a file must contain for the rule to fire (evaluated by the engine on CPython's ast,
+    # before LibCST parses anything): e.g. Needs.calls_to(...) & Needs.may_hold_modules().
+    # Needs.fact(...) names a Sketch fact of lint/analysis/sketch_facts.py.
+    needs = Needs.calls_to("TODO.qualified.name")
     # fix_safety = Safety.SAFE  # (from odelint.api.finding) the best fix the rule offers, if any
     examples = (
         Flag("""
             TODO: code the rule must flag (one finding; `count=` for more)
-        """),
+        """),  # then `python tests/example_spans.py` states where it is reported (`span=`)
         Pass("""
             TODO: code that looks alike but is right: the rule must stay quiet
         """),

@@ -381,7 +381,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         result.findings.extend(rule.findings)
     if result.findings:
         try:
-            _locate(module, source, result.findings, _tops(index, result.findings, visited_at), parser)
+            _locate(module, source, result.findings, *_tops(index, result.findings, visited_at), parser)
         except RecursionError:
             raise _TooDeep from None
         result.findings = _respect_intent(result.findings, facts, source, rules, frozen)
@@ -419,26 +419,41 @@ class CallIndex:
         return sorted(unique.values(), key=lambda call: call[1].order)
 
 
-def _tops(index: ScopeIndex, findings: list[Finding], visited_at: dict[int, int]) -> list[int | None]:
+class _Tops:
+    """The top-level statement of nodes the traversal indexed, from their order (the map of
+    nodes to orders is built only if some finding needs it)."""
+
+    def __init__(self, index: ScopeIndex) -> None:
+        self._index = index
+        self._orders: dict[int, int] | None = None
+
+    def of(self, node: cst.CSTNode | None) -> int | None:
+        if node is None:
+            return None
+        if self._orders is None:
+            self._orders = {id(each): site.order for nodes in self._index.nodes.values() for each, site in nodes}
+        return self._index.top_of(self._orders.get(id(node)))
+
+
+def _tops(index: ScopeIndex, findings: list[Finding], visited_at: dict[int, int]) -> tuple[list[int | None], _Tops]:
     """The top-level statement of each finding's node: that of the node being visited when it
     was reported, else (a finding made after the visit, in `finish`) that of the node itself
-    when the traversal indexed it."""
+    when the traversal indexed it; and the lookup, for related locations."""
+    lookup = _Tops(index)
     tops = [index.top_of(visited_at.get(id(finding))) for finding in findings]
-    if None in tops:
-        orders = {id(node): site.order for nodes in index.nodes.values() for node, site in nodes}
-        tops = [top if top is not None or finding.node is None else index.top_of(orders.get(id(finding.node)))
-                for top, finding in zip(tops, findings, strict=True)]
-    return tops
+    tops = [top if top is not None else lookup.of(finding.node) for top, finding in zip(tops, findings, strict=True)]
+    return tops, lookup
 
 
-def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None],
+def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None], lookup: _Tops,
             parser: IncrementalParser | None) -> None:
     """Positions are computed only for files that have findings, and only around them (and
-    around the related locations findings name: their statement is searched for)."""
+    around the related locations findings name)."""
     located = [(finding, node, top) for finding, top in zip(findings, tops, strict=True)
                if (node := finding.node) is not None]
     wanted: list[tuple[cst.CSTNode, int | None]] = [(node, top) for _, node, top in located]
-    wanted += [(related.node, None) for finding in findings for related in finding.related if related.node]
+    wanted += [(related.node, lookup.of(related.node)) for finding in findings for related in finding.related
+               if related.node]
     if parser is None:
         positions = locate(module, source, wanted)
     else:

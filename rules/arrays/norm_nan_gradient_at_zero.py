@@ -15,7 +15,7 @@ from odelint.analysis import (
     tested_for_zero,
 )
 from odelint.api.finding import Edits, Replace, Safety
-from odelint.api.rule import FileContext, Flag, Pass, Rule
+from odelint.api.rule import Callees, FileContext, Flag, Pass, Rule
 
 _NORM_KEYWORDS = frozenset({"axis", "keepdims"})
 
@@ -74,6 +74,10 @@ class NormNanGradientAtZero(Rule):
     fixtures = "tests/fixtures/ODL713"
 
     needs = Needs.fact("differentiated_code")
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset(jax_api.norm_functions()))
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis import Needs, Site, jax_api, module_with_invalid_leaf, operand_args, positional_args, source_of
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 
 CARRIERS = tuple(name for name, body in jax_api.traced_bodies().items() if body.operands or body.operands_from)
 
@@ -61,6 +61,10 @@ class ModuleOperandInControlFlow(Rule):
     fixtures = "tests/fixtures/ODL402"
 
     needs = Needs.may_hold_modules() & Needs.calls_to(*CARRIERS)
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset(CARRIERS))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope)

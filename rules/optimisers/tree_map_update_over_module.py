@@ -17,7 +17,7 @@ from odelint.analysis import (
     positional_args,
     source_of,
 )
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 
 
 class TreeMapUpdateOverModule(Rule):
@@ -71,6 +71,10 @@ class TreeMapUpdateOverModule(Rule):
     fixtures = "tests/fixtures/ODL205"
 
     needs = Needs.may_hold_modules() & Needs.calls_to(*jax_api.tree_maps())
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(names=frozenset(jax_api.tree_maps()))
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         trees = self._mapped_trees(node.value, site)
