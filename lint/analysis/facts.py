@@ -24,7 +24,7 @@ from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex,
 from odelint.api.finding import NeedImport
 
 T = TypeVar("T")
-Node = TypeVar("Node", bound=cst.CSTNode)
+Node = TypeVar("Node", bound="cst.CSTNode")
 
 if TYPE_CHECKING:
     from odelint.analysis.differentiation import Differentiation

@@ -23,7 +23,7 @@ import libcst as cst
 
 MODULE, FUNCTION, CLASS, LAMBDA, COMPREHENSION = "module", "function", "class", "lambda", "comprehension"
 
-_Node = typing.TypeVar("_Node", bound=cst.CSTNode)
+_Node = typing.TypeVar("_Node", bound="cst.CSTNode")
 
 
 @dataclasses.dataclass(eq=False)

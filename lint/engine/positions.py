@@ -25,7 +25,7 @@ from odelint.analysis.scopes import children_of
 if TYPE_CHECKING:
     from libcst.metadata import CodeRange
 
-Ranges = dict[cst.CSTNode, "CodeRange"]
+Ranges = dict["cst.CSTNode", "CodeRange"]  # (strings: LibCST is loaded on first use, not on import)
 
 
 class StatementPositions:
@@ -84,8 +84,7 @@ def _ast_statements(module: cst.Module, source: str) -> list[ast.stmt] | None:
     return _first_ast_statements(module.body, tree.body)
 
 
-_BLOCKS = (cst.ClassDef, cst.FunctionDef)
-Chain = list[tuple[cst.ClassDef | cst.FunctionDef, int]]  # (class or function, index in its body)
+Chain = list[tuple["cst.ClassDef | cst.FunctionDef", int]]  # (class or function, index in its body)
 
 
 def _body(owner: cst.ClassDef | cst.FunctionDef) -> Sequence[cst.BaseStatement]:
@@ -103,7 +102,7 @@ def _innermost(statement: cst.CSTNode, nodes: set[int]) -> dict[int, Chain]:
         current, chain = stack.pop()
         if id(current) in nodes:
             chains[id(current)] = chain
-        block = current if isinstance(current, _BLOCKS) else None
+        block = current if isinstance(current, (cst.ClassDef, cst.FunctionDef)) else None
         body = block.body if block is not None else None
         for child in children_of(current):
             if block is not None and child is body and isinstance(body, cst.IndentedBlock):
