@@ -42,11 +42,11 @@ DOOR: dict[str, tuple[str, ...]] = {
     "keys": ("key_uses",),
     "leaves": ("InvalidLeaf", "filtered_source", "module_with_invalid_leaf"),
     "literals": ("number",),
-    "loops": ("names_read", "over_configurations"),
+    "loops": ("over_configurations",),
     "needs": ("Need", "Needs"),
     "reach": ("enclosing_function",),
     "reverse": ("reverse_differentiated_by",),
-    "scopes": ("CLASS", "FUNCTION", "LAMBDA", "Binding", "Scope", "Site", "dotted_name"),
+    "scopes": ("CLASS", "FUNCTION", "LAMBDA", "Binding", "Scope", "Site", "dotted_name", "names_read"),
     "transformed": ("Application",),
     "undifferentiated": ("never_differentiated",),
     "zeros": ("pairwise_difference", "squared_pairwise_difference", "tested_for_zero"),
@@ -178,7 +178,6 @@ if TYPE_CHECKING:
         module_with_invalid_leaf as module_with_invalid_leaf,
     )
     from odelint.analysis.literals import number as number
-    from odelint.analysis.loops import names_read as names_read
     from odelint.analysis.loops import over_configurations as over_configurations
     from odelint.analysis.needs import Need as Need
     from odelint.analysis.needs import Needs as Needs
@@ -205,6 +204,7 @@ if TYPE_CHECKING:
     from odelint.analysis.scopes import (
         dotted_name as dotted_name,
     )
+    from odelint.analysis.scopes import names_read as names_read
     from odelint.analysis.transformed import Application as Application
     from odelint.analysis.undifferentiated import never_differentiated as never_differentiated
     from odelint.analysis.zeros import (

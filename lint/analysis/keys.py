@@ -40,7 +40,7 @@ from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.project import is_benchmark_file, is_test_module
-from odelint.analysis.scopes import FUNCTION, Scope, children_of
+from odelint.analysis.scopes import FUNCTION, Scope, children_of, names_read, target_names
 
 SPLIT, DRAW, PASS = "split", "draw", "pass"  # how a call consumes a key
 _SPLIT = "jax.random.split"
@@ -209,7 +209,7 @@ class KeyUses:
     def _note_binding(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         """Remember names bound by `a, b = split(...)` (a key stream the function manages) and
         names holding a constant key; a split assigned in a loop gives it a fresh key."""
-        names = _names(target)
+        names = target_names(target)
         split = isinstance(value, cst.Call) and self._qualname(value) == _SPLIT
         if split and self._loop_splits:
             self._loop_splits[-1] = True
@@ -236,7 +236,7 @@ class KeyUses:
         fresh = self._loop_splits.pop()
         if self._loop_splits and fresh:
             self._loop_splits[-1] = True
-        targets = set(_names(node.target)) if isinstance(node, cst.For) else set()
+        targets = set(target_names(node.target)) if isinstance(node, cst.For) else set()
         self._judge_loop(found, targets, fresh)
         self._repeats.pop()
         after = _merge([state, first, second])
@@ -255,7 +255,7 @@ class KeyUses:
                 continue
             why = ("test or benchmark inputs made from one key" if self.in_test else
                    "one key for every case of the loop (common random numbers across its cases)"
-                   if not self._repeats[-1] or targets & _mentioned(reuse.second) else
+                   if not self._repeats[-1] or targets & names_read(*(arg.value for arg in reuse.second.args)) else
                    "a fixed key beside a key split afresh on every iteration" if fresh else None)
             self.reuses[position] = dataclasses.replace(reuse, deliberate=why)
 
@@ -307,7 +307,7 @@ class KeyUses:
             clause: cst.CompFor | None = node.for_in
             while clause is not None:
                 _rebind(clause.target, inner)
-                targets.update(_names(clause.target))
+                targets.update(target_names(clause.target))
                 if clause is not node.for_in:
                     self._expression(clause.iter, inner)
                 for condition in clause.ifs:
@@ -411,29 +411,6 @@ def _constant(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.UnaryOperation):
         return _constant(node.expression)
     return isinstance(node, (cst.BaseNumber, cst.BaseString))
-
-
-def _mentioned(call: cst.Call) -> set[str]:
-    """The names a call's arguments read."""
-    found: set[str] = set()
-    pending: list[cst.CSTNode] = [arg.value for arg in call.args]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, cst.Name):
-            found.add(node.value)
-        else:
-            pending.extend(children_of(node))
-    return found
-
-
-def _names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names(target.value)
-    return []
 
 
 def _rebind(target: cst.BaseExpression, state: State) -> None:

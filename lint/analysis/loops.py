@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis.facts import Facts, Kind
-from odelint.analysis.scopes import Site, children_of
+from odelint.analysis.scopes import Site, target_names
 
 _GRIDS = frozenset({"itertools.product", "itertools.combinations", "itertools.permutations"})
 
@@ -20,7 +20,7 @@ def over_configurations(facts: Facts, loop: cst.For | cst.While, site: Site) -> 
     one shape is not one."""
     if not isinstance(loop, cst.For) or not _configurations(facts, loop.iter, site):
         return frozenset()
-    return frozenset(_target_names(loop.target))
+    return frozenset(target_names(loop.target))
 
 
 def _configurations(facts: Facts, iterable: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
@@ -39,24 +39,3 @@ def _configurations(facts: Facts, iterable: cst.BaseExpression, site: Site, dept
     if isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip") and qualname is None:
         return any(_configurations(facts, arg.value, site, depth) for arg in iterable.args)
     return False
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    return []
-
-
-def names_read(node: cst.CSTNode) -> frozenset[str]:
-    """Every name a function (or any code) reads, nested code included."""
-    found: set[str] = set()
-    pending: list[cst.CSTNode] = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.Name):
-            found.add(current.value)
-        else:
-            pending.extend(children_of(current))
-    return frozenset(found)

@@ -144,6 +144,30 @@ def _executing_scope(scope: Scope) -> Scope:
     return scope
 
 
+def target_names(target: cst.BaseExpression) -> list[str]:
+    """The names an assignment or `for` target binds (`a`, `(a, b)`, `[a, *rest]`)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []
+
+
+def names_read(*nodes: cst.CSTNode) -> frozenset[str]:
+    """Every name the code of `nodes` mentions, nested code included."""
+    found: set[str] = set()
+    pending: list[cst.CSTNode] = list(nodes)
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        else:
+            pending.extend(children_of(current))
+    return frozenset(found)
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` as text, or None for anything that is not a plain attribute chain."""
     parts = []
