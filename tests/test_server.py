@@ -414,3 +414,27 @@ async def test_requests_after_shutdown_are_invalid_and_exit_codes_follow_the_spe
         assert await asyncio.wait_for(client.process.wait(), 30) == 1
     finally:
         await client.close()
+
+
+async def test_an_unsaved_buffer_of_another_file_answers_for_it(client: LanguageClient, tmp_path):
+    """model.py's unsaved text decides what train.py imports from it: a class edited into an
+    Equinox module in the editor makes train.py's `optim.init(net)` a finding before anything
+    is saved, and train.py is linted again when model.py changes back."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
+    plain = "class Net:\n    def __init__(self):\n        self.act = print\n"
+    module = ("import equinox as eqx\n\n\nclass Net(eqx.Module):\n    mlp: eqx.nn.MLP\n\n    def __init__(self):\n"
+              "        self.mlp = eqx.nn.MLP(2, 2, 8, 1, key=None)\n")
+    train = "import optax\n\nfrom model import Net\n\nnet = Net()\nopt_state = optax.adam(1e-3).init(net)\n"
+    model_uri = open_file(client, tmp_path / "model.py", plain)       # saved: not a module
+    assert await published(client, model_uri, 1) == []
+    train_uri = open_file(client, tmp_path / "train.py", train)
+    assert await published(client, train_uri, 1) == []
+    before = len(client.published)
+    change(client, model_uri, module, 2)                             # edited, not saved
+    await published(client, model_uri, 2, after=before)
+    [shown] = await published(client, train_uri, 1, after=before)   # linted again, same version
+    assert shown.code == "ODL201" and "`net`" in shown.message
+    assert (tmp_path / "model.py").read_text(encoding="utf-8") == plain
+    before = len(client.published)
+    change(client, model_uri, plain, 3)
+    assert await published(client, train_uri, 1, after=before) == []

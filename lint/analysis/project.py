@@ -1,7 +1,8 @@
 """Classes defined in the project's other files: `from model import Net` in train.py.
 
 Real training scripts keep the model in one file and the loop in another, so whether `Net`
-is an Equinox module (and which of its leaves are not arrays) is decided in model.py. An
+is an Equinox module (and which of its leaves are not arrays) is decided in model.py. In an
+editor, an open buffer of such a file answers with its unsaved text (`set_buffer`). An
 imported name that no library table knows is looked up as a Python file: beside the linted
 file, then under the project root (the nearest folder above it with a pyproject.toml,
 setup.py, setup.cfg or .git) and its `src/`. Each such file is parsed once per process and
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -24,7 +26,8 @@ _MAX_FILE_BYTES = 2_000_000
 NEVER_PROJECT = frozenset({"jax", "jaxlib", "equinox", "optax", "diffrax", "lineax", "optimistix", "numpy",
                            "scipy", "typing", "collections", "functools", "dataclasses", "abc", "math", "os",
                            "sys", "jaxtyping", "flax", "torch", "haiku"})
-_parsed: dict[str, tuple[tuple[int, int], Facts | None]] = {}
+_parsed: dict[str, tuple[list[int], Facts | None]] = {}
+_buffers: dict[str, str] = {}  # absolute path -> the text of an editor's open buffer of that file
 _recording: list[dict[str, list[int] | None]] = []
 
 
@@ -41,7 +44,35 @@ def recording() -> Iterator[dict[str, list[int] | None]]:
         _recording.pop()
 
 
+def set_buffer(path: str, text: str | None) -> None:
+    """An editor's open buffer of a project file: its text answers for the file (its classes,
+    its x64 switch) instead of what is saved, until the buffer is closed (`text` None)."""
+    if text is None:
+        _buffers.pop(os.path.abspath(path), None)
+    else:
+        _buffers[os.path.abspath(path)] = text
+
+
+def buffered() -> frozenset[str]:
+    """The paths whose open buffers answer for them."""
+    return frozenset(_buffers)
+
+
+def read_text(path: str) -> str:
+    """A project file's text: its open buffer's when an editor has one, else what is saved."""
+    text = _buffers.get(os.path.abspath(path))
+    if text is not None:
+        return text
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
 def stamp(path: str) -> list[int] | None:
+    """What a result that read `path` depends on: (modification time, size) on disk, or a
+    digest of an open buffer's text (-1 first, so it never equals a file's stamp)."""
+    text = _buffers.get(os.path.abspath(path))
+    if text is not None:
+        return [-1, zlib.crc32(text.encode("utf-8", "surrogatepass")), len(text)]
     try:
         status = os.stat(path)
     except OSError:
@@ -109,7 +140,8 @@ def module_file(qualname_module: str, importer: str) -> str | None:
     for base in bases:
         stem = os.path.join(base, *parts)
         for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if parts and noted(candidate, contents=False) is not None and os.path.isfile(candidate):
+            if parts and noted(candidate, contents=False) is not None and (
+                    os.path.isfile(candidate) or os.path.abspath(candidate) in _buffers):
                 return candidate
     return None
 
@@ -120,23 +152,22 @@ def facts_of(path: str, seen: frozenset[str]) -> Facts | None:
     if current is None:
         return None
     cached = _parsed.get(path)
-    if cached is not None and list(cached[0]) == current:
+    if cached is not None and cached[0] == current:
         return cached[1]
-    facts = _build(path, current[1], seen)
-    _parsed[path] = ((current[0], current[1]), facts)
+    facts = _build(path, seen)
+    _parsed[path] = (current, facts)
     return facts
 
 
-def _build(path: str, size: int, seen: frozenset[str]) -> Facts | None:
+def _build(path: str, seen: frozenset[str]) -> Facts | None:
     import libcst as cst
     from odelint.analysis.facts import Facts, model_node_types
     from odelint.analysis.scopes import build_scope_index
 
-    if size > _MAX_FILE_BYTES:
-        return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            source = handle.read()
+        source = read_text(path)
+        if len(source) > _MAX_FILE_BYTES:
+            return None
         module = cst.parse_module(source)
         index = build_scope_index(module, model_node_types())
     except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError, ValueError):

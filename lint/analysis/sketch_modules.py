@@ -61,8 +61,7 @@ def _project_may_hold_modules(path: str, seen: frozenset[str]) -> bool:
     if cached is not None and cached[0] == stamp:
         return cached[1]
     try:
-        with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
+        tree = ast.parse(project.read_text(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
         return True  # unreadable here, so the model cannot read it either; stay on the safe side
     from odelint.analysis.sketch import Sketch

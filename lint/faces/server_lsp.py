@@ -20,6 +20,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 from odelint import __version__
+from odelint.analysis import project
 from odelint.api import docs
 from odelint.api.finding import ERROR, Finding, Related, Safety, Span
 from odelint.api.registry import SyntaxErrorRule, all_rules, file_patterns, rules_by_code
@@ -53,6 +54,7 @@ class Linted:
     findings: list[Finding] = dataclasses.field(default_factory=list)
     crashes: list[str] = dataclasses.field(default_factory=list)
     config_error: str | None = None
+    depends: frozenset[str] = frozenset()  # the project files this lint read (other open buffers too)
 
 
 _ANSWERED = object()
@@ -133,10 +135,33 @@ class OdelintServer(LanguageServer):
         linted.codes = settings.enabled(path)
         linted.unsafe = settings.unsafe_fixes
         parser = self.parsers.setdefault(uri, IncrementalParser())
-        result = lint_source(text, path, linted.codes, parser=parser, options=settings.options)
+        self.share_buffers()
+        with project.recording() as depends:
+            result = lint_source(text, path, linted.codes, parser=parser, options=settings.options)
+        linted.depends = frozenset(depends)
         linted.findings = result.findings
         linted.crashes = [crash.message() for crash in result.crashes]
         return linted
+
+    def share_buffers(self) -> None:
+        """Runs on the worker thread, before a lint: the project's files open in the editor
+        answer with their unsaved text (a class or an x64 switch edited in model.py counts
+        for train.py before it is saved)."""
+        open_files = {os.path.abspath(document.path): document.source
+                      for document in list(self.workspace.text_documents.values())
+                      if document.uri.startswith("file:") and document.path.endswith(".py")}
+        for path in project.buffered() - open_files.keys():
+            project.set_buffer(path, None)
+        for path, text in open_files.items():
+            project.set_buffer(path, text)
+
+    def relint_dependents(self, linted: Linted) -> None:
+        """Other open buffers whose last lint read this one's file are linted again."""
+        changed = os.path.abspath(linted.path)
+        for uri, other in list(self.linted.items()):
+            if uri != linted.uri and changed in other.depends:
+                self.linted.pop(uri, None)
+                self.schedule(uri, self.debounce)
 
     async def on_worker(self, function: Callable, *args):
         """Run engine work off the event loop; cancelling the caller drops it if it has not started."""
@@ -183,8 +208,11 @@ class OdelintServer(LanguageServer):
         now = self.document(uri)
         if now is None or now.version != linted.version:
             return None  # a newer edit arrived while this one was linted
+        previous = self.linted.get(uri)
         self.linted[uri] = linted
         self.publish(linted)
+        if previous is not None and previous.text != linted.text:
+            self.relint_dependents(linted)
         return linted
 
     def publish(self, linted: Linted) -> None:
