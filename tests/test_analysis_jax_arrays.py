@@ -128,3 +128,25 @@ def test_a_name_is_rebindable_only_in_its_own_scope() -> None:
     assert not rebindable_here(facts, cst.Name("x"), inside)          # a global: would become local
     assert not rebindable_here(facts, cst.parse_expression("y.w"), inside)
     assert rebindable_here(facts, cst.Name("x"), Site(index.module_scope, 10**9))
+
+
+def test_one_array_functions_of_linalg_and_fft_make_arrays_and_tuple_returning_ones_do_not() -> None:
+    """`jnp.linalg.norm(x) > tol` is an array test (ODL702 reads it); `jnp.linalg.eigh` returns
+    a tuple, and `jnp.linalg` as a module is no array."""
+    from odelint.analysis import jax_api
+
+    assert jax_api.returns_array("jax.numpy.linalg.norm") and jax_api.returns_array("jax.numpy.fft.rfft")
+    assert not jax_api.returns_array("jax.numpy.linalg.eigh") and not jax_api.returns_array("jax.numpy.linalg.qr")
+    source = textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def clip(x, tol):
+            if jnp.linalg.norm(x) > tol:
+                return x / jnp.linalg.norm(x)
+            return x
+    """)
+    from odelint.engine.core import lint_source
+
+    assert [f.code for f in lint_source(source, "m.py", {"ODL702"}).findings] == ["ODL702"]

@@ -136,6 +136,8 @@ def returns_key(qualname: str) -> bool:
 def returns_array(qualname: str) -> bool:
     """Does calling `qualname` give a JAX array (jnp.*, jax.random.normal, jax.nn.relu, ...)?"""
     table = _returns()
+    if qualname in table["arrays"]:
+        return True
     if qualname in table["keys"] or any(qualname == n or qualname.startswith(n + ".") for n in table["not_arrays"]):
         return False
     module, _, name = qualname.rpartition(".")
