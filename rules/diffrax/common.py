@@ -73,7 +73,20 @@ class Solve:
         return self.setting("adjoint", api()["adjoints"]["default"])
 
     def controller(self) -> Setting:
-        return self.setting("stepsize_controller", api()["controllers"]["default"])
+        """The step-size controller; a wrapper (`ClipStepSizeController(PIDController(...))`)
+        stands for the controller it wraps."""
+        found = self.setting("stepsize_controller", api()["controllers"]["default"])
+        wrappers: dict[str, int] = api()["controllers"]["wrappers"]
+        seen = 0
+        while found.call is not None and found.qualname in wrappers and found.scope is not None and seen < 3:
+            inner = argument_at(found.call, "controller", wrappers[found.qualname])
+            built = built_by(self.facts, inner.value, found.scope) if inner is not None else None
+            qualname = self.facts.qualname(built.call.func, built.scope) if built is not None else None
+            if built is None or not qualname:
+                break
+            found = Setting(qualname, built.call, True, built.scope, found.via or built.via)
+            seen += 1
+        return found
 
     def solver(self) -> Setting:
         return self.setting("solver")

@@ -152,4 +152,16 @@ class Dt0ZeroOrBackwards(Rule):
             def backwards(ts):
                 return diffrax.diffeqsolve(term, diffrax.Tsit5(), ts[-1], ts[0], 0.1, 1.0)
         """),
+        # a wrapper stands for the controller it wraps (diffrax 0.7.2 raises the same max_steps error)
+        Flag("""
+            import diffrax
+            import jax.numpy as jnp
+
+            def decay(t, y, args):
+                return -y
+
+            controller = diffrax.ClipStepSizeController(diffrax.PIDController(rtol=1e-5, atol=1e-5))
+            sol = diffrax.diffeqsolve(diffrax.ODETerm(decay), diffrax.Tsit5(), 0.0, 1.0, 0.0, jnp.ones(2),
+                                      stepsize_controller=controller)
+        """, message="pass `dt0=None` so the controller chooses the first step", span="8:78-8:81"),
     )
