@@ -114,6 +114,25 @@ def test_the_module_a_filtered_tree_came_from() -> None:
     assert not jax_api.tree_map("jax.tree_util.tree_leaves")
 
 
+def test_a_filtered_tree_of_every_array_of_a_module() -> None:
+    from odelint.analysis.leaves import every_array_of
+
+    code = GRADIENTS + "spec = jax.tree_util.tree_map(lambda _: True, model)\nsome, rest = eqx.partition(model, spec)\n"
+    index = build_scope_index(cst.parse_module(textwrap.dedent(code)), {cst.Call})
+    facts = Facts(index)
+    site = Site(index.module_scope, 10**9)
+
+    def source(code: str) -> str | None:
+        found = every_array_of(facts, cst.parse_expression(code), site)
+        return None if found is None else cst.Module([]).code_for_node(found)
+
+    assert source("params") == "model" and source("arrays") == "model"
+    assert source("eqx.filter(model, eqx.is_inexact_array)") == "model"
+    # a filter spec may leave fields out; not a filtered tree; the spec as a keyword
+    assert source("some") is None and source("eqx.filter(model, spec)") is None and source("model") is None
+    assert source("eqx.filter(model, filter_spec=eqx.is_array)") is None
+
+
 def test_the_calls_that_build_a_class_of_this_file() -> None:
     from odelint.analysis.classes import constructions
 

@@ -103,6 +103,27 @@ def test_optax_constructors_see_through_wrappers_and_names() -> None:
         "optax.MultiSteps", "optax.chain", "optax.clip", "optax.adamw"}
 
 
+@pytest.mark.parametrize("optimiser, expected", [
+    ("optax.adamw(1e-3)", ["optax.adamw"]),
+    ("optax.chain(optax.clip(1.0), optax.add_decayed_weights(1e-4), optax.sgd(0.1))",
+     ["optax.add_decayed_weights"]),
+    ("optax.MultiSteps(base, 2)", ["optax.adamw"]),                       # through a name
+    ("optax.adamw(1e-3, weight_decay=wd)", ["optax.adamw"]),              # a rate not known to be zero
+    ("optax.adamw(1e-3, mask=keep)", []),
+    ("optax.adamw(1e-3, 0.9, 0.999, 1e-8, 0.0, None, 1e-4, keep)", []),  # mask given by position
+    ("optax.adamw(1e-3, weight_decay=0.0)", []),
+    ("optax.chain(optax.add_decayed_weights(1e-4, keep), optax.sgd(0.1))", []),
+    ("optax.chain(optax.add_decayed_weights(), optax.sgd(0.1))", []),     # its default rate is zero
+    ("optax.masked(optax.adamw(1e-3), keep)", []),
+    ("optax.adam(1e-3)", []),
+])
+def test_optax_unmasked_decay_names_the_decays_over_every_parameter(optimiser: str, expected: list[str]) -> None:
+    source = f"import optax\nbase = optax.adamw(1e-3)\ntx = {optimiser}\nuse(tx)\n"
+    facts, calls = _facts(source)
+    node, site = _use(calls)
+    assert facts.optax_unmasked_decay(node.args[0].value, site) == expected
+
+
 def test_reference_reuses_aliases_and_asks_for_missing_imports() -> None:
     facts, calls = _facts("import equinox as eq\nuse(1)\n")
     _, site = calls[-1]

@@ -40,7 +40,7 @@ DOOR: dict[str, tuple[str, ...]] = {
     "intervals": ("guard",),
     "jitted": ("COMPILING", "STATIC_KEYWORDS", "decorated", "jitted_callee"),
     "keys": ("key_uses",),
-    "leaves": ("InvalidLeaf", "filtered_source", "module_with_invalid_leaf"),
+    "leaves": ("InvalidLeaf", "every_array_of", "filtered_source", "module_with_invalid_leaf"),
     "literals": ("number",),
     "loops": ("over_configurations",),
     "needs": ("Need", "Needs"),
@@ -170,6 +170,9 @@ if TYPE_CHECKING:
     from odelint.analysis.keys import key_uses as key_uses
     from odelint.analysis.leaves import (
         InvalidLeaf as InvalidLeaf,
+    )
+    from odelint.analysis.leaves import (
+        every_array_of as every_array_of,
     )
     from odelint.analysis.leaves import (
         filtered_source as filtered_source,

@@ -819,16 +819,41 @@ class Facts:
         found = self._optax_parts(node, site, set())
         return frozenset(found) if found else None
 
-    def _optax_parts(self, node: cst.BaseExpression, site: Site, seen: set[int]) -> set[str]:
+    def optax_unmasked_decay(self, node: cst.BaseExpression, site: Site) -> list[str]:
+        """The decoupled weight decays in this optimiser that shrink every parameter it is
+        given (`adamw(...)`, `add_decayed_weights(1e-4)` with no `mask`, a decay not known to
+        be zero); empty when a wrapper (`optax.masked`, `multi_transform`) may select them."""
+        calls: list[tuple[str, cst.Call]] = []
+        parts = self._optax_parts(node, site, set(), calls)
+        if parts & jax_api.names("optax_selecting"):
+            return []
+        decays = jax_api.names_table("optax_decoupled_decay")
+        found = set()
+        for qualname, call in calls:
+            if qualname not in decays:
+                continue
+            decay_at, default, mask_at = decays[qualname]
+            decay = argument_at(call, "weight_decay", decay_at)
+            rate = literals.number(decay.value) if decay is not None else default
+            if argument_at(call, "mask", mask_at) is None and rate != 0:
+                found.add(qualname)
+        return sorted(found)
+
+    def _optax_parts(self, node: cst.BaseExpression, site: Site, seen: set[int],
+                     calls: list[tuple[str, cst.Call]] | None = None) -> set[str]:
+        """`calls` collects the optax calls met, with the qualified name of each."""
         if id(node) in seen:
             return set()
         seen.add(id(node))
         parts: set[str] = set()
         if isinstance(node, cst.Call):
-            parts = self._optax_parts(node.func, site, seen)
+            parts = self._optax_parts(node.func, site, seen, calls)
             if parts:
+                qualname = self.qualname(node.func, site.scope)
+                if calls is not None and qualname is not None:
+                    calls.append((qualname, node))
                 for arg in node.args:
-                    parts |= self._optax_parts(arg.value, site, seen)
+                    parts |= self._optax_parts(arg.value, site, seen, calls)
                 momentum = argument_at(node, "momentum", 1) if parts == {"optax.sgd"} else None
                 if momentum is not None and not (isinstance(momentum.value, cst.Name)
                                                  and momentum.value.value == "None"):
@@ -840,34 +865,35 @@ class Facts:
                 return {qualname}
             if isinstance(node, cst.Name):
                 for binding in self.lookup(node.value, site.scope):
-                    parts |= self._binding_optax_parts(binding, seen)
+                    parts |= self._binding_optax_parts(binding, seen, calls)
                 return parts
         if isinstance(node, (cst.List, cst.Tuple)):
             for element in node.elements:
-                parts |= self._optax_parts(element.value, site, seen)
+                parts |= self._optax_parts(element.value, site, seen, calls)
             return parts
         if isinstance(node, cst.Dict):
             for item in node.elements:
                 if isinstance(item, cst.DictElement):
-                    parts |= self._optax_parts(item.value, site, seen)
+                    parts |= self._optax_parts(item.value, site, seen, calls)
             return parts
         return set()
 
-    def _binding_optax_parts(self, binding: Binding, seen: set[int]) -> set[str]:
+    def _binding_optax_parts(self, binding: Binding, seen: set[int],
+                             calls: list[tuple[str, cst.Call]] | None = None) -> set[str]:
         """Follow a name to what built it: an assignment (through tuples returned by this
         file's functions: `net, opt = make(key)`), or what the calls pass for a parameter."""
         site = Site(binding.scope, binding.order)
         if binding.kind == "assign" and binding.value is not None:
             value, rest = _element_at(binding.value, binding.path)
             if not rest:
-                return self._optax_parts(value, site, seen)
+                return self._optax_parts(value, site, seen, calls)
             function = self.callee(value.func, site.scope) if isinstance(value, cst.Call) else None
             scope = self.index.body_scope(function) if function is not None else None
             parts: set[str] = set()
             for ret in _returns(function) if function is not None and scope is not None else ():
                 element, left = _element_at(ret.value, rest) if ret.value is not None else (None, rest)
                 if element is not None and not left and scope is not None:
-                    parts |= self._optax_parts(element, Site(scope, 10**9), seen)
+                    parts |= self._optax_parts(element, Site(scope, 10**9), seen, calls)
             return parts
         parameter_of = binding.scope.node
         if binding.kind == "param" and isinstance(parameter_of, cst.FunctionDef) and binding.scope.parent is not None:
@@ -876,7 +902,7 @@ class Facts:
             for call, call_site in self.calls_of(parameter_of):
                 argument = argument_for(call, binding, bound)
                 if argument is not None:
-                    parts |= self._optax_parts(argument, call_site, seen)
+                    parts |= self._optax_parts(argument, call_site, seen, calls)
             return parts
         return set()
 

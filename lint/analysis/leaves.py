@@ -280,6 +280,26 @@ def module_with_invalid_leaf(facts: Facts, value: cst.BaseExpression, site: Site
 def filtered_source(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.BaseExpression | None:
     """The module a filtered tree was made from: `model` for `eqx.filter(model, ...)`, or for a
     name of this function last assigned `eqx.filter(model, ...)` or `eqx.partition(model, ...)[0]`."""
+    found = _filtering(facts, node, site)
+    return _argument(found[0], 0) if found is not None else None
+
+
+def every_array_of(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.BaseExpression | None:
+    """The module whose arrays this filtered tree holds, all of them: `model` for
+    `eqx.filter(model, eqx.is_array)` (or `is_inexact_array`), not for a filter spec that
+    may leave fields out."""
+    found = _filtering(facts, node, site)
+    if found is None:
+        return None
+    call, where = found
+    spec = _argument(call, 1)
+    if spec is None or facts.qualname(spec, where.scope) not in jax_api.names("eqx_array_filters"):
+        return None
+    return _argument(call, 0)
+
+
+def _filtering(facts: Facts, node: cst.BaseExpression, site: Site) -> tuple[cst.Call, Site] | None:
+    """The `eqx.filter`/`eqx.partition` call a filtered tree comes from, and where it is."""
     path: tuple[int, ...] = ()
     if isinstance(node, cst.Name):
         bindings = facts.lookup(node.value, site.scope)
@@ -292,5 +312,12 @@ def filtered_source(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.B
     qualname = facts.qualname(node.func, site.scope)
     if (qualname, path) not in (("equinox.filter", ()), ("equinox.partition", (0,))):
         return None
-    first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
-    return first.value if first is not None else None
+    return node, site
+
+
+def _argument(call: cst.Call, position: int) -> cst.BaseExpression | None:
+    """The positional argument at `position`, when the call gives it plainly."""
+    args = call.args
+    if len(args) <= position or any(arg.keyword is not None or arg.star for arg in args[:position + 1]):
+        return None
+    return args[position].value
