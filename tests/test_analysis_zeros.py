@@ -7,7 +7,7 @@ import textwrap
 import libcst as cst
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Site, build_scope_index
-from odelint.analysis.zeros import pairwise_difference, squared_pairwise_difference
+from odelint.analysis.zeros import pairwise_difference, squared_pairwise_difference, zero_filled_parameter
 
 SOURCE = """
 import jax.numpy as jnp
@@ -75,3 +75,28 @@ def test_a_name_the_code_tests_against_zero() -> None:
     assert tested("n < 1e-8") == "jnp.linalg.norm(v)" and tested("m <= 0.0") == "jnp.sqrt(w)"
     assert tested("n > 1.0") is None and tested("n > -1") is None and tested("n > eps") is None
     assert tested("a > 0") is None and tested("v > 0") is None and tested("n.x > 0") is None
+
+
+def test_a_parameter_filled_with_zeros_by_a_call_is_found_through_transforms() -> None:
+    module = cst.parse_module(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        def loss(w, b):
+            return w + b
+
+        w0 = jnp.zeros(3)
+        g = jax.grad(loss)(w0, jnp.ones(3))
+        h = loss(jnp.ones(3), jnp.zeros_like(w0))
+    """))
+    facts = Facts(build_scope_index(module, {cst.Call}))
+    function = module.body[2]
+    site = Site(facts.index.body_scope(function), 10**9)  # inside `loss`
+
+    def filled(name: str) -> str | None:
+        found = zero_filled_parameter(facts, cst.Name(name), site)
+        return module.code_for_node(found[1]) if found is not None else None
+
+    assert filled("w") == "jax.grad(loss)(w0, jnp.ones(3))"
+    assert filled("b") == "loss(jnp.ones(3), jnp.zeros_like(w0))"
+    assert filled("x") is None

@@ -49,7 +49,7 @@ DOOR: dict[str, tuple[str, ...]] = {
     "scopes": ("CLASS", "FUNCTION", "LAMBDA", "Binding", "Scope", "Site", "dotted_name", "names_read"),
     "transformed": ("Application",),
     "undifferentiated": ("never_differentiated",),
-    "zeros": ("pairwise_difference", "squared_pairwise_difference", "tested_for_zero"),
+    "zeros": ("pairwise_difference", "squared_pairwise_difference", "tested_for_zero", "zero_filled_parameter"),
 }
 # names the door gives under another name: name -> (module, its name there)
 RENAMED: dict[str, tuple[str, str]] = {}
@@ -219,3 +219,4 @@ if TYPE_CHECKING:
     from odelint.analysis.zeros import (
         tested_for_zero as tested_for_zero,
     )
+    from odelint.analysis.zeros import zero_filled_parameter as zero_filled_parameter

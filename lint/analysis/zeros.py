@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis import jax_api
+from odelint.analysis.built import built_by
+from odelint.analysis.calls import argument_for
 from odelint.analysis.facts import Facts
 from odelint.analysis.intervals import guard, number
-from odelint.analysis.scopes import Site, dotted_name
+from odelint.analysis.scopes import CLASS, Site, dotted_name
 
 
 def pairwise_difference(facts: Facts, node: cst.BaseExpression, site: Site, depth: int = 0) -> str | None:
@@ -109,3 +111,27 @@ def tested_for_zero(facts: Facts, test: cst.BaseExpression, site: Site) -> tuple
     if not before or before[0].kind != "assign" or before[0].path or before[0].value is None:
         return None
     return before[0].value, Site(before[0].scope, before[0].order)
+
+
+def zero_filled_parameter(facts: Facts, node: cst.BaseExpression, site: Site) -> tuple[str, cst.Call] | None:
+    """(the parameter's name, the call) when `node` is a parameter of a function that a call of
+    this file fills with an array of zeros (`jnp.zeros(3)`, `jnp.zeros_like(w)`, or a name
+    assigned one), directly or through a transform (`jax.grad(loss)(jnp.zeros(3))`): the
+    program reaches the point where the value is exactly zero."""
+    if not isinstance(node, cst.Name):
+        return None
+    bindings = facts.lookup(node.value, site.scope)
+    if len(bindings) != 1 or bindings[0].kind != "param":
+        return None
+    binding = bindings[0]
+    function = binding.scope.node
+    if not isinstance(function, cst.FunctionDef) or binding.scope.parent is None:
+        return None
+    bound = 1 if binding.scope.parent.kind == CLASS else 0
+    zeros = jax_api.names("zero_arrays")
+    for call, call_site in facts.arguments_of(function):
+        argument = argument_for(call, binding, bound)
+        built = built_by(facts, argument, call_site.scope) if argument is not None else None
+        if built is not None and facts.qualname(built.call.func, built.scope) in zeros:
+            return binding.name, call
+    return None

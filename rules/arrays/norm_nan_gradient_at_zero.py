@@ -13,6 +13,7 @@ from odelint.analysis import (
     source_of,
     squared_pairwise_difference,
     tested_for_zero,
+    zero_filled_parameter,
 )
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Callees, FileContext, Flag, Pass, Rule
@@ -31,8 +32,11 @@ class NormNanGradientAtZero(Rule):
     difference is exactly zero, so every distance matrix built from it has zeros on the
     diagonal. Also flags `n = jnp.linalg.norm(v)` (or `jnp.sqrt(s)`) when the code then
     tests `n` against zero (`n > 0`, `n == 0`, `n < 1e-8`): it expects the zero itself.
-    A norm with `ord` other than 2, and differences of two different arrays, are not
-    flagged.
+    And a norm of a parameter that a call of the file fills with zeros (`jnp.zeros(n)`,
+    `jnp.zeros_like(w)`, or a name assigned one), directly or through a transform
+    (`jax.grad(loss)(jnp.zeros(3))`): a weight penalty differentiated at its zero
+    initialisation. A norm with `ord` other than 2, and differences of two different
+    arrays, are not flagged.
 
     ## Why is this bad?
     The derivative of `|x|` is `x / |x|`, and that of `sqrt(s)` is `1 / (2 sqrt(s))`: at
@@ -98,6 +102,12 @@ class NormNanGradientAtZero(Rule):
         if array is not None:
             self._check(node, site, f"its argument, a pairwise difference of `{array}`, is exactly zero on the "
                                     f"diagonal")
+            return
+        filled = zero_filled_parameter(self.facts, argument, site)
+        if filled is not None:
+            name, call = filled
+            self._check(node, site, f"its argument `{name}` is all zeros where "
+                                    f"`{source_of(self.context.module, call)}` calls it")
 
     def visit_Comparison(self, node: cst.Comparison, site: Site) -> None:
         found = tested_for_zero(self.facts, node, site)
@@ -259,5 +269,40 @@ class NormNanGradientAtZero(Rule):
                 return jnp.where(n > 0, v / n, v)
 
             g = jax.grad(loss)
+        """),
+        # the weights start as zeros and the first gradient meets |w| at exactly zero
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            def loss(w, x, y):
+                return jnp.mean((x @ w - y) ** 2) + 0.1 * jnp.linalg.norm(w)
+
+            x, y = jnp.ones((4, 3)), jnp.ones(4)
+            w0 = jnp.zeros(3)
+            first_step = w0 - 0.01 * jax.grad(loss)(w0, x, y)
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            def loss(w, x, y):
+                return jnp.mean((x @ w - y) ** 2) + 0.1 * optax.safe_norm(w, 0.0)
+
+            x, y = jnp.ones((4, 3)), jnp.ones(4)
+            w0 = jnp.zeros(3)
+            first_step = w0 - 0.01 * jax.grad(loss)(w0, x, y)
+        """, unsafe=True, message="its argument `w` is all zeros where `jax.grad(loss)(w0, x, y)` calls it",
+            span="5:47-5:65"),
+        # the same penalty from a random start: |w| is zero nowhere the program goes
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            def loss(w, x, y):
+                return jnp.mean((x @ w - y) ** 2) + 0.1 * jnp.linalg.norm(w)
+
+            w = jax.random.normal(jax.random.key(0), (3,))
+            g = jax.grad(loss)(w, jnp.ones((4, 3)), jnp.ones(4))
         """),
     )
