@@ -56,7 +56,7 @@ _LITERAL_NAMES = frozenset({"True", "False", "None"})
 
 def model_node_types() -> set[type]:
     """The node types the model reads from the engine's shared index, whatever rules run."""
-    return {cst.Call}
+    return {cst.Call, cst.Try, cst.If}
 
 
 @functools.cache
@@ -131,6 +131,13 @@ class Facts:
         """Why the code at `site` may run under differentiation (`loss` is differentiated by `jax.grad`)."""
         from odelint.analysis.differentiation import differentiation
         return differentiation(self).why_differentiated(site)
+
+    def copes_with_absence(self, node: cst.CSTNode) -> bool:
+        """Is this import or attribute inside a compatibility shim that catches its failure
+        (a `try` catching ImportError/AttributeError, its fallback, a version switch)?
+        (odelint.analysis.guards)"""
+        from odelint.analysis.guards import guards
+        return guards(self).copes_with_absence(node)
 
     def loop_at(self, site: Site) -> cst.For | cst.While | None:
         """The innermost Python loop of the same function that runs the code at `site` once per

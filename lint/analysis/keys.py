@@ -40,7 +40,7 @@ from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.project import is_benchmark_file, is_test_module
-from odelint.analysis.scopes import FUNCTION, Scope, children_of, names_read, target_names
+from odelint.analysis.scopes import COMPREHENSION, FUNCTION, MODULE, Scope, children_of, names_read, target_names
 
 SPLIT, DRAW, PASS = "split", "draw", "pass"  # how a call consumes a key
 _SPLIT = "jax.random.split"
@@ -78,12 +78,31 @@ class KeyUses:
         self._seen: set[int] = set()
         self._derived: set[int] = set()  # constant keys that `fold_in` turns into per-iteration keys
         self._repeats: list[bool] = []  # for each loop around: does it repeat one computation?
+        walked = self._bodies_with_key_calls()
         module = facts.index.module
-        self._block(module.body, {})
+        if facts.index.module_scope in walked:
+            self._block(module.body, {})
         for scope in facts.index.body_scopes.values():
-            if scope.kind == FUNCTION:
+            if scope.kind == FUNCTION and scope in walked:
                 self._from_split, self._constant_names = set(), {}
                 self._block(scope.node.body.body, {})  # type: ignore[attr-defined]
+
+    def _bodies_with_key_calls(self) -> set[Scope]:
+        """The function bodies (and the module body) whose own code holds a call that makes,
+        derives, splits, draws from or passes on a key: a walk of any other body finds nothing,
+        and most functions of a training script never touch a key."""
+        bodies: set[Scope] = set()
+        for call, site in self.facts.index.of_type(cst.Call):
+            scope = site.scope
+            while scope.kind == COMPREHENSION and scope.parent is not None:
+                scope = scope.parent  # a comprehension runs in the body around it
+            if scope in bodies or scope.kind not in (FUNCTION, MODULE):
+                continue
+            qualname = self.facts.qualname(call.func, site.scope)
+            if (jax_api.consumes_key(qualname) or jax_api.makes_key(qualname) or jax_api.derives_key(qualname)
+                    or self.consumptions(call)):
+                bodies.add(scope)
+        return bodies
 
     def consumed_key(self, call: cst.Call) -> str | None:
         """The name whose key `call` consumes, else None."""

@@ -4,18 +4,11 @@ the file (names resolved through imports and aliases) and builds their fixes."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 import libcst as cst
 from odelint.analysis import DeprecatedApi, Needs, Site, Standing, dotted_name, rows_for, source_of
 from odelint.api.finding import Edits, Replace
-from odelint.api.rule import Rule
-
-# The handlers that catch what an old import or attribute raises: code inside such a `try`
-# is a compatibility shim that already copes with the removal.
-_CATCHES_IMPORT = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-_CATCHES_ATTRIBUTE = frozenset({"AttributeError", "Exception", "BaseException"})
-_LIBRARIES = frozenset({"jax", "jaxlib", "equinox", "diffrax", "optax"})
+from odelint.api.rule import Callees, Rule
 
 
 class DeprecatedApiRule(Rule):
@@ -31,50 +24,17 @@ class DeprecatedApiRule(Rule):
         cls.needs = Needs.any_of(Needs.imports(row.name) if row.match == "import"
                                  else Needs.imports(row.name) | Needs.mentions(row.name) for row in rows_for(cls.code))
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._caught: dict[int, set[str]] = {}  # node -> the exceptions a `try` around it catches
-
-    def visit_Try(self, node: cst.Try, site: Site) -> None:
-        caught = _caught_by(node)
-        if caught:
-            for inner in _guarded_nodes(node.body):
-                self._caught.setdefault(id(inner), set()).update(caught)
-        # the fallback of a shim (`except ImportError: from jax.experimental import enable_x64`)
-        # runs only where the new spelling failed: on versions that still have the old one
-        for handler in node.handlers:
-            if _caught_by_handler(handler) & (_CATCHES_IMPORT | _CATCHES_ATTRIBUTE):
-                self._mark_all(handler.body)
-
-    def visit_If(self, node: cst.If, site: Site) -> None:
-        """Both branches of `if hasattr(jax, "enable_x64"):` / `if jax.__version__ < ...:` are a
-        version switch: the old spelling there runs only where it exists."""
-        if _checks_version(node.test, lambda probed: self._is_library(probed, site)):
-            self._mark_all(node)
-
-    def _is_library(self, node: cst.BaseExpression, site: Site) -> bool:
-        qualname = self.facts.qualname(node, site.scope)
-        return qualname is not None and qualname.split(".")[0] in _LIBRARIES
-
-    def _mark_all(self, body: cst.CSTNode) -> None:
-        for inner in _guarded_nodes(body):
-            self._caught.setdefault(id(inner), set()).add("BaseException")
-
     def finish(self) -> None:
-        self.findings = [finding for finding in self.findings if not self._handled(finding.node)]
+        self.findings = [finding for finding in self.findings
+                         if finding.node is None or not self.facts.copes_with_absence(finding.node)]
 
-    def _handled(self, node: cst.CSTNode | None) -> bool:
-        caught = self._caught.get(id(node), set())
-        if isinstance(node, (cst.ImportAlias, cst.ImportFrom)):
-            return bool(caught & _CATCHES_IMPORT)
-        return isinstance(node, cst.Attribute) and bool(caught & _CATCHES_ATTRIBUTE)
+    @classmethod
+    def callees(cls) -> Callees:
+        rows = (*_rows_of(cls.code, "call"), *_rows_of(cls.code, "keyword"))
+        return Callees(names=frozenset(row.name for row in rows))
 
-    @functools.cached_property
-    def _rows(self) -> tuple[DeprecatedApi, ...]:
-        return rows_for(self.code)
-
-    def _rows_of(self, match: str) -> list[DeprecatedApi]:
-        return [row for row in self._rows if row.match == match]
+    def _rows_of(self, match: str) -> tuple[DeprecatedApi, ...]:
+        return _rows_of(self.code, match)
 
     def _standing(self, row: DeprecatedApi) -> Standing | None:
         return row.standing(self.context.versions.get(row.package))
@@ -87,9 +47,9 @@ class DeprecatedApiRule(Rule):
     # -- `jax.tree_map`, `j.tree_map`, `jtu.tree_multimap` ---------------------------------
 
     def visit_Attribute(self, node: cst.Attribute, site: Site) -> None:
-        rows = self._rows_of("reference")
-        if not rows:
+        if node.attr.value not in _last_names(self.code):  # `a.b.name` can only resolve to `....name`
             return
+        rows = self._rows_of("reference")
         qualname = self.facts.qualname(node, site.scope)
         row = next((row for row in rows if row.name == qualname), None)
         standing = self._standing(row) if row is not None else None
@@ -238,56 +198,16 @@ class DeprecatedApiRule(Rule):
         return Edits([Replace(node, node.with_changes(func=func, args=args))], imports)
 
 
-def _guarded_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
-    """The imports and attributes a `try` body evaluates itself (not in functions it defines)."""
-    found: list[cst.CSTNode] = []
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, (cst.ImportFrom, cst.ImportAlias, cst.Attribute)):
-            found.append(node)
-        stack.extend(node.children)
-    return found
+@functools.cache
+def _rows_of(code: str, match: str) -> tuple[DeprecatedApi, ...]:
+    """The table's rows for `code` that match this way ("reference", "import", "call", "keyword")."""
+    return tuple(row for row in rows_for(code) if row.match == match)
 
 
-def _caught_by(node: cst.Try) -> set[str]:
-    """The exception class names the handlers of `node` catch (a bare `except` catches all)."""
-    caught: set[str] = set()
-    for handler in node.handlers:
-        caught |= _caught_by_handler(handler)
-    return caught
-
-
-def _caught_by_handler(handler: cst.ExceptHandler) -> set[str]:
-    if handler.type is None:
-        return {"BaseException"}
-    caught: set[str] = set()
-    types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-    for element in types:
-        value = element.value if isinstance(element, cst.BaseElement) else element
-        name = dotted_name(value) if isinstance(value, cst.BaseExpression) else None
-        if name:
-            caught.add(name.rsplit(".", 1)[-1])
-    return caught
-
-
-def _checks_version(test: cst.BaseExpression, is_library: Callable[[cst.BaseExpression], bool]) -> bool:
-    """Does an `if` test ask which version is installed: `hasattr(jax.random, ...)` on a
-    module of the stack, or anything involving `__version__`?"""
-    stack: list[cst.CSTNode] = [test]
-    while stack:
-        node = stack.pop()
-        if (isinstance(node, cst.Call) and dotted_name(node.func) in ("hasattr", "getattr") and node.args
-                and is_library(node.args[0].value)):
-            return True
-        if isinstance(node, cst.Name) and node.value in ("__version__", "__version_info__"):
-            return True
-        if isinstance(node, cst.Attribute) and node.attr.value in ("__version__", "__version_info__"):
-            return True
-        stack.extend(node.children)
-    return False
+@functools.cache
+def _last_names(code: str) -> frozenset[str]:
+    """The last component of each name `code`'s references rows look for."""
+    return frozenset(row.name.rpartition(".")[2] for row in _rows_of(code, "reference"))
 
 
 def _within(module: str, name: str) -> bool:
