@@ -35,9 +35,9 @@ class Guards:
             for handler in node.handlers:
                 if _caught_by_handler(handler) & (_IMPORT_ERRORS | _ATTRIBUTE_ERRORS):
                     self._add(handler.body, _EVERYTHING)
-        for node, site in facts.index.of_type(cst.If):
-            if self._checks_version(node.test, site):
-                self._add(node, _EVERYTHING)
+        for switch, site in facts.index.of_type(cst.If):
+            if self._checks_version(switch.test, site):
+                self._add(switch, _EVERYTHING)
 
     def copes_with_absence(self, node: cst.CSTNode) -> bool:
         """Is `node`, an import or an attribute, evaluated where its failure is caught: an
