@@ -137,6 +137,37 @@ class ScopeIndex:
                 yield from bindings
 
 
+@dataclasses.dataclass(eq=False)
+class _Walked:
+    """What the traversal learnt from one top-level statement: handed back as it is while the
+    statement is (an editor's incremental parser keeps unchanged statements as the same
+    objects), so an edit inside one function re-walks that function's statement only."""
+
+    statement: cst.CSTNode
+    first: int  # the order of its first node
+    last: int   # of its last
+    nodes: dict[type, list[tuple[cst.CSTNode, Site]]]
+    body_scopes: dict[int, Scope]
+    module_bindings: list[Binding]  # what it binds in the module scope, in order
+    module_globals: set[str]
+    loop_parts: list[tuple[int, int, cst.For | cst.While, Scope]]
+
+
+class Traversals:
+    """One document's traversal, per top-level statement, kept from one lint to the next.
+
+    Statements are walked with `ROOM` unused orders before each, so one that grows by fewer
+    nodes leaves the orders (and so the Sites, Scopes and Bindings) of the next ones valid;
+    the module scope is the same object from lint to lint, refilled each time."""
+
+    ROOM = 512
+
+    def __init__(self) -> None:
+        self.wanted: frozenset[type] | None = None
+        self.module_scope: Scope | None = None
+        self.walked: dict[int, _Walked] = {}
+
+
 def _executing_scope(scope: Scope) -> Scope:
     """The function, lambda, class body or module whose code runs a comprehension's code."""
     while scope.kind == COMPREHENSION and scope.parent is not None:
@@ -262,7 +293,7 @@ class ScopeBuilder:
     `visit_<Type>` runs before a node's children (returning False skips them) and
     `leave_<Type>` after, as with LibCST's visitors."""
 
-    def __init__(self, index: ScopeIndex, wanted: frozenset[type]) -> None:
+    def __init__(self, index: ScopeIndex, wanted: frozenset[type], memo: Traversals | None = None) -> None:
         self.index = index
         self.wanted = wanted
         self.trivia = any(issubclass(node_type, trivia()) for node_type in wanted)
@@ -270,6 +301,8 @@ class ScopeBuilder:
         self.scope = index.module_scope
         self.order = 0
         self._plans: dict[type, tuple] = {}
+        self.memo = memo if not self.trivia else None  # layout nodes live between statements too
+        self._recording: _Walked | None = None
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -307,6 +340,8 @@ class ScopeBuilder:
             scope = scope.module
         binding = Binding(name, scope, self.order, kind, node, **extra)
         scope.bindings.setdefault(name, []).append(binding)
+        if self._recording is not None and scope is self.index.module_scope:
+            self._recording.module_bindings.append(binding)
 
     def _bind_target(self, target: cst.BaseExpression, kind: str, node: cst.CSTNode,
                      value: cst.BaseExpression | None, path: tuple[int, ...] = (),
@@ -326,6 +361,8 @@ class ScopeBuilder:
     def _open(self, kind: str, node: cst.CSTNode) -> Scope:
         scope = Scope(kind, node, self.scope)
         self.index.body_scopes[id(node)] = scope
+        if self._recording is not None:
+            self._recording.body_scopes[id(node)] = scope
         self.scope = scope
         return scope
 
@@ -363,12 +400,55 @@ class ScopeBuilder:
         """Walks the body itself to note where each top-level statement starts."""
         for part in node.header if self.trivia else ():
             self.walk(part)
-        for statement in node.body:
-            self.index.top_orders.append(self.order + 1)
-            self.walk(statement)
+        if self.memo is None:
+            for statement in node.body:
+                self.index.top_orders.append(self.order + 1)
+                self.walk(statement)
+        else:
+            walked: dict[int, _Walked] = {}
+            for statement in node.body:
+                found = self.memo.walked.get(id(statement))
+                if found is None or found.statement is not statement or found.first <= self.order:
+                    found = self._walk_top(statement)
+                else:
+                    self._replay(found)
+                walked[id(statement)] = found
+                self.order = found.last
+            self.memo.walked = walked
         for part in node.footer if self.trivia else ():
             self.walk(part)
         return False
+
+    def _walk_top(self, statement: cst.CSTNode) -> _Walked:
+        """Walk a new (or moved) top-level statement, noting what it adds to the index."""
+        self.order += Traversals.ROOM
+        first = self.order + 1
+        self.index.top_orders.append(first)
+        sizes = {node_type: len(entries) for node_type, entries in self.index.nodes.items()}
+        loops = len(self.index.loop_parts)
+        self._recording = record = _Walked(statement, first, first, {}, {}, [], set(), [])
+        try:
+            self.walk(statement)
+        finally:
+            self._recording = None
+        record.last = self.order
+        for node_type, entries in self.index.nodes.items():
+            if len(entries) > sizes.get(node_type, 0):
+                record.nodes[node_type] = entries[sizes.get(node_type, 0):]
+        record.loop_parts = self.index.loop_parts[loops:]
+        return record
+
+    def _replay(self, walked: _Walked) -> None:
+        """Add what an unchanged top-level statement added last time, the same objects."""
+        index = self.index
+        index.top_orders.append(walked.first)
+        for node_type, entries in walked.nodes.items():
+            index.nodes.setdefault(node_type, []).extend(entries)
+        index.body_scopes.update(walked.body_scopes)
+        for binding in walked.module_bindings:
+            index.module_scope.bindings.setdefault(binding.name, []).append(binding)
+        index.module_scope.global_names.update(walked.module_globals)
+        index.loop_parts.extend(walked.loop_parts)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._visit_all(node.decorators)
@@ -416,6 +496,8 @@ class ScopeBuilder:
 
     def visit_Global(self, node: cst.Global) -> None:
         self.scope.global_names.update(item.name.value for item in node.names)
+        if self._recording is not None and self.scope is self.index.module_scope:
+            self._recording.module_globals.update(item.name.value for item in node.names)
 
     def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
         self.scope.nonlocal_names.update(item.name.value for item in node.names)
@@ -500,7 +582,19 @@ def _annotation(param: cst.Param) -> cst.BaseExpression | None:
     return param.annotation.annotation if param.annotation is not None else None
 
 
-def build_scope_index(module: cst.Module, wanted: Iterable[type] = ()) -> ScopeIndex:
+def build_scope_index(module: cst.Module, wanted: Iterable[type] = (), memo: Traversals | None = None) -> ScopeIndex:
+    """The traversal's index of `module`. With `memo` (an editor document's), the top-level
+    statements unchanged since the last call are not walked again."""
+    wanted = frozenset(wanted)
     index = ScopeIndex(module)
-    ScopeBuilder(index, frozenset(wanted)).walk(module)
+    if memo is not None:
+        if memo.wanted != wanted or memo.module_scope is None:
+            memo.wanted, memo.module_scope, memo.walked = wanted, index.module_scope, {}
+        else:  # the same scope object, so the kept statements' scopes still have it as parent
+            index.module_scope = memo.module_scope
+            index.module_scope.node = module
+            index.module_scope.bindings = {}
+            index.module_scope.global_names = set()
+            index.module_scope.nonlocal_names = set()
+    ScopeBuilder(index, wanted, memo).walk(module)
     return index

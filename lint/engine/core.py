@@ -353,7 +353,8 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     is the error it demonstrates); their findings are reported without a fix."""
     result = LintResult([], parsed=True)
     try:
-        index = build_scope_index(module, all_node_types(rules) | model_node_types())
+        index = build_scope_index(module, all_node_types(rules) | model_node_types(),
+                                  parser.traversals if parser is not None else None)
     except RecursionError:
         raise _TooDeep from None
     facts = Facts(index, path)

@@ -15,16 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import libcst as cst
+from odelint.analysis.scopes import Traversals
 from odelint.engine.positions import StatementPositions
 from odelint.files import lines
 
 
 class IncrementalParser:
     """Parses successive versions of one document, reusing unchanged statements (and the
-    positions found inside them, `positions`)."""
+    positions found inside them, `positions`, and what the model's traversal learnt from them,
+    `traversals`)."""
 
     def __init__(self) -> None:
         self.positions = StatementPositions()
+        self.traversals = Traversals()  # the model's traversal of each statement, kept likewise
         self._module: cst.Module | None = None
         # The source is header + statements + footer, each as it appears in the text.
         self._header = ""
