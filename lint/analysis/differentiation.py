@@ -19,7 +19,7 @@ from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_for, keyword_arg, positional_args
 from odelint.analysis.classes import enclosing_class
 from odelint.analysis.facts import Facts, loaded_names
-from odelint.analysis.reach import Reach, function_name
+from odelint.analysis.reach import CallTargets, Reach, function_name
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
 
 # The transforms that differentiate, what they differentiate with respect to ("argnums":
@@ -188,7 +188,8 @@ class Differentiation(Reach):
         """Propagate stacks to a fixpoint; then once more with every scope still without a
         stack (a progress meter's methods, differentiated in no known mode) taken as none."""
         applications = self._applications()
-        calls = [(site, self._mode_targets(call, site)) for call, site in self.facts.index.of_type(cst.Call)]
+        reaching = self.facts.part(CallTargets, CallTargets).calls
+        calls = [(site, self._mode_targets(call, site)) for call, site in reaching]
         for settled in (False, True):
             changed = True
             while changed:

@@ -94,7 +94,7 @@ class Reach:
         if not self.reasons:
             return
         pending = []
-        for call, site in self.facts.index.of_type(cst.Call):
+        for call, site in self.facts.part(CallTargets, CallTargets).calls:
             targets = self._targets(call, site)
             if targets:
                 pending.append((site, targets))
@@ -117,21 +117,48 @@ class Reach:
             pending = waiting
 
     def _targets(self, call: cst.Call, site: Site) -> list[Function]:
-        found = []
-        callee = self.function(call.func, site.scope)
-        if callee is not None:
-            found.append(callee[0])
-        cls = instance_class(self.facts, call.func, site.scope)
-        method = method_of(self.facts, cls, "__call__") if cls is not None else None
-        if method is not None:
-            found.append(method)
-        if self.facts.qualname(call.func, site.scope) not in self._never_into:
+        """The functions a call in the context runs (its callee, a module's `__call__`) or hands
+        on (unless the callee runs what it is given elsewhere: a host callback)."""
+        found = self.facts.part(CallTargets, CallTargets).of(call)
+        if found is None:
+            return []
+        called, handed_on, qualname = found
+        return called + handed_on if handed_on and qualname not in self._never_into else called
+
+
+class CallTargets:
+    """For each call of the file that runs or hands on a function of the file: the functions it
+    calls and those it passes as arguments. Found once per file and shared by every context
+    (traced, differentiated, reverse mode, kernels), each of which spreads along them."""
+
+    def __init__(self, facts: Facts) -> None:
+        resolver = Reach(facts)
+        self.calls: list[tuple[cst.Call, Site]] = []
+        self._targets: dict[int, tuple[list[Function], list[Function], str | None]] = {}
+        for call, site in facts.index.of_type(cst.Call):
+            called: list[Function] = []
+            callee = resolver.function(call.func, site.scope)
+            if callee is not None:
+                called.append(callee[0])
+            cls = instance_class(facts, call.func, site.scope)
+            method = method_of(facts, cls, "__call__") if cls is not None else None
+            if method is not None:
+                called.append(method)
+            handed_on = []
             for arg in call.args:
-                if isinstance(arg.value, (cst.Name, cst.Attribute)):
-                    passed = self.function(arg.value, site.scope)
+                if type(arg.value) is cst.Name or type(arg.value) is cst.Attribute:
+                    passed = resolver.function(arg.value, site.scope)
                     if passed is not None:
-                        found.append(passed[0])
-        return found
+                        handed_on.append(passed[0])
+            if called or handed_on:
+                self.calls.append((call, site))
+                qualname = facts.qualname(call.func, site.scope) if handed_on else None
+                self._targets[id(call)] = (called, handed_on, qualname)
+
+    def of(self, call: cst.Call) -> tuple[list[Function], list[Function], str | None] | None:
+        """(functions called, functions handed on, the callee's qualified name), or None for a
+        call that reaches no function of the file."""
+        return self._targets.get(id(call))
 
 
 def function_name(function: Function) -> str:
