@@ -32,6 +32,7 @@ passed by position to a function of this file that splits or draws from that par
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -59,6 +60,17 @@ class KeyReuse:
     second: cst.Call
     in_loop: bool
     deliberate: str | None = None  # why the reuse looks intended; None: two independent draws share a key
+
+
+@functools.cache
+def _not_run_here() -> frozenset[type]:
+    """Nested definitions: their code runs when called, not where they stand."""
+    return frozenset({cst.Lambda, cst.FunctionDef, cst.ClassDef})
+
+
+@functools.cache
+def _comprehensions() -> frozenset[type]:
+    return frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 
 
 class KeyUses:
@@ -178,7 +190,7 @@ class KeyUses:
             self._expression(node.value, state)
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
-                self._expression(target, state, only_reads=True)
+                self._expression(target, state)  # reads in a target: `x[f(key)] = ...`
                 _rebind(target, state)
                 self._note_binding(target, node.value)
             return state
@@ -291,28 +303,36 @@ class KeyUses:
 
     # -- expressions ---------------------------------------------------------------------
 
-    def _expression(self, node: cst.CSTNode | None, state: State, only_reads: bool = False) -> None:
-        """Consume keys in evaluation order: a call's function and arguments before the call."""
-        if node is None or isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+    def _expression(self, node: cst.CSTNode | None, state: State) -> None:
+        """Consume keys in evaluation order: a call's function and arguments before the call.
+
+        Dispatches on the exact node type: `isinstance` against LibCST's classes goes through
+        `ABCMeta.__instancecheck__`, about ten times slower, and this runs for every node of
+        every function that touches a key."""
+        kind = type(node)
+        if node is None or kind is cst.Name or kind in _not_run_here():
+            return  # a name consumes nothing itself; a nested definition runs elsewhere
+        if kind is cst.Call:
+            call: cst.Call = node  # type: ignore[assignment]
+            self._note_derived(call)
+            self._expression(call.func, state)
+            for arg in call.args:
+                self._expression(arg.value, state)
+            self._call(call, state)
             return
-        if isinstance(node, cst.Name) and only_reads:
-            return
-        if isinstance(node, cst.IfExp):
-            self._expression(node.test, state)
+        if kind is cst.IfExp:
+            test: cst.IfExp = node  # type: ignore[assignment]
+            self._expression(test.test, state)
             branches = [dict(state), dict(state)]
-            self._expression(node.body, branches[0])
-            self._expression(node.orelse, branches[1])
+            self._expression(test.body, branches[0])
+            self._expression(test.orelse, branches[1])
             state.update(_merge(branches) or {})
             return
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-            self._comprehension(node, state)
+        if kind in _comprehensions():
+            self._comprehension(node, state)  # type: ignore[arg-type]
             return
-        if isinstance(node, cst.Call):
-            self._note_derived(node)
-        for child in _children(node):
+        for child in children_of(node):
             self._expression(child, state)
-        if isinstance(node, cst.Call):
-            self._call(node, state)
 
     def _comprehension(self, node: cst.BaseComp, state: State) -> None:
         """The first `for`'s iterable once; the rest, and the element, on two iterations."""
@@ -418,12 +438,6 @@ class KeyUses:
         return (site is not None and id(call) not in self._derived
                 and jax_api.makes_key(self.facts.qualname(call.func, site.scope))
                 and all(_constant(arg.value) for arg in call.args))
-
-
-def _children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
-    if isinstance(node, cst.Call):
-        return [node.func, *(arg.value for arg in node.args)]
-    return children_of(node)
 
 
 def _constant(node: cst.BaseExpression) -> bool:

@@ -88,6 +88,7 @@ class ScopeIndex:
         # The parts of loops that run once per iteration (a `for` loop's target and body, a
         # `while` loop's test and body), as (first order, last order, loop, scope of the loop).
         self.loop_parts: list[tuple[int, int, cst.For | cst.While, Scope]] = []
+        self._assigned: dict[int, list[Binding]] | None = None
 
     def top_of(self, order: int | None) -> int | None:
         """The index of the top-level statement that the node visited at `order` lies in."""
@@ -130,6 +131,15 @@ class ScopeIndex:
             current = current.parent
             first = False
         return []
+
+    def assignments_of(self, value: cst.CSTNode) -> list[Binding]:
+        """The plain `name = <value>` bindings (no unpacking) whose right-hand side is this node."""
+        if self._assigned is None:
+            self._assigned = {}
+            for binding in self.all_bindings():
+                if binding.kind == "assign" and not binding.path and binding.value is not None:
+                    self._assigned.setdefault(id(binding.value), []).append(binding)
+        return self._assigned.get(id(value), [])
 
     def all_bindings(self) -> Iterable[Binding]:
         for scope in (self.module_scope, *self.body_scopes.values()):

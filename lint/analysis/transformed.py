@@ -111,12 +111,13 @@ def calls(facts: Facts, application: Application) -> list[tuple[cst.Call, Site]]
     decorated function's own calls."""
     if application.decorator:
         return facts.calls_of(application.function)  # type: ignore[arg-type]
-    names = [b for b in facts.index.all_bindings()
-             if b.kind == "assign" and not b.path and b.value is application.node]
+    names = facts.index.assignments_of(application.node)
+    spelled = {binding.name for binding in names}
     found = []
     for call, site in facts.index.of_type(cst.Call):
-        if call.func is application.node or (isinstance(call.func, cst.Name) and names
-                                             and _meaning(facts, call.func, site) in names):
+        func = call.func
+        if func is application.node or (type(func) is cst.Name and func.value in spelled
+                                        and _meaning(facts, func, site) in names):
             found.append((call, site))
     return found
 
