@@ -80,27 +80,45 @@ def initialising_methods(facts: Facts, cls: cst.ClassDef) -> frozenset[str]:
     """`__init__`, `__post_init__`, and the methods of `cls` that only they call (through
     `self.helper(...)`, directly or through other such helpers): while they run the
     instance is still being initialised, so Equinox lets them set its fields."""
-    callers: dict[str, set[str]] = {}  # method name -> the methods that call it on self
-    for call, site in facts.index.of_type(cst.Call):
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
-            continue
-        scope = site.scope
-        while scope.kind in (COMPREHENSION, LAMBDA) and scope.parent is not None:
-            scope = scope.parent  # `[self._make(k) for k in keys]` runs in the method
-        method = scope.node
-        if enclosing_class(scope) is cls and isinstance(method, cst.FunctionDef):
-            callers.setdefault(func.attr.value, set()).add(method.name.value)
-    defined = {statement.name.value for statement in cls.body.body if isinstance(statement, cst.FunctionDef)}
-    found = set(INITIALISERS)
-    changed = True
-    while changed:
-        changed = False
-        for name, by in callers.items():
-            if name in defined and name not in found and by <= found:
-                found.add(name)
-                changed = True
-    return frozenset(found)
+    return facts.part(_SelfCalls, _SelfCalls).initialising(cls)
+
+
+class _SelfCalls:
+    """Which methods of each class of the file call which of its methods on `self`: found in
+    one pass over the file's calls, however many classes and fields a rule asks about."""
+
+    def __init__(self, facts: Facts) -> None:
+        self._callers: dict[int, dict[str, set[str]]] = {}  # class -> method name -> its callers on self
+        self._initialising: dict[int, frozenset[str]] = {}
+        for call, site in facts.index.of_type(cst.Call):
+            func = call.func
+            if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"):
+                continue
+            scope = site.scope
+            while scope.kind in (COMPREHENSION, LAMBDA) and scope.parent is not None:
+                scope = scope.parent  # `[self._make(k) for k in keys]` runs in the method
+            method, cls = scope.node, enclosing_class(scope)
+            if cls is not None and type(method) is cst.FunctionDef:
+                self._callers.setdefault(id(cls), {}).setdefault(func.attr.value, set()).add(method.name.value)
+
+    def initialising(self, cls: cst.ClassDef) -> frozenset[str]:
+        found = self._initialising.get(id(cls))
+        if found is None:
+            found = self._initialising[id(cls)] = self._close(cls)
+        return found
+
+    def _close(self, cls: cst.ClassDef) -> frozenset[str]:
+        callers = self._callers.get(id(cls), {})
+        defined = {statement.name.value for statement in cls.body.body if isinstance(statement, cst.FunctionDef)}
+        found = set(INITIALISERS)
+        changed = True
+        while changed:
+            changed = False
+            for name, by in callers.items():
+                if name in defined and name not in found and by <= found:
+                    found.add(name)
+                    changed = True
+        return frozenset(found)
 
 
 def constructions(facts: Facts, cls: cst.ClassDef) -> list[tuple[cst.Call, Site]]:

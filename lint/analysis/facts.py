@@ -796,9 +796,10 @@ class Facts:
         owner = scope.parent if scope is not None else None
         if function.name.value != "__init__" or owner is None or owner.kind != CLASS:
             return self.calls_of(function)
-        cls = owner.node
-        built = [(call, site) for call, site in self.index.of_type(cst.Call) if isinstance(call.func, cst.Name)
-                 and any(b.kind == "class" and b.node is cls for b in self.lookup(call.func.value, site.scope))]
+        cls = cast(cst.ClassDef, owner.node)
+        named = cls.name.value
+        built = [(call, site) for call, site in self.index.calls_named(named)
+                 if any(b.kind == "class" and b.node is cls for b in self.lookup(named, site.scope))]
         return self.calls_of(function) + built
 
     def _param_kind(self, binding: Binding) -> Kind:

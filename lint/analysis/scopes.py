@@ -89,6 +89,8 @@ class ScopeIndex:
         # `while` loop's test and body), as (first order, last order, loop, scope of the loop).
         self.loop_parts: list[tuple[int, int, cst.For | cst.While, Scope]] = []
         self._assigned: dict[int, list[Binding]] | None = None
+        self._calls_by_name: dict[str, list[tuple[cst.Call, Site]]] | None = None
+        self._calls_by_func: dict[int, tuple[cst.Call, Site]] | None = None
 
     def top_of(self, order: int | None) -> int | None:
         """The index of the top-level statement that the node visited at `order` lies in."""
@@ -131,6 +133,24 @@ class ScopeIndex:
             current = current.parent
             first = False
         return []
+
+    def calls_named(self, name: str) -> list[tuple[cst.Call, Site]]:
+        """The calls whose function is the plain name `name` (`step(...)`), in source order."""
+        self._index_calls()
+        return self._calls_by_name.get(name, [])  # type: ignore[union-attr]
+
+    def call_of(self, func: cst.CSTNode) -> tuple[cst.Call, Site] | None:
+        """The call whose function is this very node (`jax.jit(f)` in `jax.jit(f)(x)`)."""
+        self._index_calls()
+        return self._calls_by_func.get(id(func))  # type: ignore[union-attr]
+
+    def _index_calls(self) -> None:
+        if self._calls_by_name is None:
+            self._calls_by_name, self._calls_by_func = {}, {}
+            for call, site in self.of_type(cst.Call):
+                self._calls_by_func[id(call.func)] = (call, site)
+                if type(call.func) is cst.Name:
+                    self._calls_by_name.setdefault(call.func.value, []).append((call, site))
 
     def assignments_of(self, value: cst.CSTNode) -> list[Binding]:
         """The plain `name = <value>` bindings (no unpacking) whose right-hand side is this node."""

@@ -112,14 +112,14 @@ def calls(facts: Facts, application: Application) -> list[tuple[cst.Call, Site]]
     if application.decorator:
         return facts.calls_of(application.function)  # type: ignore[arg-type]
     names = facts.index.assignments_of(application.node)
-    spelled = {binding.name for binding in names}
-    found = []
-    for call, site in facts.index.of_type(cst.Call):
-        func = call.func
-        if func is application.node or (type(func) is cst.Name and func.value in spelled
-                                        and _meaning(facts, func, site) in names):
-            found.append((call, site))
-    return found
+    called = facts.index.call_of(application.node)
+    found = [called] if called is not None else []
+    for name in {binding.name for binding in names}:
+        for call, site in facts.index.calls_named(name):
+            meaning = _meaning(facts, call.func, site)  # type: ignore[arg-type]
+            if meaning is not None and meaning in names:
+                found.append((call, site))
+    return sorted(found, key=lambda call: call[1].order)
 
 
 def _meaning(facts: Facts, name: cst.Name, site: Site) -> Binding | None:

@@ -202,13 +202,18 @@ class Rule(BaseRule):
 
     @classmethod
     def node_types(cls) -> dict[type[cst.CSTNode], str]:
-        """The node types this rule visits, from its `visit_<NodeType>` methods."""
+        """The node types this rule visits, from its `visit_<NodeType>` methods (found once
+        per class: the engine asks on every lint)."""
+        known: dict[type[cst.CSTNode], str] | None = cls.__dict__.get("_visited_node_types")
+        if known is not None:
+            return known
         found = {}
         for attribute in dir(cls):
             if attribute.startswith("visit_"):
                 node_type = getattr(cst, attribute[len("visit_"):], None)
                 if isinstance(node_type, type) and issubclass(node_type, cst.CSTNode):
                     found[node_type] = attribute
+        cls._visited_node_types = found  # type: ignore[attr-defined]
         return found
 
     def report(self, node: cst.CSTNode, message: str, *, fix: Fix | None = None,
