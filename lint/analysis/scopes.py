@@ -89,6 +89,7 @@ class ScopeIndex:
         # `while` loop's test and body), as (first order, last order, loop, scope of the loop).
         self.loop_parts: list[tuple[int, int, cst.For | cst.While, Scope]] = []
         self._assigned: dict[int, list[Binding]] | None = None
+        self._lookups: dict[tuple[str, int], tuple[Scope, list[Binding]]] = {}
         self._calls_by_name: dict[str, list[tuple[cst.Call, Site]]] | None = None
         self._calls_by_func: dict[int, tuple[cst.Call, Site]] | None = None
 
@@ -118,7 +119,17 @@ class ScopeIndex:
         return self.body_scopes.get(id(node))
 
     def lookup(self, name: str, scope: Scope) -> list[Binding]:
-        """Python's name lookup (LEGB, class bodies invisible to nested functions)."""
+        """Python's name lookup (LEGB, class bodies invisible to nested functions), remembered:
+        the rules and the model ask about the same few names in the same scopes many times."""
+        key = (name, id(scope))
+        known = self._lookups.get(key)
+        if known is not None and known[0] is scope:  # the scope itself is kept: an id outlives no scope
+            return known[1]
+        found = self._lookup(name, scope)
+        self._lookups[key] = (scope, found)
+        return found
+
+    def _lookup(self, name: str, scope: Scope) -> list[Binding]:
         if name in scope.global_names:
             return scope.module.bindings.get(name, [])
         current: Scope | None = scope
