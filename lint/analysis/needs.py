@@ -22,19 +22,35 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True)
 class Need:
-    """One declaration: `holds(sketch)` says whether the file may let the rule fire."""
+    """One declaration: `holds(sketch)` says whether the file may let the rule fire.
+
+    `costly` words follow values through the file (which functions are traced or
+    differentiated, which values may be modules); `holds(sketch, settle=False)` takes them as
+    "maybe", which the engine asks once the file is to be parsed for another rule anyway:
+    then running the rule costs less than settling its declaration."""
 
     text: str
-    test: Callable[[Sketch], bool] = dataclasses.field(compare=False, repr=False)
+    test: Callable[[Sketch], bool] | None = dataclasses.field(default=None, compare=False, repr=False)
+    costly: bool = False
+    parts: tuple[Need, ...] = ()  # a combination: all of them (`every`) or any of them
+    every: bool = False
 
-    def holds(self, sketch: Sketch) -> bool:
-        return self.test(sketch)
+    def holds(self, sketch: Sketch, settle: bool = True) -> bool:
+        if self.test is None:
+            results = (part.holds(sketch, settle) for part in self.parts)
+            return all(results) if self.every else any(results)
+        return True if self.costly and not settle else self.test(sketch)
+
+    @property
+    def settles_cheaply(self) -> bool:
+        """Does settling this declaration follow no values (no costly word in it)?"""
+        return not self.costly and all(part.settles_cheaply for part in self.parts)
 
     def __and__(self, other: Need) -> Need:
-        return Need(f"({self.text} & {other.text})", lambda sketch: self.holds(sketch) and other.holds(sketch))
+        return Need(f"({self.text} & {other.text})", parts=(self, other), every=True)
 
     def __or__(self, other: Need) -> Need:
-        return Need(f"({self.text} | {other.text})", lambda sketch: self.holds(sketch) or other.holds(sketch))
+        return Need(f"({self.text} | {other.text})", parts=(self, other))
 
     def __str__(self) -> str:
         return self.text
@@ -88,7 +104,7 @@ class Needs:
     def any_of(needs: Iterable[Need]) -> Need:
         """At least one of these (none: never)."""
         found = tuple(needs)
-        return Need(f"any_of({', '.join(map(str, found))})", lambda sketch: any(need.holds(sketch) for need in found))
+        return Need(f"any_of({', '.join(map(str, found))})", parts=found)
 
     @staticmethod
     def mentions(name: str) -> Need:
@@ -103,7 +119,7 @@ class Needs:
     @staticmethod
     def may_hold_modules() -> Need:
         """A value of the file may be an Equinox module (Sketch.may_hold_modules)."""
-        return Need("may_hold_modules()", lambda sketch: sketch.may_hold_modules())
+        return Need("may_hold_modules()", lambda sketch: sketch.may_hold_modules(), costly=True)
 
     @staticmethod
     def defines(name: str) -> Need:
@@ -114,7 +130,8 @@ class Needs:
     def array_item_stores() -> Need:
         """`x[i] = ...` or `x[i] += ...` where `x` may be a JAX array."""
         return Need("array_item_stores()",
-                    lambda sketch: any(sketch.may_be_array(store.value) for store in sketch.subscript_stores))
+                    lambda sketch: any(sketch.may_be_array(store.value) for store in sketch.subscript_stores),
+                    costly=True)
 
     @staticmethod
     def differentiated_calls_to(*names: str) -> Need:
@@ -125,7 +142,7 @@ class Needs:
             return any(sketch.qualnames(node.func) & wanted
                        for node in sketch.nodes_in(sketch.differentiated_functions(), ast.Call))
 
-        return Need(f"differentiated_calls_to({', '.join(sorted(wanted))})", test)
+        return Need(f"differentiated_calls_to({', '.join(sorted(wanted))})", test, costly=True)
 
     @staticmethod
     def fact(name: str) -> Need:
@@ -135,7 +152,7 @@ class Needs:
 
             return FACTS[name](sketch)
 
-        return Need(f"fact({name})", test)
+        return Need(f"fact({name})", test, costly=True)
 
 
 def _has_keyword(call: ast.Call, names: tuple[str, ...]) -> bool:

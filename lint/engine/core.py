@@ -248,8 +248,20 @@ def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(tree, path)
-    return [rule for rule in rules
-            if not issubclass(rule, Rule) or rule.needs is None or rule.needs.holds(sketch)], True
+    maybe = [rule for rule in rules if not _declares(rule) or rule.needs.holds(sketch, settle=False)]  # type: ignore[attr-defined]
+    # Settle declarations, cheapest first, only until one holds: then the file is parsed with
+    # LibCST anyway, and running a rule whose declaration may hold costs less than settling it.
+    refuted: set[type[BaseRule]] = set()
+    for rule in sorted(maybe, key=lambda rule: not _declares(rule) or not rule.needs.settles_cheaply):  # type: ignore[attr-defined]
+        if not _declares(rule) or rule.needs.holds(sketch):  # type: ignore[attr-defined]
+            return [rule for rule in maybe if rule not in refuted], True
+        refuted.add(rule)
+    return [], True
+
+
+def _declares(rule: type[BaseRule]) -> bool:
+    """Does the rule declare what a file must contain for it to fire?"""
+    return issubclass(rule, Rule) and rule.needs is not None
 
 
 def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cst.Module | Finding:
