@@ -117,7 +117,9 @@ def test_the_module_a_filtered_tree_came_from() -> None:
 def test_a_filtered_tree_of_every_array_of_a_module() -> None:
     from odelint.analysis.leaves import every_array_of
 
-    code = GRADIENTS + "spec = jax.tree_util.tree_map(lambda _: True, model)\nsome, rest = eqx.partition(model, spec)\n"
+    code = GRADIENTS + ("spec = jax.tree_util.tree_map(lambda _: True, model)\n"
+                        "some, rest = eqx.partition(model, spec)\n"
+                        "kept, dropped = eqx.partition(model, filter_spec=eqx.is_inexact_array)\n")
     index = build_scope_index(cst.parse_module(textwrap.dedent(code)), {cst.Call})
     facts = Facts(index)
     site = Site(index.module_scope, 10**9)
@@ -128,9 +130,18 @@ def test_a_filtered_tree_of_every_array_of_a_module() -> None:
 
     assert source("params") == "model" and source("arrays") == "model"
     assert source("eqx.filter(model, eqx.is_inexact_array)") == "model"
-    # a filter spec may leave fields out; not a filtered tree; the spec as a keyword
+    # a filter spec may leave fields out; not a filtered tree
     assert source("some") is None and source("eqx.filter(model, spec)") is None and source("model") is None
-    assert source("eqx.filter(model, filter_spec=eqx.is_array)") is None
+    # the keyword spellings of the same call
+    assert source("eqx.filter(model, filter_spec=eqx.is_array)") == "model"
+    assert source("eqx.filter(pytree=model, filter_spec=eqx.is_inexact_array)") == "model"
+    assert source("eqx.filter(model, eqx.is_array, inverse=False)") == "model"
+    assert source("kept") == "model" and source("dropped") is None
+    assert source("eqx.filter(model, filter_spec=spec)") is None
+    # `inverse=True` keeps everything but the arrays
+    assert source("eqx.filter(model, eqx.is_array, inverse=True)") is None
+    assert source("eqx.filter(model, eqx.is_array, True)") is None
+    assert source("eqx.filter(model, filter_spec=eqx.is_array, inverse=flag)") is None
 
 
 def test_the_calls_that_build_a_class_of_this_file() -> None:

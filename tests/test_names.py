@@ -110,6 +110,9 @@ def test_optax_constructors_see_through_wrappers_and_names() -> None:
     ("optax.MultiSteps(base, 2)", ["optax.adamw"]),                       # through a name
     ("optax.adamw(1e-3, weight_decay=wd)", ["optax.adamw"]),              # a rate not known to be zero
     ("optax.adamw(1e-3, mask=keep)", []),
+    ("optax.adamw(1e-3, mask=None)", ["optax.adamw"]),                   # `None` masks nothing
+    ("optax.chain(optax.add_decayed_weights(weight_decay=1e-4, mask=None), optax.sgd(0.1))",
+     ["optax.add_decayed_weights"]),
     ("optax.adamw(1e-3, 0.9, 0.999, 1e-8, 0.0, None, 1e-4, keep)", []),  # mask given by position
     ("optax.adamw(1e-3, weight_decay=0.0)", []),
     ("optax.chain(optax.add_decayed_weights(1e-4, keep), optax.sgd(0.1))", []),

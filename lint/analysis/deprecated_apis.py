@@ -31,6 +31,8 @@ class DeprecatedApi:
     deprecated: str
     removed: str
     issues: tuple[str, ...]
+    source: str = ""             # where `deprecated`/`removed` come from (a changelog entry, a PR, sources)
+    existed: bool = True         # False: the library never had the name (NumPy's spelling, say)
     replacement: str = ""        # the qualified name a fix writes
     import_from: str = ""        # what `from ... import <old>` becomes
     keyword: str = ""
@@ -52,7 +54,7 @@ class DeprecatedApi:
         An unknown target, or a row whose versions are not known, reads as the checked versions."""
         deprecated, removed = _version(self.deprecated), _version(self.removed)
         checked = Version(CHECKED[self.package])
-        if target is None:
+        if target is None or not self.existed:
             return Standing(self.status(), fails=True, fixable=True)
         if removed is not None and target >= removed:
             return Standing(f"was removed in {self.package} {self.removed}", fails=True, fixable=True)
@@ -72,6 +74,8 @@ class DeprecatedApi:
         if self.outcome == "warning":
             since = f" since {self.package} {self.deprecated}" if self.deprecated else ""
             return f"is deprecated{since} and warns"
+        if not self.existed:
+            return f"does not exist in {self.package} (no release had it)"
         if self.removed:
             return f"was removed in {self.package} {self.removed}"
         return f"no longer exists in {self.package}"
@@ -132,6 +136,8 @@ def _check(row: DeprecatedApi) -> None:
     for label, text in (("deprecated", row.deprecated), ("removed", row.removed)):
         if text and _version(text) is None:
             problems.append(f"{label} must be a version or empty")
+    if not row.existed and (row.deprecated or row.removed):
+        problems.append("a name that never existed has no `deprecated` or `removed` version")
     if problems:
         raise ValueError(f"{TABLE_FILE}: row {row.name!r} ({row.code}): " + "; ".join(problems))
 

@@ -829,8 +829,9 @@ class Facts:
 
     def optax_unmasked_decay(self, node: cst.BaseExpression, site: Site) -> list[str]:
         """The decoupled weight decays in this optimiser that shrink every parameter it is
-        given (`adamw(...)`, `add_decayed_weights(1e-4)` with no `mask`, a decay not known to
-        be zero); empty when a wrapper (`optax.masked`, `multi_transform`) may select them."""
+        given (`adamw(...)`, `add_decayed_weights(1e-4)` with no `mask` or `mask=None`, a decay
+        not known to be zero); empty when a wrapper (`optax.masked`, `multi_transform`) may
+        select them."""
         calls: list[tuple[str, cst.Call]] = []
         parts = self._optax_parts(node, site, set(), calls)
         if parts & jax_api.names("optax_selecting"):
@@ -843,7 +844,8 @@ class Facts:
             decay_at, default, mask_at = decays[qualname]
             decay = argument_at(call, "weight_decay", decay_at)
             rate = literals.number(decay.value) if decay is not None else default
-            if argument_at(call, "mask", mask_at) is None and rate != 0:
+            mask = argument_at(call, "mask", mask_at)
+            if (mask is None or literals.is_none(mask.value)) and rate != 0:
                 found.add(qualname)
         return sorted(found)
 

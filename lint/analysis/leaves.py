@@ -286,16 +286,22 @@ def filtered_source(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.B
 
 def every_array_of(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.BaseExpression | None:
     """The module whose arrays this filtered tree holds, all of them: `model` for
-    `eqx.filter(model, eqx.is_array)` (or `is_inexact_array`), not for a filter spec that
-    may leave fields out."""
+    `eqx.filter(model, eqx.is_array)` (or `is_inexact_array`; by position or as
+    `filter_spec=`/`pytree=`), not for a filter spec that may leave fields out, nor for
+    `inverse=True` (everything but the arrays)."""
     found = _filtering(facts, node, site)
     if found is None:
         return None
     call, where = found
-    spec = _argument(call, 1)
-    if spec is None or facts.qualname(spec, where.scope) not in jax_api.names("eqx_array_filters"):
+    spec = argument_at(call, "filter_spec", 1)
+    if spec is None or facts.qualname(spec.value, where.scope) not in jax_api.names("eqx_array_filters"):
         return None
-    return _argument(call, 0)
+    if facts.qualname(call.func, where.scope) == "equinox.filter":
+        inverse = argument_at(call, "inverse", 2)
+        if inverse is not None and not (isinstance(inverse.value, cst.Name) and inverse.value.value == "False"):
+            return None
+    tree = argument_at(call, "pytree", 0)
+    return tree.value if tree is not None else None
 
 
 def _filtering(facts: Facts, node: cst.BaseExpression, site: Site) -> tuple[cst.Call, Site] | None:

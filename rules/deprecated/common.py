@@ -24,9 +24,23 @@ class DeprecatedApiRule(Rule):
         cls.needs = Needs.any_of(Needs.imports(row.name) if row.match == "import"
                                  else Needs.imports(row.name) | Needs.mentions(row.name) for row in rows_for(cls.code))
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # the names whose import is reported, as (statement, local name); "*" when the module is gone
+        self._failing_imports: set[tuple[int, str]] = set()
+        self._roots: dict[int, list[tuple[int, str]]] = {}  # attribute reported -> its first name's imports
+
     def finish(self) -> None:
+        """Drop what a compatibility shim handles, and a use whose name comes from an import
+        reported here: that import fails first (`from equinox import experimental` before
+        `experimental.BatchNorm`)."""
         self.findings = [finding for finding in self.findings
-                         if finding.node is None or not self.facts.copes_with_absence(finding.node)]
+                         if not (finding.node is not None and self.facts.copes_with_absence(finding.node))
+                         and not self._after_failed_import(finding.node)]
+
+    def _after_failed_import(self, node: cst.CSTNode | None) -> bool:
+        return any(bound in self._failing_imports or (bound[0], "*") in self._failing_imports
+                   for bound in self._roots.get(id(node), ()))
 
     @classmethod
     def callees(cls) -> Callees:
@@ -58,7 +72,18 @@ class DeprecatedApiRule(Rule):
         fix = None
         if row.fixable and standing.fixable:
             fix = self.fix(f"Use `{row.replacement}`", lambda: self._rename(node, row, site))
+        self._roots[id(node)] = self._imports_binding_root(node, site)
         self.report(node, self._message(row, standing, source_of(self.context.module, node)), fix=fix)
+
+    def _imports_binding_root(self, node: cst.Attribute, site: Site) -> list[tuple[int, str]]:
+        """The imports (statement, local name) that bind the first name of the chain `node`."""
+        root: cst.BaseExpression = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return []
+        return [(id(binding.node), root.value) for binding in self.facts.lookup(root.value, site.scope)
+                if binding.kind == "import"]
 
     def _rename(self, node: cst.Attribute, row: DeprecatedApi, site: Site) -> Edits:
         new, imports = self.facts.reference(row.replacement, site)
@@ -73,11 +98,6 @@ class DeprecatedApiRule(Rule):
         if module is None:
             return
         names = [] if isinstance(node.names, cst.ImportStar) else list(node.names)
-        for alias in names:
-            full = f"{module}.{dotted_name(alias.name)}"
-            row = next((row for row in self._rows_of("reference") if row.name == full), None)
-            if row is not None:
-                self._report_from_import(node, alias, row)
         for row in self._rows_of("import"):
             # `from jax import config` is fine: the name lives on as an attribute (the
             # config object), which its replacement being itself says
@@ -85,6 +105,13 @@ class DeprecatedApiRule(Rule):
                 f"{module}.{dotted_name(alias.name)}" == row.name for alias in names)
             if _within(module, row.name) or from_parent:
                 self._report_import_from_module(node, module, names, row)
+        if (id(node), "*") in self._failing_imports:
+            return  # the module is gone: the import fails there, whatever names it asks for
+        for alias in names:
+            full = f"{module}.{dotted_name(alias.name)}"
+            named = next((row for row in self._rows_of("reference") if row.name == full), None)
+            if named is not None:
+                self._report_from_import(node, alias, named)
 
     def _report_from_import(self, node: cst.ImportFrom, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
         standing = self._standing(row)
@@ -97,6 +124,8 @@ class DeprecatedApiRule(Rule):
         if row.fixable and standing.fixable and len(node.names) == 1:  # type: ignore[arg-type]
             fix = self.fix(f"Import `{row.import_from}` instead",
                            lambda: Edits([Replace(node, _import_from(node, alias, row.import_from))]))
+        if row.outcome == "error":
+            self._failing_imports.add((id(node), _local_name(alias)))
         self.report(alias, message, fix=fix)
 
     def _report_import_from_module(self, node: cst.ImportFrom, module: str,
@@ -112,7 +141,11 @@ class DeprecatedApiRule(Rule):
                            lambda: Edits([Replace(node, _import_from(node, names[0], row.replacement))]))
         imported = next((dotted_name(alias.name) for alias in names
                          if f"{module}.{dotted_name(alias.name)}" == row.name), None)
-        error = f"ImportError: cannot import name '{imported}' from '{module}'" if imported else None
+        # `from parent import gone` fails with an ImportError of its own; a row whose failure is
+        # not the import (a stub module whose calls raise) keeps its own error text
+        missing = row.error.startswith("ModuleNotFoundError")
+        error = f"ImportError: cannot import name '{imported}' from '{module}'" if imported and missing else None
+        self._failing_imports.add((id(node), "*"))
         self.report(node, self._message(row, standing, row.name, error), fix=fix)
 
     def visit_Import(self, node: cst.Import, site: Site) -> None:
@@ -133,6 +166,7 @@ class DeprecatedApiRule(Rule):
         if row.fixable and standing.fixable and full == row.name == row.replacement and alone:
             top = cst.ImportAlias(cst.Name(row.package))
             fix = self.fix(f"Import `{row.package}`", lambda: Edits([Replace(node, node.with_changes(names=[top]))]))
+        self._failing_imports.add((id(node), "*"))
         self.report(alias, self._message(row, standing, row.name), fix=fix)
 
     # -- `jnp.clip(x, a_min=0)`, `jax.pure_callback(..., vectorized=True)`, `eqx.static_field()` --
@@ -215,12 +249,18 @@ def _within(module: str, name: str) -> bool:
     return module == name or module.startswith(name + ".")
 
 
+def _local_name(alias: cst.ImportAlias) -> str:
+    """The name a `from` import binds (`x` for `import a as x`, else the imported name)."""
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return dotted_name(alias.name) or ""
+
+
 def _import_from(node: cst.ImportFrom, alias: cst.ImportAlias, target: str) -> cst.ImportFrom:
     """`from <target's module> import <target's name>`, bound to the name `alias` bound."""
     module, _, name = target.rpartition(".")
-    local = (alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name)
-             else dotted_name(alias.name))
-    asname = None if local is None or local == name else cst.AsName(cst.Name(local))
+    local = _local_name(alias)
+    asname = None if not local or local == name else cst.AsName(cst.Name(local))
     return node.with_changes(module=cst.parse_expression(module),
                              names=[cst.ImportAlias(cst.Name(name), asname=asname)])
 

@@ -15,18 +15,22 @@ class RemovedJaxModules(DeprecatedApiRule):
     Flags `from jax.config import config`, `import jax.config`, and every import of
     `jax.experimental.host_callback` (`import ... as hcb`, `from jax.experimental import
     host_callback`, `from jax.experimental.host_callback import id_tap`), and of the other
-    modules listed for ODL903 in `rules/data/deprecated_apis.toml`:
+    modules listed for ODL903 in `lint/analysis/data/deprecated_apis.toml`:
     `jax.experimental.optimizers` and `jax.experimental.stax` (removed in jax 0.3.16; now
-    `jax.example_libraries`), `jax.experimental.maps` (`xmap`, deprecated in 0.4.26),
-    `jax.experimental.export` (now `jax.export`) and `jax.lib.xla_bridge`. The message
-    follows the jax version the project targets, as ODL910's does.
+    `jax.example_libraries`), `jax.experimental.maps` (`xmap`, removed in 0.4.31),
+    `jax.experimental.export` (removed in 0.4.36; now `jax.export`) and `jax.lib.xla_bridge`
+    (removed in 0.9.0). The message follows the jax version the project targets, as
+    ODL910's does; each version comes from jax's changelog or the sources of the releases
+    around the change (the table's `source`).
     Code inside a `try` whose handler catches the failure (`except ImportError`,
     `except AttributeError`) is a compatibility shim and is left alone.
 
     ## Why is this bad?
     The `jax.config` submodule was removed in jax 0.4.29 (the config object stays at
-    `jax.config`); `host_callback` was deprecated in jax 0.4.26 (jax#20385) and is gone.
-    The file fails at the import:
+    `jax.config`); `host_callback` was deprecated in jax 0.4.26 (jax#20385) and removed in
+    0.4.35: up to 0.7.2 a stub module still imports but every call raises
+    `NotImplementedError`, and from 0.8.0 the import fails. On current jax the file fails at
+    the import:
 
         ModuleNotFoundError: No module named 'jax.config'
         ModuleNotFoundError: No module named 'jax.experimental.host_callback'

@@ -29,10 +29,11 @@ class StopGradientInInit(Rule):
 
     Also flags `jax.lax.stop_gradient(self.field)` in a method of an Equinox module class
     when an optimiser of this file is initialised on every array of an instance of that
-    class (`optim.init(eqx.filter(model, eqx.is_array))`, `is_inexact_array`) and applies
+    class (`optim.init(eqx.filter(model, eqx.is_array))`, `is_inexact_array`, the spec by
+    position or as `filter_spec=`, or the first part of `eqx.partition`) and applies
     decoupled weight decay to every parameter: `optax.adamw`/`nadamw`/`adamaxw` or
-    `optax.add_decayed_weights` with a non-zero rate and no `mask`, not wrapped in
-    `optax.masked`/`multi_transform`. The finding is at the `stop_gradient` use (the field
+    `optax.add_decayed_weights` with a non-zero rate and no `mask` (or `mask=None`), not
+    wrapped in `optax.masked`/`multi_transform`. The finding is at the `stop_gradient` use (the field
     the user meant to freeze) and names the optimiser and its decaying transformation.
 
     ## Why is this bad?
@@ -319,5 +320,62 @@ class StopGradientInInit(Rule):
             state = masked.init(eqx.filter(model, eqx.is_array))
             plain = optax.adam(1e-3)
             state = plain.init(eqx.filter(model, eqx.is_array))
+        """),
+        # part (b) spelled with keywords: `filter_spec=`, `pytree=`, `params=`, `mask=None`
+        Flag("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            class Normaliser(eqx.Module):
+                scale: jax.Array
+                shift: jax.Array
+
+                def __call__(self, x):
+                    return (x - jax.lax.stop_gradient(self.shift)) * self.scale
+
+            model = Normaliser(jnp.ones(3), jnp.zeros(3))
+            optim = optax.adamw(learning_rate=1e-3, weight_decay=1e-4, mask=None)
+            params = eqx.filter(pytree=model, filter_spec=eqx.is_inexact_array)
+            state = optim.init(params=params)
+        """, message="`Normaliser.shift` is frozen with `stop_gradient` where it is used, but `optim`",
+            span="11:21-11:54"),
+        Flag("""
+            import equinox as eqx
+            import jax
+            import optax
+
+            class Head(eqx.Module):
+                linear: eqx.nn.Linear
+                temperature: jax.Array
+
+                def __call__(self, x):
+                    return self.linear(x) / jax.lax.stop_gradient(self.temperature)
+
+            head = Head(eqx.nn.Linear(4, 2, key=jax.random.key(0)), jax.numpy.array(2.0))
+            trainable, static = eqx.partition(head, filter_spec=eqx.is_array)
+            optim = optax.chain(optax.add_decayed_weights(weight_decay=1e-4), optax.adam(1e-3))
+            state = optim.init(trainable)
+        """, message="applies `optax.add_decayed_weights` without a mask", span="10:33-10:72"),
+        # the keyword spellings that leave the field out: `inverse=True`, a spec of the user's
+        Pass("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            class Normaliser(eqx.Module):
+                scale: jax.Array
+                shift: jax.Array
+
+                def __call__(self, x):
+                    return (x - jax.lax.stop_gradient(self.shift)) * self.scale
+
+            model = Normaliser(jnp.ones(3), jnp.zeros(3))
+            optim = optax.adamw(learning_rate=1e-3, weight_decay=1e-4)
+            spec = Normaliser(True, False)
+            state = optim.init(params=eqx.filter(model, filter_spec=spec))
+            statics = optim.init(eqx.filter(model, filter_spec=eqx.is_array, inverse=True))
         """),
     )
