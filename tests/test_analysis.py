@@ -517,3 +517,16 @@ def test_indexing_and_iterating_a_container_gives_what_it_holds() -> None:
     assert model.kind("rest") is Kind.UNKNOWN, "a slice is a list again, not an element"
     assert model.leaves("block") == ["`block.activation` is a function", "`block.final_activation` is a function"]
     assert model.leaves("pair[0]") == []
+
+
+def test_iterating_a_dict_gives_its_keys_and_indexing_it_its_values() -> None:
+    model = Model("""
+        import jax.numpy as jnp
+
+        expected = {"loc": jnp.array([0.5, -2.0]), "scale": jnp.array([2.0])}
+        for name in expected:
+            pass
+        first = expected["loc"]
+    """)
+    assert model.kind("name") is Kind.PLAIN, "`for k in d` gives the keys, strings here"
+    assert model.kind("first") is Kind.ARRAY and model.kind('expected["loc"]') is Kind.ARRAY

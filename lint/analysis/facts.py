@@ -367,24 +367,28 @@ class Facts:
             return self._element_module_class(node.value, site) if _single_index(node) else None
         return None
 
-    def _element_module_class(self, container: cst.BaseExpression | None, site: Site) -> ModuleClass | None:
+    def _element_module_class(self, container: cst.BaseExpression | None, site: Site,
+                              iterated: bool = False) -> ModuleClass | None:
         """The one module class the elements of a container hold (`[eqx.nn.MLP(...) for ...]`)."""
-        classes = {self.module_class(element, where) for element, where in self.elements(container, site)}
+        classes = {self.module_class(element, where)
+                   for element, where in self.elements(container, site, iterated=iterated)}
         classes.discard(None)
         return classes.pop() if len(classes) == 1 else None
 
-    def elements(self, container: cst.BaseExpression | None, site: Site,
-                 seen: frozenset[int] = frozenset()) -> list[tuple[cst.BaseExpression, Site]]:
+    def elements(self, container: cst.BaseExpression | None, site: Site, seen: frozenset[int] = frozenset(),
+                 iterated: bool = False) -> list[tuple[cst.BaseExpression, Site]]:
         """What a container may hold, each with where to read it: the elements of a list, tuple,
-        set or dict display (dict values), the element of a comprehension, through a name bound
-        once to one of these. Empty when the container is not known."""
+        set or dict display (dict values, or its keys when `iterated`: `for k in d` gives keys),
+        the element of a comprehension, through a name bound once to one of these. Empty when
+        the container is not known."""
         if container is None or id(container) in seen:
             return []
         seen = seen | {id(container)}
         if isinstance(container, (cst.List, cst.Tuple, cst.Set)):
             return [(e.value, site) for e in container.elements if isinstance(e, cst.Element)]
         if isinstance(container, cst.Dict):
-            return [(e.value, site) for e in container.elements if isinstance(e, cst.DictElement)]
+            return [(e.key if iterated else e.value, site)
+                    for e in container.elements if isinstance(e, cst.DictElement)]
         if isinstance(container, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
             scope = self.index.body_scope(container)
             return [(container.elt, Site(scope, 10**9))] if scope is not None else []
@@ -392,7 +396,7 @@ class Facts:
             bindings = self.lookup(container.value, site.scope)
             if len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path:
                 binding = bindings[0]
-                return self.elements(binding.value, Site(binding.scope, binding.order), seen)
+                return self.elements(binding.value, Site(binding.scope, binding.order), seen, iterated)
         return []
 
     def _binding_module_class(self, binding: Binding) -> ModuleClass | None:
@@ -404,7 +408,7 @@ class Facts:
 
     def _compute_binding_module_class(self, binding: Binding) -> ModuleClass | None:
         if binding.kind == "for" and not binding.path:
-            return self._element_module_class(_iterated(binding), Site(binding.scope, binding.order))
+            return self._element_module_class(_iterated(binding), Site(binding.scope, binding.order), iterated=True)
         if binding.kind == "param" and binding.path == (0,) and binding.annotation is None:
             owner = self._method_class_of_self(cst.Name(binding.name), binding.scope)
             if owner is not None:
@@ -557,7 +561,7 @@ class Facts:
                     return Kind.MODULE
             return self._param_kind(binding)
         if binding.kind == "for" and not binding.path:
-            return self._element_kind(_iterated(binding), Site(binding.scope, binding.order))
+            return self._element_kind(_iterated(binding), Site(binding.scope, binding.order), iterated=True)
         if binding.kind != "assign" or binding.value is None:
             return Kind.UNKNOWN
         site = Site(binding.scope, binding.order)
@@ -664,10 +668,10 @@ class Facts:
             return inner
         return self._element_kind(node.value, site) if _single_index(node) else Kind.UNKNOWN
 
-    def _element_kind(self, container: cst.BaseExpression | None, site: Site) -> Kind:
-        """The kind of what a container holds: a module if any element is one, else the one
-        kind all its elements agree on."""
-        kinds = {self.kind(element, where) for element, where in self.elements(container, site)}
+    def _element_kind(self, container: cst.BaseExpression | None, site: Site, iterated: bool = False) -> Kind:
+        """The kind of what a container holds (what iterating it gives, when `iterated`): a
+        module if any element is one, else the one kind all its elements agree on."""
+        kinds = {self.kind(element, where) for element, where in self.elements(container, site, iterated=iterated)}
         if Kind.MODULE in kinds:
             return Kind.MODULE
         return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN

@@ -187,4 +187,13 @@ class TracedValueHashed(Rule):
             key = {"lr": 0.1}
             step(jnp.ones(3), key)
         """),
+        Pass("""
+            import jax.numpy as jnp
+
+            def check(grads, scale):
+                expected = {"loc": scale * jnp.array([0.5, -2.0]), "scale": scale * jnp.array([2.0])}
+                actual = {name: grad / 2 for name, grad in grads.items()}
+                for name in expected:  # iterating a dict gives its keys, strings here
+                    assert jnp.allclose(actual[name], expected[name])
+        """),
     )
