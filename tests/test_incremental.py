@@ -52,7 +52,7 @@ def test_incremental_parse_equals_whole_parse_after_random_edits(path: str) -> N
         got = parser.parse(edited)
         assert got.deep_equals(expected) and got.code == expected.code
         # the pieces add up to the text, or the next version is parsed whole
-        assert parser._module is None or parser._header + "".join(parser._statements) + parser._footer == edited
+        assert parser._module is None or parser._header + "".join(parser._texts() or ()) + parser._footer == edited
         spliced += 1
         if rng.random() < 0.5:
             source = edited  # keep editing the edited text, as a user does
@@ -88,3 +88,20 @@ def test_an_editor_relint_checks_the_edited_statements_with_cpython_first() -> N
     [error] = lint_source(deep, "m.py", parser=parser).findings
     assert error.code == "ODL000"
     assert lint_source(source, "m.py", parser=parser).findings == []
+
+
+def test_statement_texts_are_rendered_when_first_needed_and_a_splice_still_reuses() -> None:
+    source = (ROOT / "lint/analysis/facts.py").read_text()
+    parser = IncrementalParser()
+    first = parser.parse(source)
+    assert not parser.prepared and parser.text_lines(first) is None  # a first lint finds lines itself
+    parser.prepare()
+    assert parser.prepared and parser.text_lines(first) is not None
+    line = "        return self.index.lookup(name, scope)"
+    second = parser.parse(source.replace(line, line + "  # x"))
+    assert sum(1 for a, b in zip(first.body, second.body, strict=False) if a is b) == len(first.body) - 1
+    unprepared = IncrementalParser()
+    unprepared.parse(source)  # not prepared: the first edit renders the texts and still splices
+    third = unprepared.parse(source.replace(line, line + "  # y"))
+    assert third.deep_equals(cst.parse_module(source.replace(line, line + "  # y")))
+    assert unprepared.prepared and unprepared.has_tree

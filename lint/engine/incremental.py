@@ -29,9 +29,13 @@ class IncrementalParser:
         self.positions = StatementPositions()
         self.traversals = Traversals()  # the model's traversal of each statement, kept likewise
         self._module: cst.Module | None = None
-        # The source is header + statements + footer, each as it appears in the text.
+        self._source = ""  # the text `_module` was made from
+        # The source is header + statements + footer, each as it appears in the text. The
+        # statements' texts of a whole-file parse are rendered when the next version needs them
+        # (rendering every statement costs about a fifth of the parse; a document's first lint
+        # does not need it).
         self._header = ""
-        self._statements: list[str] = []
+        self._statements: list[str] | None = []
         self._footer = ""
 
     def splice(self, source: str, check: Callable[[str], bool]) -> cst.Module | None:
@@ -51,16 +55,38 @@ class IncrementalParser:
             self._module = None
             module = cst.parse_module(source)
             self._header = _lines(module, module.header)
-            self._statements = [module.code_for_node(statement) for statement in module.body]
+            self._statements = None
             self._footer = _lines(module, module.footer)
         return self._keep(module, source)
 
     def _keep(self, module: cst.Module, source: str) -> cst.Module:
+        self._module, self._source = module, source
+        if self._statements is not None:
+            self._check_pieces()
+        return module
+
+    def prepare(self) -> None:
+        """Render the last tree's statement texts now (the server calls this once a document's
+        first diagnostics are out), so that the first edit does not pay for it."""
+        self._texts()
+
+    @property
+    def prepared(self) -> bool:
+        """Are the statement texts the next edit needs at hand (or is there nothing to prepare)?"""
+        return self._module is None or self._statements is not None
+
+    def _texts(self) -> list[str] | None:
+        """The statements' texts of the last tree (rendered now if not yet), else None."""
+        if self._module is not None and self._statements is None:
+            self._statements = [self._module.code_for_node(statement) for statement in self._module.body]
+            self._check_pieces()
+        return self._statements if self._module is not None else None
+
+    def _check_pieces(self) -> None:
         # Some text lives in no statement's rendering (a `\` continuation before the first
         # statement): then the pieces do not add up, and the next version is parsed whole.
-        whole = self._header + "".join(self._statements) + self._footer == source
-        self._module = module if whole else None
-        return module
+        if self._header + "".join(self._statements or ()) + self._footer != self._source:
+            self._module = None
 
     @property
     def has_tree(self) -> bool:
@@ -70,8 +96,8 @@ class IncrementalParser:
     def text_lines(self, module: cst.Module) -> list[int] | None:
         """The line where each top-level statement's text starts, when `module` is the last
         tree this parser made and its pieces add up to the source (else None)."""
-        if module is not self._module:
-            return None
+        if module is not self._module or self._statements is None:
+            return None  # not rendered yet: the engine finds the statements' lines itself
         lines, line = [], 1 + _line_breaks(self._header)
         for text in self._statements:
             lines.append(line)
@@ -80,9 +106,9 @@ class IncrementalParser:
 
     def _kept(self, source: str) -> tuple[int, int, int, int] | None:
         """(statements kept in front, kept at the back, start and end of the changed span)."""
-        if not (source.startswith(self._header) and source.endswith(self._footer)):
+        statements = self._texts()
+        if statements is None or not (source.startswith(self._header) and source.endswith(self._footer)):
             return None
-        statements = self._statements
         start, front = len(self._header), 0
         while front < len(statements) and source.startswith(statements[front], start):
             start += len(statements[front])
@@ -118,7 +144,8 @@ class IncrementalParser:
         if body:
             body[0] = body[0].with_changes(leading_lines=[*middle.header, *body[0].leading_lines])
             loose = list(middle.footer)
-        rest_texts = self._statements[len(self._statements) - back:]
+        texts = self._statements or []  # rendered by `_kept`
+        rest_texts = texts[len(texts) - back:]
         footer = list(old.footer)
         if loose and rest:
             rest[0] = rest[0].with_changes(leading_lines=[*loose, *rest[0].leading_lines])
@@ -126,7 +153,7 @@ class IncrementalParser:
         elif loose:
             footer = [*loose, *footer]
         module = old.with_changes(body=[*old.body[:front], *body, *rest], footer=footer)
-        self._statements = [*self._statements[:front], *(module.code_for_node(s) for s in body), *rest_texts]
+        self._statements = [*texts[:front], *(module.code_for_node(s) for s in body), *rest_texts]
         self._footer = _lines(module, footer)
         return module
 

@@ -178,6 +178,9 @@ class OdelintServer(LanguageServer):
             if delay:
                 await asyncio.sleep(delay)
             await self.current(uri)
+            parser = self.parsers.get(uri)
+            if parser is not None and not parser.prepared:
+                self.worker.submit(parser.prepare)  # after the first diagnostics, before the first edit
             if self.collector is None:
                 self.collector = IdleCollector(asyncio.get_running_loop())
             self.collector.linted()
