@@ -13,6 +13,7 @@ from odelint.analysis.sketch import Sketch
 from odelint.analysis.sketch_facts import FACTS
 from odelint.api.registry import all_rules
 from odelint.api.rule import Rule
+from odelint.engine.core import lint_source
 
 
 def sketch(source: str) -> Sketch:
@@ -71,3 +72,27 @@ def test_a_fact_answers_on_a_file_that_holds_it() -> None:
     holding = "import jax\n\n@jax.jit\ndef f(x):\n    print(x)\n    return x\n"
     assert Needs.fact("traced_print").holds(sketch(holding))
     assert not Needs.fact("traced_print").holds(sketch("import jax\n\ndef f(x):\n    print(x)\n"))
+
+
+KEY_THROUGH_HELPERS = """
+import jax
+
+def train_step(state, lstm_rng):
+    return jax.random.fold_in(lstm_rng, state)
+
+def decode_batch(state, decode_rng):
+    return jax.random.fold_in(decode_rng, state)
+
+def run(state):
+    rng = jax.random.key(0)
+    train_step(state, rng)
+    decode_batch(state, rng)
+"""
+
+
+def test_a_key_passed_by_position_to_two_functions_that_consume_it_may_be_reused() -> None:
+    """The gate's view of `KeyUses._passed_by_position` (flax examples/seq2seq/train.py)."""
+    assert Needs.fact("reused_key").holds(sketch(KEY_THROUGH_HELPERS))
+    once = KEY_THROUGH_HELPERS.replace("    decode_batch(state, rng)\n", "")
+    assert not Needs.fact("reused_key").holds(sketch(once))
+    assert lint_source(KEY_THROUGH_HELPERS, "train.py", {"ODL704"}).findings  # the rule agrees

@@ -215,21 +215,50 @@ def reused_key(sketch: Sketch) -> bool:
             if isinstance(arg, ast.Name):
                 where = (id(sketch.enclosing_function(call)), arg.id)
                 passed[where] = passed.get(where, 0) + 1
+    consuming = _key_parameters(sketch)
     for call in sketch.calls:
         key = _key_argument(sketch, call)
-        if key is not None:
+        for consumed in [key] if key is not None else _passed_to_key_parameters(call, consuming):
             loop = repeating_loop(sketch, call)
-            if loop is not None and not rebinds_each_iteration(loop, key):
+            if loop is not None and not rebinds_each_iteration(loop, consumed):
                 return True  # consumed again on the next iteration
-            where = (id(sketch.enclosing_function(call)), key)
+            where = (id(sketch.enclosing_function(call)), consumed)
             consumers[where] = consumers.get(where, 0) + 1
-            if consumers[where] > 1 or passed.get(where, 0) > 1:
+            if consumers[where] > 1 or (key is not None and passed.get(where, 0) > 1):
                 return True
-        elif any(jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and _constant_args(call):
+        makes_key = any(jax_api.makes_key(name) for name in sketch.qualnames(call.func))
+        if key is None and makes_key and _constant_args(call):
             loop = repeating_loop(sketch, call)
             if loop is not None and _counting(loop):
                 return True
     return False
+
+
+def _key_parameters(sketch: Sketch) -> dict[str, set[int]]:
+    """For each function name of the file: the positions of parameters a `jax.random` call in
+    its body splits, draws from or folds data into (the pre-check's view of
+    `KeyUses._parameters_consumed`: a caller passing a key there consumes it)."""
+    found: dict[str, set[int]] = {}
+    for call in sketch.calls:
+        if not any(jax_api.consumes_key(name) or jax_api.derives_key(name) for name in sketch.qualnames(call.func)):
+            continue
+        given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "key"), None)
+        function = sketch.enclosing_function(call)
+        if isinstance(given, ast.Name) and function is not None:
+            parameters = [arg.arg for arg in (*function.args.posonlyargs, *function.args.args)]
+            if given.id in parameters:
+                found.setdefault(function.name, set()).add(parameters.index(given.id))
+    return found
+
+
+def _passed_to_key_parameters(call: ast.Call, consuming: dict[str, set[int]]) -> list[str]:
+    """Names a call gives by position to a parameter that a function of that name consumes
+    (a method's `self` may shift the position by one: both are taken)."""
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    positions = consuming.get(name or "", set())
+    return [arg.id for position, arg in enumerate(call.args) if isinstance(arg, ast.Name)
+            and (position in positions or position + 1 in positions)]
 
 
 def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:
