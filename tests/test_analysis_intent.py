@@ -241,6 +241,89 @@ def test_a_cached_result_depends_on_the_conftest(tmp_path: Path, monkeypatch: py
     capsys.readouterr()
 
 
+# ---- x64 switched on by the program's entry module, which imports the file
+
+SWITCH = 'import jax\n\njax.config.update("jax_enable_x64", True)\n'
+SOLVER = "pkg/solver.py"
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    (root / ".git").mkdir()
+    for name, text in {"pkg/__init__.py": "", SOLVER: REQUEST, **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root / SOLVER
+
+
+def _flags(path: Path) -> bool:
+    return bool(lint_source(path.read_text(), str(path), {"ODL707"}).findings)
+
+
+@pytest.mark.parametrize("files", [
+    {"train.py": SWITCH + "\nfrom pkg.solver import solve\n"},                      # a top-level script
+    {"pkg/__main__.py": SWITCH + "\nfrom . import solver\n"},                        # python -m pkg
+    {"run.py": ("import jax\nfrom pkg import solver\n\ndef main():\n"
+                '    jax.config.update("jax_enable_x64", True)\n    solver.solve()\n\n'
+                'if __name__ == "__main__":\n    main()\n')},                          # switched on in main()
+    {"train.py": SWITCH + "\nimport pkg.trainer\n",                                  # through another module
+     "pkg/trainer.py": "from pkg.solver import solve\n"},
+    {"experiments/fit.py": SWITCH + "\nfrom pkg import solver\n",                     # a pyproject script
+     "pyproject.toml": '[project]\nname = "p"\n\n[project.scripts]\nfit = "experiments.fit:main"\n'},
+    {"scripts/train.py": SWITCH + "\nfrom pkg.solver import solve\n",                 # packages beside the script
+     "scripts/pkg/__init__.py": "", "scripts/pkg/solver.py": REQUEST,
+     "pyproject.toml": '[project.scripts]\ntrain = "scripts.train:main"\n'},
+])
+def test_x64_switched_on_by_an_entry_module_covers_what_it_imports(tmp_path: Path, files: dict[str, str]) -> None:
+    solver = _project(tmp_path, {})
+    assert _flags(solver)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    if "scripts/pkg/solver.py" in files:
+        solver = tmp_path / "scripts/pkg/solver.py"
+    assert not _flags(solver)
+
+
+@pytest.mark.parametrize("files", [
+    {"train.py": SWITCH + "\nfrom pkg import other\n", "pkg/other.py": ""},          # imports something else
+    {"helpers.py": ("import jax\nfrom pkg import solver\n\ndef use_double():\n"
+                    '    jax.config.update("jax_enable_x64", True)\n')},             # a helper, not a program
+    {"test_solver.py": SWITCH + "\nfrom pkg.solver import solve\n"},                 # a test module
+    {"other/train.py": SWITCH + "\nfrom pkg.solver import solve\n"},                 # not above the file
+    {"train.py": 'import jax\n\njax.config.update("jax_enable_x64", False)\nfrom pkg import solver\n'},
+])
+def test_entry_modules_that_do_not_run_the_file_in_x64_do_not_cover(tmp_path: Path, files: dict[str, str]) -> None:
+    assert _flags(_project(tmp_path, files))
+
+
+def test_the_realistic_program_runs_its_model_in_x64(tmp_path: Path) -> None:
+    """tests/programs/x64_entry: train.py switches x64 on and imports orbits.fit, which imports
+    orbits.model; both request float64 and are quiet, and flagged once train.py is gone."""
+    program = Path(__file__).parent / "programs" / "x64_entry"
+    for name in ("orbits/fit.py", "orbits/model.py"):
+        assert not _flags(program / name)
+    copy = tmp_path / "x64_entry"
+    (tmp_path / ".git").mkdir()
+    for source in program.rglob("*.py"):
+        if source.name != "train.py":
+            (copy / source.relative_to(program)).parent.mkdir(parents=True, exist_ok=True)
+            (copy / source.relative_to(program)).write_text(source.read_text())
+    assert _flags(copy / "orbits/fit.py") and _flags(copy / "orbits/model.py")
+
+
+def test_a_cached_result_depends_on_the_scripts_beside_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _project(tmp_path, {})
+    monkeypatch.chdir(tmp_path)
+    arguments = ["check", "--select", "ODL707", "--cache-dir", str(tmp_path / "cache"), SOLVER]
+    assert cli.main(arguments) == 1
+    (tmp_path / "train.py").write_text(SWITCH + "\nfrom pkg.solver import solve\n")
+    assert cli.main(arguments) == 0   # the new script invalidates the cached finding
+    (tmp_path / "train.py").write_text("import jax\n\nfrom pkg.solver import solve\n")
+    assert cli.main(arguments) == 1
+    capsys.readouterr()
+
+
 def test_strict_key_reuse_reports_deliberate_reuse_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "loader.py").write_text("import jax.random as jr\n\ndef loader(key, n):\n"
