@@ -75,6 +75,8 @@ class Facts:
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
         self._binding_classes: dict[int, ModuleClass | None] = {}
+        self._classes_in_progress: set[int] = set()  # bindings whose class is being worked out
+        self._provisional: set[int] = set()          # of those, the ones read before they were known
         self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
         self._in_progress: set[int] = set()
@@ -400,11 +402,27 @@ class Facts:
         return []
 
     def _binding_module_class(self, binding: Binding) -> ModuleClass | None:
+        """The class a binding holds. A binding met again while its own class is being worked
+        out (`model = step(model)` in a loop, `step` returning its parameter) answers None for
+        now; a result that leaned on such a provisional answer of another binding is not kept,
+        since that binding's real answer may differ once known."""
         key = id(binding)
-        if key not in self._binding_classes:
-            self._binding_classes[key] = None  # cycle guard: `model = step(model)` in a loop
-            self._binding_classes[key] = self._compute_binding_module_class(binding)
-        return self._binding_classes[key]
+        if key in self._binding_classes:
+            return self._binding_classes[key]
+        if key in self._classes_in_progress:
+            self._provisional.add(key)
+            return None
+        outer, self._provisional = self._provisional, set()
+        self._classes_in_progress.add(key)
+        try:
+            result = self._compute_binding_module_class(binding)
+        finally:
+            self._classes_in_progress.discard(key)
+        self._provisional.discard(key)
+        if not self._provisional:
+            self._binding_classes[key] = result
+        self._provisional |= outer
+        return result
 
     def _compute_binding_module_class(self, binding: Binding) -> ModuleClass | None:
         if binding.kind == "for" and not binding.path:
