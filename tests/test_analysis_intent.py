@@ -75,6 +75,70 @@ def test_look_alikes_are_not_expected_errors() -> None:
     """) == []
 
 
+def test_one_statement_guarded_by_a_handler_of_every_error_is_an_expected_error() -> None:
+    assert regions("""
+        import jax.numpy as jnp
+
+        x = jnp.zeros(3)
+        try:
+            x[1] = 1.0
+        except Exception as e:
+            print("Exception {}".format(e))
+        try:
+            y = x.block_until_ready()
+        except:
+            y = None
+        def probe(f, x):
+            try:
+                return f(x)
+            except (ValueError, BaseException):
+                return None
+    """) == ["x[1] = 1.0", "y = x.block_until_ready()", "return f(x)"]
+
+
+def test_handlers_that_re_raise_or_catch_one_error_and_longer_bodies_are_not_expected_errors() -> None:
+    assert regions("""
+        import jax.numpy as jnp
+
+        class Exception(RuntimeError):
+            pass
+
+        x = jnp.zeros(3)
+        try:
+            x[1] = 1.0
+        except Exception:
+            pass
+        try:
+            x[1] = 1.0
+        except BaseException as e:
+            raise RuntimeError("in-place update") from e
+        try:
+            x[1] = 1.0
+        except KeyError:
+            pass
+        try:
+            x = jnp.ones(3)
+            x[1] = 1.0
+        except BaseException:
+            pass
+    """) == []
+
+
+def test_a_tutorial_that_prints_the_error_it_demonstrates_is_quiet() -> None:
+    demo = textwrap.dedent("""
+        import jax.numpy as jnp
+
+        jax_array = jnp.zeros((3, 3), dtype=jnp.float32)
+        try:
+            jax_array[1, :] = 1.0
+        except Exception as e:
+            print("Exception {}".format(e))
+        jax_array[2, :] = 1.0
+    """)
+    found = lint_source(demo, "sharp_bits.py", {"ODL701"}).findings
+    assert [f.span.line for f in found] == [9]  # only the assignment outside the demonstration
+
+
 MODULE_MUTATION = """
 import equinox as eqx
 import jax.numpy as jnp
@@ -176,6 +240,32 @@ def test_a_notebook_cell_that_demonstrates_the_error_is_never_rewritten(
     after = json.loads(path.read_text())["cells"]
     assert after[1]["source"] == ["eqx.filter_grad(loss)(model=model, x=x)\n"]     # the demonstration
     assert after[2]["source"] == ["grads = eqx.filter_grad(loss)(model, x=x)\n"]  # the real use, fixed
+    assert "1 fixed, 1 remaining" in out
+
+
+@pytest.mark.parametrize("shown", [
+    {"metadata": {"tags": ["raises-exception"]}, "outputs": []},
+    {"outputs": [{"output_type": "stream", "name": "stdout",
+                  "text": ["Traced<ShapedArray(float32[])>with<DynamicJaxprTrace>\n"]}]},
+    {"outputs": [{"output_type": "stream", "name": "stderr",
+                  "text": ["Traceback (most recent call last):\n", "  ...\n"]}]},
+])
+def test_a_cell_whose_saved_state_shows_the_failure_is_never_rewritten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], shown: dict) -> None:
+    demo = _cell("@jax.jit\ndef f(x):\n    print(x)\n    return 2 * x\n\nf(2.0)\n", shown.get("outputs", []))
+    demo["metadata"] = shown.get("metadata", {})
+    cells = [_cell("import jax\n", []), demo,
+             _cell("@jax.jit\ndef g(x):\n    print(x)\n    return x\n", [])]
+    document = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
+                "nbformat_minor": 5}
+    path = tmp_path / "gotchas.ipynb"
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    monkeypatch.chdir(tmp_path)
+    cli.main(["check", "--no-cache", "--select", "ODL703", "--fix", "gotchas.ipynb"])
+    out = capsys.readouterr().out
+    after = json.loads(path.read_text())["cells"]
+    assert after[1]["source"] == demo["source"]                       # the demonstration stays
+    assert "jax.debug.print" in "".join(after[2]["source"])           # the real use is fixed
     assert "1 fixed, 1 remaining" in out
 
 
