@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg
-from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of, own_nodes
 from odelint.api.finding import NeedImport
 
 T = TypeVar("T")
@@ -1027,13 +1027,7 @@ def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.N
 
 def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
     """Return statements of this function, not of functions nested in it."""
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            yield node
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children_of(node))
+    return own_nodes(function.body, cst.Return)
 
 
 def _self_assignments(function: cst.FunctionDef, attr: str) -> Iterator[cst.BaseExpression]:

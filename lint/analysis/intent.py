@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import libcst as cst
 from odelint.analysis import tables
 from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import Site, children_of
+from odelint.analysis.scopes import Site, own_nodes
 
 # words one of which a file must contain to hold an expected-error context (a cheap gate)
 _WORDS = ("raises", "warns", "assertRaises", "assertWarns", "deprecated_call", "xfail", "except")
@@ -111,15 +111,8 @@ class ExpectedErrors:
 
 
 def _raises(handler: cst.ExceptHandler) -> bool:
-    """Does the handler raise (the caught error or another) anywhere in its body?"""
-    pending: list[cst.CSTNode] = [handler.body]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.Raise):
-            return True
-        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            pending.extend(children_of(current))
-    return False
+    """Does the handler raise (the caught error or another) anywhere in its own body?"""
+    return any(True for _ in own_nodes(handler.body, cst.Raise))
 
 
 def _blocks(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, ...]]:

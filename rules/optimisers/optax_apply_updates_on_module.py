@@ -6,7 +6,7 @@ import libcst as cst
 from odelint.analysis import Needs, Site, jax_api, positional_args, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Callees, Flag, Pass, Rule
-from odelint.rules.optimisers.common import module_fault
+from odelint.rules.optimisers.common import LINEAR_LAYERS_TRAINED_IN_A_HELPER, module_fault
 
 _APPLY_UPDATES = jax_api.names("optax_apply_updates")
 
@@ -126,47 +126,8 @@ class OptaxApplyUpdatesOnModule(Rule):
         """
         ),
         # a model of linear layers only, trained in a helper whose jitted step returns the model
-        # it was given: every leaf is an array, so optax handles the whole module (a public MNIST
-        # notebook trains this way to 85% accuracy)
-        Pass("""
-            import equinox as eqx
-            import jax
-            import jax.numpy as jnp
-            import optax
-
-            class Classifier(eqx.Module):
-                layers: list
-
-                def __init__(self, key):
-                    k1, k2 = jax.random.split(key)
-                    self.layers = [eqx.nn.Linear(784, 64, key=k1), eqx.nn.Linear(64, 10, key=k2)]
-
-                def __call__(self, x):
-                    for layer in self.layers:
-                        x = jax.nn.relu(layer(x))
-                    return x
-
-            @jax.jit
-            def loss(model, x, y):
-                return jnp.mean((jax.vmap(model)(x) - y) ** 2)
-
-            def fit(model, batches, optim):
-                opt_state = optim.init(model)
-
-                @jax.jit
-                def step(model, opt_state, x, y):
-                    grads = jax.grad(loss)(model, x, y)
-                    updates, opt_state = optim.update(grads, opt_state, model)
-                    model = optax.apply_updates(model, updates)
-                    return model, opt_state
-
-                for x, y in batches:
-                    model, opt_state = step(model, opt_state, x, y)
-                return model
-
-            model = Classifier(jax.random.PRNGKey(32))
-            model = fit(model, [], optax.adamw(1e-3))
-        """),
+        # it was given: every leaf is an array, so optax handles the whole module
+        Pass(LINEAR_LAYERS_TRAINED_IN_A_HELPER),
         Pass("""
             import equinox as eqx
 
