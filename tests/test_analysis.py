@@ -530,3 +530,60 @@ def test_iterating_a_dict_gives_its_keys_and_indexing_it_its_values() -> None:
     """)
     assert model.kind("name") is Kind.PLAIN, "`for k in d` gives the keys, strings here"
     assert model.kind("first") is Kind.ARRAY and model.kind('expected["loc"]') is Kind.ARRAY
+
+
+TRAINED_IN_A_HELPER = """
+import equinox as eqx
+import jax
+import optax
+
+
+class Net(eqx.Module):
+    layers: list
+
+    def __init__(self, key):
+        k1, k2 = jax.random.split(key)
+        self.layers = [eqx.nn.Linear(4, 8, key=k1), eqx.nn.Linear(8, 1, key=k2)]
+
+
+def fit(model, batches, optim):
+    opt_state = optim.init(model)
+
+    @jax.jit
+    def step(model, opt_state, x):
+        grads = jax.grad(lambda m: m.layers[0](x).sum())(model)
+        updates, opt_state = optim.update(grads, opt_state, model)
+        model = optax.apply_updates(model, updates)
+        return model, opt_state
+
+    for x in batches:
+        model, opt_state = step(model, opt_state, x)
+    return model
+
+
+model = Net(jax.random.PRNGKey(0))
+model = fit(model, [], optax.adamw(1e-3))
+"""
+
+
+def test_a_class_met_again_while_it_is_worked_out_is_not_kept_as_unknown() -> None:
+    """`fit` and `step` pass the model round a loop (`model = step(model)`, `step` returns what
+    it was given): asking first where `fit` starts must not leave `step`'s parameter unknown."""
+    model = Model(TRAINED_IN_A_HELPER)
+    calls = {model.module.code_for_node(call): (call, site) for call, site in model.index.of_type(cst.Call)}
+    order = ["optim.init(model)", "optim.update(grads, opt_state, model)", "optax.apply_updates(model, updates)"]
+    for text in order:
+        call, site = calls[text]
+        argument = call.args[-1].value if text.startswith("optim.update") else call.args[0].value
+        found = model.facts.module_class(argument, site)
+        assert found is not None and found.name == "Net", text
+        assert model.facts.non_array_leaves(found) == ()
+
+
+def test_the_optimiser_rules_together_accept_the_helper_trained_model() -> None:
+    """Run together (ODL201 asks about `optim.init(model)` in `fit` first), the optimiser rules
+    must still know `step`'s model: every leaf is an array, so nothing fails."""
+    from odelint.engine.core import lint_source
+
+    found = lint_source(textwrap.dedent(TRAINED_IN_A_HELPER), "train.py", {"ODL201", "ODL202", "ODL204"}).findings
+    assert [f"{f.code} {f.span.line}" for f in found] == []

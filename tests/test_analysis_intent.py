@@ -75,6 +75,70 @@ def test_look_alikes_are_not_expected_errors() -> None:
     """) == []
 
 
+def test_one_statement_guarded_by_a_handler_of_every_error_is_an_expected_error() -> None:
+    assert regions("""
+        import jax.numpy as jnp
+
+        x = jnp.zeros(3)
+        try:
+            x[1] = 1.0
+        except Exception as e:
+            print("Exception {}".format(e))
+        try:
+            y = x.block_until_ready()
+        except:
+            y = None
+        def probe(f, x):
+            try:
+                return f(x)
+            except (ValueError, BaseException):
+                return None
+    """) == ["x[1] = 1.0", "y = x.block_until_ready()", "return f(x)"]
+
+
+def test_handlers_that_re_raise_or_catch_one_error_and_longer_bodies_are_not_expected_errors() -> None:
+    assert regions("""
+        import jax.numpy as jnp
+
+        class Exception(RuntimeError):
+            pass
+
+        x = jnp.zeros(3)
+        try:
+            x[1] = 1.0
+        except Exception:
+            pass
+        try:
+            x[1] = 1.0
+        except BaseException as e:
+            raise RuntimeError("in-place update") from e
+        try:
+            x[1] = 1.0
+        except KeyError:
+            pass
+        try:
+            x = jnp.ones(3)
+            x[1] = 1.0
+        except BaseException:
+            pass
+    """) == []
+
+
+def test_a_tutorial_that_prints_the_error_it_demonstrates_is_quiet() -> None:
+    demo = textwrap.dedent("""
+        import jax.numpy as jnp
+
+        jax_array = jnp.zeros((3, 3), dtype=jnp.float32)
+        try:
+            jax_array[1, :] = 1.0
+        except Exception as e:
+            print("Exception {}".format(e))
+        jax_array[2, :] = 1.0
+    """)
+    found = lint_source(demo, "sharp_bits.py", {"ODL701"}).findings
+    assert [f.span.line for f in found] == [9]  # only the assignment outside the demonstration
+
+
 MODULE_MUTATION = """
 import equinox as eqx
 import jax.numpy as jnp
@@ -179,6 +243,32 @@ def test_a_notebook_cell_that_demonstrates_the_error_is_never_rewritten(
     assert "1 fixed, 1 remaining" in out
 
 
+@pytest.mark.parametrize("shown", [
+    {"metadata": {"tags": ["raises-exception"]}, "outputs": []},
+    {"outputs": [{"output_type": "stream", "name": "stdout",
+                  "text": ["Traced<ShapedArray(float32[])>with<DynamicJaxprTrace>\n"]}]},
+    {"outputs": [{"output_type": "stream", "name": "stderr",
+                  "text": ["Traceback (most recent call last):\n", "  ...\n"]}]},
+])
+def test_a_cell_whose_saved_state_shows_the_failure_is_never_rewritten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], shown: dict) -> None:
+    demo = _cell("@jax.jit\ndef f(x):\n    print(x)\n    return 2 * x\n\nf(2.0)\n", shown.get("outputs", []))
+    demo["metadata"] = shown.get("metadata", {})
+    cells = [_cell("import jax\n", []), demo,
+             _cell("@jax.jit\ndef g(x):\n    print(x)\n    return x\n", [])]
+    document = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
+                "nbformat_minor": 5}
+    path = tmp_path / "gotchas.ipynb"
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    monkeypatch.chdir(tmp_path)
+    cli.main(["check", "--no-cache", "--select", "ODL703", "--fix", "gotchas.ipynb"])
+    out = capsys.readouterr().out
+    after = json.loads(path.read_text())["cells"]
+    assert after[1]["source"] == demo["source"]                       # the demonstration stays
+    assert "jax.debug.print" in "".join(after[2]["source"])           # the real use is fixed
+    assert "1 fixed, 1 remaining" in out
+
+
 # ---- x64 switched on elsewhere in the project (odelint.analysis.x64), honoured by ODL707
 
 REQUEST = "import jax.numpy as jnp\n\nx = jnp.zeros(3, dtype=jnp.float64)\n"
@@ -237,6 +327,89 @@ def test_a_cached_result_depends_on_the_conftest(tmp_path: Path, monkeypatch: py
     (tmp_path / "conftest.py").write_text('import jax\n\njax.config.update("jax_enable_x64", True)\n')
     assert cli.main(arguments) == 0   # the new conftest.py invalidates the cached finding
     (tmp_path / "conftest.py").write_text("import jax\n")
+    assert cli.main(arguments) == 1
+    capsys.readouterr()
+
+
+# ---- x64 switched on by the program's entry module, which imports the file
+
+SWITCH = 'import jax\n\njax.config.update("jax_enable_x64", True)\n'
+SOLVER = "pkg/solver.py"
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    (root / ".git").mkdir()
+    for name, text in {"pkg/__init__.py": "", SOLVER: REQUEST, **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root / SOLVER
+
+
+def _flags(path: Path) -> bool:
+    return bool(lint_source(path.read_text(), str(path), {"ODL707"}).findings)
+
+
+@pytest.mark.parametrize("files", [
+    {"train.py": SWITCH + "\nfrom pkg.solver import solve\n"},                      # a top-level script
+    {"pkg/__main__.py": SWITCH + "\nfrom . import solver\n"},                        # python -m pkg
+    {"run.py": ("import jax\nfrom pkg import solver\n\ndef main():\n"
+                '    jax.config.update("jax_enable_x64", True)\n    solver.solve()\n\n'
+                'if __name__ == "__main__":\n    main()\n')},                          # switched on in main()
+    {"train.py": SWITCH + "\nimport pkg.trainer\n",                                  # through another module
+     "pkg/trainer.py": "from pkg.solver import solve\n"},
+    {"experiments/fit.py": SWITCH + "\nfrom pkg import solver\n",                     # a pyproject script
+     "pyproject.toml": '[project]\nname = "p"\n\n[project.scripts]\nfit = "experiments.fit:main"\n'},
+    {"scripts/train.py": SWITCH + "\nfrom pkg.solver import solve\n",                 # packages beside the script
+     "scripts/pkg/__init__.py": "", "scripts/pkg/solver.py": REQUEST,
+     "pyproject.toml": '[project.scripts]\ntrain = "scripts.train:main"\n'},
+])
+def test_x64_switched_on_by_an_entry_module_covers_what_it_imports(tmp_path: Path, files: dict[str, str]) -> None:
+    solver = _project(tmp_path, {})
+    assert _flags(solver)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    if "scripts/pkg/solver.py" in files:
+        solver = tmp_path / "scripts/pkg/solver.py"
+    assert not _flags(solver)
+
+
+@pytest.mark.parametrize("files", [
+    {"train.py": SWITCH + "\nfrom pkg import other\n", "pkg/other.py": ""},          # imports something else
+    {"helpers.py": ("import jax\nfrom pkg import solver\n\ndef use_double():\n"
+                    '    jax.config.update("jax_enable_x64", True)\n')},             # a helper, not a program
+    {"test_solver.py": SWITCH + "\nfrom pkg.solver import solve\n"},                 # a test module
+    {"other/train.py": SWITCH + "\nfrom pkg.solver import solve\n"},                 # not above the file
+    {"train.py": 'import jax\n\njax.config.update("jax_enable_x64", False)\nfrom pkg import solver\n'},
+])
+def test_entry_modules_that_do_not_run_the_file_in_x64_do_not_cover(tmp_path: Path, files: dict[str, str]) -> None:
+    assert _flags(_project(tmp_path, files))
+
+
+def test_the_realistic_program_runs_its_model_in_x64(tmp_path: Path) -> None:
+    """tests/programs/x64_entry: train.py switches x64 on and imports orbits.fit, which imports
+    orbits.model; both request float64 and are quiet, and flagged once train.py is gone."""
+    program = Path(__file__).parent / "programs" / "x64_entry"
+    for name in ("orbits/fit.py", "orbits/model.py"):
+        assert not _flags(program / name)
+    copy = tmp_path / "x64_entry"
+    (tmp_path / ".git").mkdir()
+    for source in program.rglob("*.py"):
+        if source.name != "train.py":
+            (copy / source.relative_to(program)).parent.mkdir(parents=True, exist_ok=True)
+            (copy / source.relative_to(program)).write_text(source.read_text())
+    assert _flags(copy / "orbits/fit.py") and _flags(copy / "orbits/model.py")
+
+
+def test_a_cached_result_depends_on_the_scripts_beside_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _project(tmp_path, {})
+    monkeypatch.chdir(tmp_path)
+    arguments = ["check", "--select", "ODL707", "--cache-dir", str(tmp_path / "cache"), SOLVER]
+    assert cli.main(arguments) == 1
+    (tmp_path / "train.py").write_text(SWITCH + "\nfrom pkg.solver import solve\n")
+    assert cli.main(arguments) == 0   # the new script invalidates the cached finding
+    (tmp_path / "train.py").write_text("import jax\n\nfrom pkg.solver import solve\n")
     assert cli.main(arguments) == 1
     capsys.readouterr()
 

@@ -213,6 +213,22 @@ def test_loops_over_configurations_and_fixed_keys_beside_a_fresh_one_are_deliber
              ("jax.random.normal(params, (2,))", False)]
 
 
+def test_draws_shaped_by_the_loop_variable_are_never_common_random_numbers() -> None:
+    assert _judged("""
+        import jax
+        def proposal(k1, k2, k3, k4, k5, positions, sizes, arrays, sigmas, x):
+            prop = {k: jax.random.normal(k1, shape=jnp.shape(v)) for k, v in positions.items()}
+            layers = []
+            for m, n in zip(sizes[:-1], sizes[1:]):
+                layers.append(jax.random.uniform(k2, (m, n)))
+            masks = [jax.random.bernoulli(k3, 0.5, a.shape) for a in arrays]
+            aligned = [jax.random.permutation(k4, a) for a in arrays]
+            crn = [s * jax.random.normal(k5, x.shape) for s in sigmas]
+    """) == [("jax.random.normal(k1, shape=jnp.shape(v))", False), ("jax.random.uniform(k2, (m, n))", False),
+             ("jax.random.bernoulli(k3, 0.5, a.shape)", False), ("jax.random.permutation(k4, a)", True),
+             ("jax.random.normal(k5, x.shape)", True)]
+
+
 def test_a_key_passed_by_position_to_a_function_that_splits_it_is_consumed() -> None:
     module = cst.parse_module(textwrap.dedent("""
         import jax

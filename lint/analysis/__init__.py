@@ -13,7 +13,7 @@ What passes the door:
 - namespaces: `jax_api` (the API tables of lint/analysis/data, `[names]` by role),
   `literals` (the one literal reader), `transformed` (transform applications) and the tables
   `known_bad` and `deprecated_apis` with their loaders, and `x64` (whether the project runs
-  in 64-bit mode, from its configuration files).
+  in 64-bit mode, from its configuration files and entry modules).
 Names load lazily on first use (PEP 562), so importing one module of the model (the cache
 stamps of `project`) does not load them all.
 """

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg
-from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of
+from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of, own_nodes
 from odelint.api.finding import NeedImport
 
 T = TypeVar("T")
@@ -75,6 +75,8 @@ class Facts:
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
         self._binding_classes: dict[int, ModuleClass | None] = {}
+        self._classes_in_progress: set[int] = set()  # bindings whose class is being worked out
+        self._provisional: set[int] = set()          # of those, the ones read before they were known
         self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
         self._in_progress: set[int] = set()
@@ -400,11 +402,27 @@ class Facts:
         return []
 
     def _binding_module_class(self, binding: Binding) -> ModuleClass | None:
+        """The class a binding holds. A binding met again while its own class is being worked
+        out (`model = step(model)` in a loop, `step` returning its parameter) answers None for
+        now; a result that leaned on such a provisional answer of another binding is not kept,
+        since that binding's real answer may differ once known."""
         key = id(binding)
-        if key not in self._binding_classes:
-            self._binding_classes[key] = None  # cycle guard: `model = step(model)` in a loop
-            self._binding_classes[key] = self._compute_binding_module_class(binding)
-        return self._binding_classes[key]
+        if key in self._binding_classes:
+            return self._binding_classes[key]
+        if key in self._classes_in_progress:
+            self._provisional.add(key)
+            return None
+        outer, self._provisional = self._provisional, set()
+        self._classes_in_progress.add(key)
+        try:
+            result = self._compute_binding_module_class(binding)
+        finally:
+            self._classes_in_progress.discard(key)
+        self._provisional.discard(key)
+        if not self._provisional:
+            self._binding_classes[key] = result
+        self._provisional |= outer
+        return result
 
     def _compute_binding_module_class(self, binding: Binding) -> ModuleClass | None:
         if binding.kind == "for" and not binding.path:
@@ -1009,13 +1027,7 @@ def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.N
 
 def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
     """Return statements of this function, not of functions nested in it."""
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            yield node
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children_of(node))
+    return own_nodes(function.body, cst.Return)
 
 
 def _self_assignments(function: cst.FunctionDef, attr: str) -> Iterator[cst.BaseExpression]:

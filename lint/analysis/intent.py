@@ -2,10 +2,13 @@
 
 A test that wraps a call in `with pytest.raises(ValueError):` (or `pytest.warns`,
 `self.assertRaises(...)` as a context or as a call given the callable, a test decorated
-`@pytest.mark.xfail(raises=...)`) wants the error a rule predicts. Reporting it is noise and
-fixing it breaks the test, so the engine asks this module for the line ranges of such code
-and applies each rule's `expected_errors` policy there. Names resolve through imports
-(`from pytest import raises as r`); unittest's methods are known by name on any object.
+`@pytest.mark.xfail(raises=...)`) wants the error a rule predicts. So does a single statement
+that a `try` guards with a handler catching every error (`except Exception:`, `except
+BaseException:`, a bare `except:`) and not raising it again: a tutorial printing the error it
+demonstrates, or a probe that falls back when the operation fails. Reporting it is noise and
+fixing it breaks the test or the lesson, so the engine asks this module for the line ranges
+of such code and applies each rule's `expected_errors` policy there. Names resolve through
+imports (`from pytest import raises as r`); unittest's methods are known by name on any object.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from collections.abc import Iterator
 import libcst as cst
 from odelint.analysis import tables
 from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import Site
+from odelint.analysis.scopes import Site, own_nodes
 
 # words one of which a file must contain to hold an expected-error context (a cheap gate)
-_WORDS = ("raises", "warns", "assertRaises", "assertWarns", "deprecated_call", "xfail")
+_WORDS = ("raises", "warns", "assertRaises", "assertWarns", "deprecated_call", "xfail", "except")
+_EVERY_ERROR = frozenset({"Exception", "BaseException"})
 
 
 @functools.cache
@@ -50,6 +54,8 @@ class ExpectedErrors:
         if isinstance(node, (cst.With, cst.FunctionDef)) and self._expects(node):
             yield node
             return
+        if isinstance(node, cst.Try) and self._guards_one_statement(node):
+            yield node.body.body[0]
         if isinstance(node, cst.SimpleStatementLine):
             for small in node.body:
                 value = getattr(small, "value", None)
@@ -72,6 +78,22 @@ class ExpectedErrors:
                     return True
         return False
 
+    def _guards_one_statement(self, node: cst.Try) -> bool:
+        """`try: <one statement> except Exception as e: print(e)`: the error is caught and
+        not raised again, so the statement is there to show or probe it."""
+        body = node.body.body
+        if len(body) != 1 or (isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) != 1):
+            return False
+        return any(self._catches_everything(handler) for handler in node.handlers) and not any(
+            _raises(handler) for handler in node.handlers)
+
+    def _catches_everything(self, handler: cst.ExceptHandler) -> bool:
+        if handler.type is None:
+            return True
+        names = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+        return any(isinstance(name, cst.Name) and name.value in _EVERY_ERROR and not self.facts.lookup(
+            name.value, self.facts.index.module_scope) for name in names)
+
     def _context(self, call: cst.Call) -> bool:
         """`pytest.raises(E)`, `self.assertRaises(E)`: a context manager that expects an error."""
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _table()["methods"]:
@@ -86,6 +108,11 @@ class ExpectedErrors:
     def _qualname(self, func: cst.BaseExpression, call: cst.Call) -> str | None:
         site = self._sites.get(id(call))
         return self.facts.qualname(func, site.scope) if site is not None else None
+
+
+def _raises(handler: cst.ExceptHandler) -> bool:
+    """Does the handler raise (the caught error or another) anywhere in its own body?"""
+    return any(True for _ in own_nodes(handler.body, cst.Raise))
 
 
 def _blocks(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, ...]]:

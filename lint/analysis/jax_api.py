@@ -267,6 +267,13 @@ def derives_key(qualname: str | None) -> bool:
     return qualname in _api()["keys"]["derivers"]
 
 
+def shape_position(qualname: str | None) -> int | None:
+    """Where a `jax.random` sampler takes the shape of the numbers it makes (-1: only as
+    `shape=`), or None for a function without one (`permutation`, `split`)."""
+    position = _api()["keys"]["shape_positions"].get(qualname) if qualname is not None else None
+    return position if isinstance(position, int) else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Singular:
     """A function whose derivative is not finite at some inputs (`jnp.sqrt` at 0)."""

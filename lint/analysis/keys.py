@@ -23,7 +23,10 @@ does not), so a rule can report only the bugs by default and every reuse in a st
 - two draws from one key in a test: correlated test inputs, not two independent streams;
 - one key consumed on every iteration of a loop over configurations (common random numbers
   across conditions), or of a loop that splits a fresh key of its own each iteration (a
-  fixed sample key, so plots across training are comparable).
+  fixed sample key, so plots across training are comparable), unless the draw takes its
+  shape from the loop's variable: `{k: normal(key, v.shape) for k, v in params.items()}`
+  draws each parameter, `[normal(key, (m, n)) for m, n in zip(sizes, sizes[1:])]` each
+  layer, and those draws are meant to be independent.
 A key that was split (or handed to a constructor that splits it) and is then used again is
 never deliberate: the later draws equal the subkeys' draws. A key is also consumed when it is
 passed by position to a function of this file that splits or draws from that parameter.
@@ -279,16 +282,26 @@ class KeyUses:
         """A key consumed on every iteration is deliberate in a loop over configurations, or when
         the consuming call takes the loop's variable (one key for every case: common random
         numbers across conditions), or when the loop splits a fresh key of its own (this one is
-        kept fixed on purpose, e.g. to sample the same points for plots after every epoch)."""
+        kept fixed on purpose, e.g. to sample the same points for plots after every epoch).
+        Never when the draw takes its shape from the loop's variable: the loop then draws for
+        different objects (each parameter of a dict, each layer's weights), which common
+        random numbers cannot be, since they must have one shape to be compared."""
         for position in range(found, len(self.reuses)):
             reuse = self.reuses[position]
             if not reuse.in_loop or reuse.first is not reuse.second or reuse.deliberate is not None:
                 continue
             why = ("test or benchmark inputs made from one key" if self.in_test else
+                   None if targets & self._shape_read(reuse.second) else
                    "one key for every case of the loop (common random numbers across its cases)"
                    if not self._repeats[-1] or targets & names_read(*(arg.value for arg in reuse.second.args)) else
                    "a fixed key beside a key split afresh on every iteration" if fresh else None)
             self.reuses[position] = dataclasses.replace(reuse, deliberate=why)
+
+    def _shape_read(self, call: cst.Call) -> frozenset[str]:
+        """The names a sampler's shape argument reads (`normal(key, shape(v))`: {shape, v})."""
+        position = jax_api.shape_position(self._qualname(call))
+        argument = argument_at(call, "shape", position) if position is not None else None
+        return names_read(argument.value) if argument is not None else frozenset()
 
     def _iteration(self, node: cst.For | cst.While, state: State, again: bool = False) -> State | None:
         if isinstance(node, cst.For):

@@ -123,9 +123,10 @@ def project_root(path: str) -> str | None:
         folder = parent
 
 
-def module_file(qualname_module: str, importer: str) -> str | None:
+def module_file(qualname_module: str, importer: str, program: str | None = None) -> str | None:
     """The file that `import <module>` means for the file `importer` (relative imports
-    start with dots), or None when no file of the project defines it."""
+    start with dots), or None when no file of the project defines it. `program`: the folder
+    of the script being run, first on Python's path, so its packages are found from anywhere."""
     here = os.path.dirname(os.path.abspath(importer))
     dots = len(qualname_module) - len(qualname_module.lstrip("."))
     parts = [part for part in qualname_module.lstrip(".").split(".") if part]
@@ -136,7 +137,7 @@ def module_file(qualname_module: str, importer: str) -> str | None:
         bases = [base]
     else:
         root = project_root(importer)
-        bases = [here] + ([root, os.path.join(root, "src")] if root else [])
+        bases = [here] + ([program] if program else []) + ([root, os.path.join(root, "src")] if root else [])
     for base in bases:
         stem = os.path.join(base, *parts)
         for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
@@ -144,6 +145,33 @@ def module_file(qualname_module: str, importer: str) -> str | None:
                     os.path.isfile(candidate) or os.path.abspath(candidate) in _buffers):
                 return candidate
     return None
+
+
+def imported_files(facts: Facts, program: str | None = None) -> list[str]:
+    """The project's files that the file of `facts` imports, in any scope, each once:
+    `import pkg.model`, `from pkg.model import Net`, `from . import model` (`program`: as
+    in `module_file`)."""
+    import libcst as cst
+    from odelint.analysis.scopes import dotted_name
+
+    if facts.path is None:
+        return []
+    found: dict[str, None] = {}
+    for binding in facts.index.all_bindings():
+        if binding.kind != "import":
+            continue
+        if isinstance(binding.node, cst.Import):
+            names = [dotted_name(alias.name) or "" for alias in binding.node.names]
+        else:  # `from m import x`: x is a module of m, or a name that m defines
+            names = [binding.qualname or "", (binding.qualname or "").rpartition(".")[0]]
+        for name in names:
+            if not name.strip(".") or name.lstrip(".").split(".")[0] in NEVER_PROJECT:
+                continue
+            where = module_file(name, facts.path, program)
+            if where is not None:
+                found.setdefault(os.path.abspath(where))
+                break
+    return list(found)
 
 
 def facts_of(path: str, seen: frozenset[str]) -> Facts | None:

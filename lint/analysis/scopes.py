@@ -17,7 +17,7 @@ import bisect
 import dataclasses
 import functools
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
@@ -308,6 +308,18 @@ def child_fields(node_type: type) -> tuple[str, ...]:
         if types and not all(issubclass(child_type, trivia()) for child_type in types):
             kept.append(name)
     return tuple(kept)
+
+
+def own_nodes(root: cst.CSTNode, node_type: type[_Node]) -> Iterator[_Node]:
+    """The nodes of a type in `root`'s code, not in functions, classes or lambdas nested in it
+    (a function's own `return`s, a handler's own `raise`s)."""
+    pending: list[cst.CSTNode] = [root]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, node_type):
+            yield node
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            pending.extend(children_of(node))
 
 
 def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:

@@ -2,11 +2,16 @@
 
 Scientists switch x64 on once: `jax.config.update("jax_enable_x64", True)` in `conftest.py`
 (every test below it runs in 64-bit mode), in a package's `__init__.py` (importing any module
-of the package runs it first), inside `with jax.enable_x64():` in such a file, or as
+of the package runs it first), inside `with jax.enable_x64():` in such a file, as
 `JAX_ENABLE_X64=1` in pytest's environment settings (pytest-env: pyproject.toml's
-`[tool.pytest.ini_options] env`, pytest.ini, tox.ini, setup.cfg). A float64 request in a
-file covered by one of them is honoured. Every file looked at (present or not) is recorded
-as a dependency of the result, so a cached result holds only while they stay the same.
+`[tool.pytest.ini_options] env`, pytest.ini, tox.ini, setup.cfg), or in the program's entry
+module, which imports the file directly or through other project files: a script in the
+file's folder or a folder above it up to the project root (a `__main__.py`, a file with an
+`if __name__ == "__main__":` block, or one that switches x64 on as it is imported, like
+`train.py` at the top of a research project), or a module that pyproject.toml's
+`[project.scripts]` names. A float64 request in a file covered by one of them is honoured.
+Every file and folder looked at (present or not) is recorded as a dependency of the result,
+so a cached result holds only while they stay the same (a new script invalidates it).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ _SWITCHES = frozenset({"jax.config.update", "jax.experimental.enable_x64", "jax.
 _TRUE = frozenset({"1", "true", "yes", "on"})
 # (file, ini section) holding pytest's settings; pyproject.toml is read as TOML
 _INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
+_MAX_IMPORTED = 500  # project files followed from one entry module
 
 
 def enabled_for(path: str) -> str | None:
@@ -30,6 +36,10 @@ def enabled_for(path: str) -> str | None:
     for candidate in _python_files(path):
         if project.noted(candidate) is not None and _switches_on(candidate):
             return candidate
+    target = os.path.abspath(path)
+    for entry in _entries(path):
+        if entry != target and _imports(entry, target):
+            return entry
     if project.is_test_file(path):
         root = project.project_root(path)
         if root is not None:
@@ -40,29 +50,122 @@ def enabled_for(path: str) -> str | None:
 def _python_files(path: str) -> Iterator[str]:
     """conftest.py in the file's folder and every folder above it up to the project root, and
     the `__init__.py` of every package the file belongs to."""
-    folder = os.path.dirname(os.path.abspath(path))
-    root = project.project_root(path) or folder
     in_package = True
-    while True:
+    for folder in _folders(path):
         yield os.path.join(folder, "conftest.py")
         init = os.path.join(folder, "__init__.py")
         in_package = in_package and os.path.isfile(init)
         if in_package and os.path.abspath(init) != os.path.abspath(path):
             yield init
+
+
+def _folders(path: str) -> Iterator[str]:
+    """The file's folder and every folder above it up to the project root."""
+    folder = os.path.dirname(os.path.abspath(path))
+    root = project.project_root(path) or folder
+    while True:
+        yield folder
         parent = os.path.dirname(folder)
         if folder == root or parent == folder or not folder.startswith(root):
             return
         folder = parent
 
 
-def _switches_on(path: str) -> bool:
+def _switches_on(path: str, on_import: bool = False) -> bool:
+    """Does the file switch 64-bit mode on (`on_import`: in code that runs as it is imported,
+    outside any function)?"""
     facts = project.facts_of(path, frozenset())
     if facts is None:
         return False
     for call, site in facts.index.of_type(cst.Call):
         qualname = facts.qualname(call.func, site.scope)
-        if qualname in _SWITCHES and (qualname != "jax.config.update" or _enables(call)):
+        if qualname in _SWITCHES and (qualname != "jax.config.update" or _enables(call)) and (
+                not on_import or site.scope is facts.index.module_scope):
             return True
+    return False
+
+
+def _entries(path: str) -> Iterator[str]:
+    """The project's entry modules that switch 64-bit mode on: scripts in the file's folder
+    and every folder above it up to the project root, then pyproject.toml's scripts."""
+    for folder in _folders(path):
+        if project.noted(folder) is None:  # its listing counts: a script added later is seen
+            continue
+        for name in sorted(os.listdir(folder)):
+            candidate = os.path.join(folder, name)
+            if (name.endswith(".py") and name not in ("conftest.py", "__init__.py")
+                    and not project.is_test_module(candidate) and _mentions_x64(candidate)
+                    and _switches_on(candidate, on_import=not _is_script(candidate))):
+                yield candidate
+    root = project.project_root(path)
+    for script in _project_scripts(root) if root is not None else ():
+        if _mentions_x64(script) and _switches_on(script):
+            yield script
+
+
+def _mentions_x64(path: str) -> bool:
+    """A cheap first look, so that only files that could switch x64 on are parsed."""
+    if project.noted(path) is None:
+        return False
+    try:
+        text = project.read_text(path)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "enable_x64" in text
+
+
+def _is_script(path: str) -> bool:
+    """`__main__.py`, or a module with an `if __name__ == "__main__":` block: run as a program."""
+    if os.path.basename(path) == "__main__.py":
+        return True
+    facts = project.facts_of(path, frozenset())
+    return facts is not None and any(isinstance(statement, cst.If) and _is_main_test(statement.test)
+                                     for statement in facts.index.module.body)
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    sides = (test.left, target.comparator)
+    return (isinstance(target.operator, cst.Equal) and any(isinstance(s, cst.Name) and s.value == "__name__"
+                                                           for s in sides)
+            and any(isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides))
+
+
+def _project_scripts(root: str) -> list[str]:
+    """The modules of pyproject.toml's `[project.scripts]` / `[project.gui-scripts]`
+    (`train = "experiments.train:main"`)."""
+    pyproject = os.path.join(root, "pyproject.toml")
+    if project.noted(pyproject) is None:
+        return []
+    try:
+        with open(pyproject, "rb") as handle:
+            table = tomllib.load(handle).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    found = []
+    for section in ("scripts", "gui-scripts"):
+        scripts = table.get(section, {}) if isinstance(table, dict) else {}
+        for target in scripts.values() if isinstance(scripts, dict) else ():
+            module = str(target).partition(":")[0].strip()
+            where = project.module_file(module, pyproject) if module else None
+            if where is not None:
+                found.append(os.path.abspath(where))
+    return found
+
+
+def _imports(entry: str, target: str) -> bool:
+    """Does `entry` import `target`, directly or through other files of the project?"""
+    pending, seen, program = [entry], {entry}, os.path.dirname(entry)
+    while pending and len(seen) < _MAX_IMPORTED:
+        facts = project.facts_of(pending.pop(), frozenset())
+        for imported in project.imported_files(facts, program) if facts is not None else ():
+            if imported == target:
+                return True
+            if imported not in seen:
+                seen.add(imported)
+                pending.append(imported)
     return False
 
 

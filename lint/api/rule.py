@@ -35,11 +35,13 @@ QUIET = "quiet"          # report nothing there: the error the rule predicts is 
 UNFIXED = "unfixed"      # report it, but offer no fix: rewriting the test would change what it tests
 _EXPECTED_ERRORS_DOC = {
     QUIET: "Not reported inside code that expects an error (`with pytest.raises(...)`, `pytest.warns`, "
-           "`self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`): there the error is "
-           "what the test wants.",
+           "`self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`, one statement that a "
+           "`try` guards with `except Exception:` and does not raise again): there the error is what the "
+           "test or the tutorial wants.",
     UNFIXED: "Reported without a fix inside code that expects an error (`with pytest.raises(...)`, "
-             "`pytest.warns`, `self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`): "
-             "the hazard is still there, but rewriting such a test would change what it tests.",
+             "`pytest.warns`, `self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`, one "
+             "statement that a `try` guards with `except Exception:` and does not raise again): the hazard is "
+             "still there, but rewriting such code would change what it tests or shows.",
 }
 
 

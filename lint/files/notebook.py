@@ -61,7 +61,7 @@ class Cell:
     masked: frozenset[int]  # lines of the cell (0-based) replaced by a placeholder
     header: int = 0         # leading lines that must stay first (a `%%time` line)
     foreign: bool = False   # a cell magic (`%%bash`, `%%writefile`): no Python line at all
-    shows_error: bool = False  # its saved output is an error: a demonstration no fix may rewrite
+    shows_error: bool = False  # its saved state shows a failure (`_demonstrates`): no fix may rewrite it
 
     @property
     def number(self) -> int:
@@ -243,11 +243,37 @@ def read(data: bytes) -> Notebook:
     code = [(index, _source(cell.get("source", ""), index)) for index, cell in enumerate(document["cells"])
             if isinstance(cell, dict) and cell.get("cell_type") == "code"]
     cells, program = join(code)
-    failed = {index for index, cell in enumerate(document["cells"]) if isinstance(cell, dict)
-              and isinstance(cell.get("outputs"), list) and any(
-                  isinstance(output, dict) and output.get("output_type") == "error" for output in cell["outputs"])}
+    failed = {index for index, cell in enumerate(document["cells"]) if isinstance(cell, dict) and _demonstrates(cell)}
     cells = [dataclasses.replace(cell, shows_error=True) if cell.index in failed else cell for cell in cells]
     return Notebook(cells, program, raw=raw, document=document, bom=data.startswith(codecs.BOM_UTF8))
+
+
+# Printed text that shows a failure the author kept: a traceback, or a JAX tracer where a value
+# was meant to be (`print(x)` in a jitted function shows `Traced<ShapedArray(...)>`).
+_FAILURE_TEXTS = ("Traceback (most recent call last)", "Traced<")
+
+
+def _demonstrates(cell: dict) -> bool:
+    """Does the cell's saved state show that it demonstrates a failure: an error output, the
+    `raises-exception` tag (Jupyter's mark for a cell meant to raise), or printed text that
+    shows one? A fix must not rewrite the lesson."""
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    if isinstance(tags, list) and "raises-exception" in tags:
+        return True
+    outputs = cell.get("outputs")
+    for output in outputs if isinstance(outputs, list) else ():
+        if not isinstance(output, dict):
+            continue
+        if output.get("output_type") == "error":
+            return True
+        data = output.get("data")
+        text = output.get("text", data.get("text/plain") if isinstance(data, dict) else None)
+        if isinstance(text, list):
+            text = "".join(part for part in text if isinstance(part, str))
+        if isinstance(text, str) and any(marker in text for marker in _FAILURE_TEXTS):
+            return True
+    return False
 
 
 def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:

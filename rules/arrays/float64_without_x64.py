@@ -33,7 +33,11 @@ class Float64WithoutX64(Rule):
     file that never enables 64-bit mode (no `jax_enable_x64`, `JAX_ENABLE_X64` or
     `jax.enable_x64` / `jax.experimental.enable_x64` anywhere in it) and that the project does
     not run in 64-bit mode: x64 switched on in a `conftest.py` above the file, in the
-    `__init__.py` of a package the file belongs to, or (for tests) `JAX_ENABLE_X64=1` in
+    `__init__.py` of a package the file belongs to, in an entry module that imports the file
+    (directly or through other project files: a `__main__.py`, a script with an
+    `if __name__ == "__main__":` block or one that switches x64 on as it is imported, such as
+    `train.py`, in the file's folder or a folder above it; or a module of pyproject.toml's
+    `[project.scripts]`), or (for tests) `JAX_ENABLE_X64=1` in
     pytest's `env` settings (pyproject.toml, pytest.ini, tox.ini, setup.cfg). NumPy's own
     `np.float64(x)` is a 64-bit NumPy scalar and is not flagged. Also flags
     `jax.config.update("jax_enable_x64", True)` placed after code of the same block (the

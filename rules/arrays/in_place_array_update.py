@@ -186,6 +186,18 @@ class InPlaceArrayUpdate(Rule):
                 a[0] = 1.0
                 b[0] = 2.0
         """),
+        # a tutorial that shows the error: the assignment is caught and its message printed
+        Pass("""
+            import jax.numpy as jnp
+
+            jax_array = jnp.zeros((3, 3), dtype=jnp.float32)
+
+            # In place update of JAX's array will yield an error!
+            try:
+                jax_array[1, :] = 1.0
+            except Exception as e:
+                print("Exception {}".format(e))
+        """),
     )
 
 

@@ -22,15 +22,18 @@ class PrngKeyReuse(Rule):
     - two draws from one key, and the carry `key` drawn from after
       `key, sub = jax.random.split(key)` where `sub` was meant, then split again;
     - a key consumed on every iteration of a loop that repeats one computation (`while`,
-      `range(n)`) without being re-split there, and `jax.random.PRNGKey(0)` (constant
-      arguments) made in such a loop and drawn from there.
+      `range(n)`) without being re-split there, or of any loop (or comprehension) whose
+      draws take their shape from the loop variable (`{k: normal(key, v.shape) for k, v in
+      params.items()}`: each parameter, each layer gets the same numbers), and
+      `jax.random.PRNGKey(0)` (constant arguments) made in a repeating loop and drawn from there.
     Not flagged, because the reuse is deliberate: the same key given to the same
     constructor twice (rebuilding a model identically, identical layers in a test); a key
     from outside drawn from and then split (the dataloader's `permutation(key)` then
     `split(key)`); any reuse in a test or a benchmark (correlated test inputs, fake
     benchmark data, tests that compare key derivations); one key for
     every case of a loop over configurations (common random numbers across evaluation
-    conditions) or beside a key the loop splits afresh (a fixed sample key for plots);
+    conditions, one shape for all) or beside a key the loop splits afresh (a fixed sample
+    key for plots); one permutation for several arrays (their rows stay aligned);
     a constant key handed to a function inside a loop (it may draw nothing from it);
     `fold_in(PRNGKey(0), i)`, a different key for every `i`. Uses in different branches of
     an `if`/`else` are not reuse.
@@ -227,6 +230,32 @@ class PrngKeyReuse(Rule):
                 skeleton = eqx.nn.MLP(2, 2, 8, 2, key=key)
                 restored = eqx.tree_deserialise_leaves(tmp_path / "model.eqx", skeleton)
                 assert eqx.tree_equal(model, restored)
+        """),
+        # a loop over parameters or layers whose draws take their shape from the loop variable:
+        # each entry is a different object, so the entries are meant to be independent
+        Flag("""
+            import jax
+            import jax.numpy as jnp
+
+            def independent_proposal(positions, scale):
+                def propose(key):
+                    return {name: scale * jax.random.normal(key, jnp.shape(value))
+                            for name, value in positions.items()}
+                return propose
+
+            def init_mlp(key, sizes):
+                params = []
+                for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+                    params.append(jax.random.normal(key, (fan_in, fan_out)) / jnp.sqrt(fan_in))
+                return params
+        """, count=2, message="the loop consumes the key `key` on every iteration without splitting it there",
+            span=("6:31-6:71", "13:23-13:64")),
+        # deliberate: one permutation for every array, so their rows stay aligned
+        Pass("""
+            import jax.random as jr
+
+            def shuffle_together(key, arrays):
+                return [jr.permutation(key, array) for array in arrays]
         """),
         # deliberate: common random numbers across evaluation conditions
         Pass("""

@@ -66,3 +66,47 @@ def filter_fix(rule, fault: Fault, value: cst.BaseExpression, site: Site):
     if not fault.safe_to_filter:
         return None
     return rule.fix("Filter the module to its arrays", lambda: wrap_in_filter(rule.facts, value, site))
+
+
+# A must-not-flag program of ODL202 and ODL204 (a public MNIST notebook trains this way to 85%
+# accuracy): a module of linear layers only, trained in a helper whose jitted step returns the
+# model it was given, so every leaf is an array and optax handles the whole module.
+LINEAR_LAYERS_TRAINED_IN_A_HELPER = """
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+
+class Classifier(eqx.Module):
+    layers: list
+
+    def __init__(self, key):
+        k1, k2 = jax.random.split(key)
+        self.layers = [eqx.nn.Linear(784, 64, key=k1), eqx.nn.Linear(64, 10, key=k2)]
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = jax.nn.relu(layer(x))
+        return x
+
+@jax.jit
+def loss(model, x, y):
+    return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+def fit(model, batches, optim):
+    opt_state = optim.init(model)
+
+    @jax.jit
+    def step(model, opt_state, x, y):
+        grads = jax.grad(loss)(model, x, y)
+        updates, opt_state = optim.update(grads, opt_state, model)
+        model = optax.apply_updates(model, updates)
+        return model, opt_state
+
+    for x, y in batches:
+        model, opt_state = step(model, opt_state, x, y)
+    return model
+
+model = Classifier(jax.random.PRNGKey(32))
+model = fit(model, [], optax.adamw(1e-3))
+"""

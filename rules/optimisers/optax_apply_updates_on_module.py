@@ -6,7 +6,7 @@ import libcst as cst
 from odelint.analysis import Needs, Site, jax_api, positional_args, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Callees, Flag, Pass, Rule
-from odelint.rules.optimisers.common import module_fault
+from odelint.rules.optimisers.common import LINEAR_LAYERS_TRAINED_IN_A_HELPER, module_fault
 
 _APPLY_UPDATES = jax_api.names("optax_apply_updates")
 
@@ -125,6 +125,9 @@ class OptaxApplyUpdatesOnModule(Rule):
             model = eqx.apply_updates(model, None)
         """
         ),
+        # a model of linear layers only, trained in a helper whose jitted step returns the model
+        # it was given: every leaf is an array, so optax handles the whole module
+        Pass(LINEAR_LAYERS_TRAINED_IN_A_HELPER),
         Pass("""
             import equinox as eqx
 
