@@ -36,12 +36,13 @@ UNFIXED = "unfixed"      # report it, but offer no fix: rewriting the test would
 _EXPECTED_ERRORS_DOC = {
     QUIET: "Not reported inside code that expects an error (`with pytest.raises(...)`, `pytest.warns`, "
            "`self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`, one statement that a "
-           "`try` guards with `except Exception:` and does not raise again): there the error is what the "
-           "test or the tutorial wants.",
+           "`try` guards with `except Exception:` and does not raise again, a notebook cell whose saved "
+           "output shows the failure): there the error is what the test or the tutorial wants.",
     UNFIXED: "Reported without a fix inside code that expects an error (`with pytest.raises(...)`, "
              "`pytest.warns`, `self.assertRaises(...)`, a test marked `@pytest.mark.xfail(raises=...)`, one "
-             "statement that a `try` guards with `except Exception:` and does not raise again): the hazard is "
-             "still there, but rewriting such code would change what it tests or shows.",
+             "statement that a `try` guards with `except Exception:` and does not raise again, a notebook cell "
+             "whose saved output shows the failure): the hazard is still there, but rewriting such code would "
+             "change what it tests or shows.",
 }
 
 

@@ -145,7 +145,8 @@ def rules_for(path: str, codes: Collection[str] | None, python: bool) -> list[ty
 def lint_source(source: str, path: str, codes: Collection[str] | None = None,
                 python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True,
                 parser: IncrementalParser | None = None, versions: Mapping[str, Version | None] = NO_VERSIONS,
-                tree: ast.Module | None = None, options: frozenset[str] = NO_OPTIONS) -> LintResult:
+                tree: ast.Module | None = None, options: frozenset[str] = NO_OPTIONS,
+                frozen: Sequence[tuple[int, int]] = ()) -> LintResult:
     """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
 
     `python` says whether the text is Python; by default it is guessed from the name.
@@ -154,24 +155,26 @@ def lint_source(source: str, path: str, codes: Collection[str] | None = None,
     `parser` keeps one document's previous tree (the editor) to re-parse only what changed.
     `versions` are the JAX stack's target versions rules may read (FileContext.versions).
     `tree` is CPython's `ast` of the text when a host already has it (flake8): the pre-checks
-    read it instead of parsing again."""
+    read it instead of parsing again. `frozen` are the lines of a notebook's demonstration
+    cells (their saved output shows the failure): code that expects its error."""
     try:
-        return _lint_source(source, path, codes, python, apply_noqa, gate, parser, versions, tree, options)
+        return _lint_source(source, path, codes, python, apply_noqa, gate, parser, versions, tree, options, frozen)
     except _TooDeep:
         return _with_room(lambda: _lint_source(source, path, codes, python, apply_noqa, gate, None, versions, tree,
-                                               options),
+                                               options, frozen),
                           lambda: LintResult([too_deep(path)]))
 
 
 def _lint_source(source: str, path: str, codes: Collection[str] | None, python: bool | None, apply_noqa: bool,
                  gate: bool, parser: IncrementalParser | None, versions: Mapping[str, Version | None],
-                 tree: ast.Module | None, options: frozenset[str]) -> LintResult:
+                 tree: ast.Module | None, options: frozenset[str],
+                 frozen: Sequence[tuple[int, int]] = ()) -> LintResult:
     python = is_python_file(path) if python is None else python
     rules = rules_for(path, codes, python)
     unused = apply_noqa and _checks_unused_noqa(codes)  # ODL002 must see what the directives suppress
     if python:
         result = _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes,
-                              apply_noqa and not unused, gate, parser, versions, tree, options)
+                              apply_noqa and not unused, gate, parser, versions, tree, options, frozen)
     else:
         result = _lint_text(source, path, rules, apply_noqa and not unused, gate, versions)
     if unused and codes is not None:
@@ -208,7 +211,7 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
 def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool,
                  apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
                  versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None,
-                 options: frozenset[str] = NO_OPTIONS) -> LintResult:
+                 options: frozenset[str] = NO_OPTIONS, frozen: Sequence[tuple[int, int]] = ()) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
     # The pre-check spares a LibCST parse. An editor's re-lint parses only what the edit
@@ -222,7 +225,7 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser, options=options)
+    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser, frozen, options=options)
 
 
 def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
@@ -488,8 +491,9 @@ def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list
 
 def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: Sequence[type[BaseRule]],
                     frozen: Sequence[tuple[int, int]]) -> list[Finding]:
-    """Apply each rule's `expected_errors` policy inside code that expects an error, and take
-    the fix off findings in frozen lines."""
+    """Apply each rule's `expected_errors` policy inside code that expects an error: a test's
+    `pytest.raises` block, or frozen lines (a notebook cell whose saved output shows the failure
+    it demonstrates)."""
     from odelint.analysis import intent
 
     regions: list[tuple[int, int]] = []
@@ -504,11 +508,9 @@ def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: S
     kept = []
     for finding in findings:
         line = finding.span.line
-        if any(first <= line <= last for first, last in regions):
+        if any(first <= line <= last for first, last in (*regions, *frozen)):
             if policies.get(finding.code) == QUIET:
                 continue
-            finding.fix = None
-        elif any(first <= line <= last for first, last in frozen):
             finding.fix = None
         kept.append(finding)
     return kept

@@ -201,7 +201,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
             outcome.applied_codes = dict(fixed.applied_codes)
         else:
             result = engine.lint_source(text, task.path, task.codes, python=python, versions=task.versions,
-                                        options=task.options)
+                                        options=task.options, frozen=notebook.error_lines() if notebook else ())
             findings, crashes, new_text = result.findings, result.crashes, text
             if task.mode == ADD_NOQA:
                 new_text = noqa.add_noqa(text, findings, python)
