@@ -18,6 +18,7 @@ import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_for, keyword_arg, positional_args
 from odelint.analysis.classes import enclosing_class
+from odelint.analysis.definitions import Definition
 from odelint.analysis.facts import Facts, loaded_names
 from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
@@ -274,17 +275,22 @@ class Differentiation(Reach):
 
     # -- which values carry a tangent -----------------------------------------------------
 
-    def differentiated_source(self, node: cst.BaseExpression, scope: Scope) -> Binding | None:
-        """A differentiated parameter that the value of `node` depends on, or None."""
+    def differentiated_source(self, node: cst.BaseExpression, site: Site) -> Definition | None:
+        """A differentiated parameter that the value of `node` at `site` depends on, or None."""
+        found = self._source(node, site.scope)
+        return Definition(found) if found is not None else None
+
+    def root_of(self, parameter: Definition) -> Root | None:
+        """How the function of a differentiated parameter is differentiated (its root)."""
+        return self.roots.get(id(parameter.function))
+
+    def _source(self, node: cst.BaseExpression, scope: Scope) -> Binding | None:
         for name in loaded_names(node):
             for binding in self.facts.lookup(name.value, scope):
                 origin = self._origin(binding)
                 if origin is not None:
                     return origin
         return None
-
-    def root_of(self, parameter: Binding) -> Root | None:
-        return self.roots.get(id(parameter.scope.node))
 
     def _origin(self, binding: Binding) -> Binding | None:
         key = id(binding)
@@ -303,7 +309,7 @@ class Differentiation(Reach):
                 bound = 1 if enclosing_class(binding.scope) is not None else 0
                 for call, site in self.facts.calls_of(function):
                     argument = argument_for(call, binding, bound)
-                    origin = self.differentiated_source(argument, site.scope) if argument is not None else None
+                    origin = self._source(argument, site.scope) if argument is not None else None
                     if origin is not None:
                         return origin
             return None
@@ -312,7 +318,7 @@ class Differentiation(Reach):
             for position in binding.path:
                 if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
                     value = value.elements[position].value
-            return self.differentiated_source(value, binding.scope)
+            return self._source(value, binding.scope)
         return None
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args, splatted_for
+from odelint.analysis.definitions import Definition
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site, children_of
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 class Traced:
     """A traced value's origin: the parameter it derives from, and why that is traced."""
 
-    parameter: Binding = dataclasses.field(repr=False)
+    parameter: Definition = dataclasses.field(repr=False)
     reason: str
 
     def describe(self) -> str:
@@ -195,7 +196,7 @@ class Tracing(Reach):
         root = self._roots.get(id(function))
         if root is not None and self._root_traces(root, binding):
             owner = function_name(function)  # type: ignore[arg-type]
-            return Traced(binding, f"a parameter of {owner}, traced by `{root.spelling}`")
+            return Traced(Definition(binding), f"a parameter of {owner}, traced by `{root.spelling}`")
         if isinstance(function, cst.FunctionDef) and id(function) in self.reasons:
             bound = 1 if binding.scope.parent is not None and binding.scope.parent.kind == CLASS else 0
             for call, site in self.facts.calls_of(function):

@@ -63,7 +63,7 @@ class PrintOfTracedValue(Rule):
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         builtin = isinstance(node.func, cst.Name) and node.func.value == "print"
-        if not builtin or self.facts.lookup("print", site.scope):
+        if not builtin or self.facts.definitions("print", site):
             return
         for arg in node.args:
             traced = self.facts.traced_value(arg.value, site)

@@ -100,7 +100,7 @@ class TracedValueInPythonControlFlow(Rule):
         if not isinstance(node.func, cst.Name) or node.func.value not in _CONVERSIONS:
             return
         args = positional_args(node)
-        if not args or len(node.args) != 1 or self.facts.lookup(node.func.value, site.scope):
+        if not args or len(node.args) != 1 or self.facts.definitions(node.func, site):
             return
         self._report(node, args[0].value, site, f"`{node.func.value}()`", _CONVERSIONS[node.func.value],
                      "x.astype(...)` or `jnp.asarray(...)")

@@ -125,10 +125,10 @@ class CallablePytreeInControlFlow(Rule):
 
     def _is_partial(self, node: cst.BaseExpression, site: Site) -> bool:
         if isinstance(node, cst.Name):
-            bindings = self.facts.lookup(node.value, site.scope)
-            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].path or bindings[0].value is None:
+            found = self.facts.definition(node, site)
+            if found is None or found.value is None:
                 return False
-            node, site = bindings[0].value, Site(bindings[0].scope, bindings[0].order)
+            node, site = found.value, found.site
         return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == _EQUINOX_PARTIAL
 
     examples = (

@@ -3,7 +3,7 @@ function or string leaves."""
 
 from __future__ import annotations
 
-from odelint.analysis import Application, Needs, jax_api, source_of, transformed
+from odelint.analysis import Application, Needs, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
@@ -70,10 +70,10 @@ class JaxTransformOnModule(TransformApplicationRule):
     def check(self, application: Application) -> None:
         if application.qualname not in _FAILURES:
             return
-        for param in application.parameters(self.facts):
-            if not transformed.consumes(application, param):
+        for param in application.parameters:
+            if not application.consumes(param):
                 continue
-            module_class = transformed.module_argument(self.facts, application, param)
+            module_class = self.facts.module_received(application, param)
             if module_class is None:
                 continue
             leaves = [leaf for leaf in self.facts.non_array_leaves(module_class) if leaf.kind.crashes_transforms]
