@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
 from odelint.analysis.sketch import Sketch
@@ -416,8 +416,8 @@ def _may_flag(sketch: Sketch, call: ast.Call) -> bool:
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return False
     left, right = test.left, test.comparators[0]
-    variable = (_dotted(left) if _sketch_number(right) is not None
-                else _dotted(right) if _sketch_number(left) is not None else None)
+    variable = (_dotted(left) if literals.ast_number(right) is not None
+                else _dotted(right) if literals.ast_number(left) is not None else None)
     if variable is None:
         return False
     regions = None
@@ -466,19 +466,9 @@ def _sketch_singular_uses(sketch: Sketch, node: ast.AST) -> Iterator[tuple[jax_a
 def _sketch_power(exponent: ast.expr) -> jax_api.Singular | None:
     """`_power` on `ast`."""
     if isinstance(exponent, ast.BinOp) and isinstance(exponent.op, ast.Div):
-        numerator, denominator = _sketch_number(exponent.left), _sketch_number(exponent.right)
+        numerator, denominator = literals.ast_number(exponent.left), literals.ast_number(exponent.right)
         return jax_api.power_singular(numerator / denominator if numerator is not None and denominator else None)
-    return jax_api.power_singular(_sketch_number(exponent))
-
-
-def _sketch_number(node: ast.expr) -> float | None:
-    """`intervals.number` on `ast`: an int or float literal, signed."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _sketch_number(node.operand)
-        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    return None
+    return jax_api.power_singular(literals.ast_number(exponent))
 
 
 def _dotted(node: ast.expr) -> str | None:
