@@ -267,7 +267,13 @@ def test_a_transform_of_a_parameter_reaches_the_function_every_call_passes() -> 
     final, _ = _function(facts, "final")
     _, in_final = _return_site(facts, final)
     assert differentiation(facts).modes(in_final) == frozenset({("forward", "reverse")})
-    assert facts.traced_by(in_final) == "`final` is traced by `jax.jit`"
+    # the reasons name the parameter the function crossed, for messages
+    assert facts.traced_by(in_final) == "`final`, passed as `f` to `compiled`, is traced by `jax.jit`"
+    assert facts.differentiated_by(in_final) == "`final`, passed as `f` to `hessian`, is differentiated by `jax.jacfwd`"
+    inside = _return_site(facts, final)[1]
+    traced = facts.traced_value(cst.Name("a"), inside)
+    assert traced is not None
+    assert traced.reason == "a parameter of `final` (passed as `f` to `compiled`), traced by `jax.jit`"
     # `either` is given two different functions: neither is known to be differentiated by it
     for name in ("other", "untouched"):
         function, _ = _function(facts, name)

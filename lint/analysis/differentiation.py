@@ -111,12 +111,12 @@ class Differentiation(Reach):
 
     def _add_root(self, target: cst.BaseExpression, scope: Scope, mode: str,
                   argnums: cst.BaseExpression | None, transform: cst.BaseExpression) -> None:
-        resolved = self.function(target, scope)
+        resolved = self.function_via(target, scope)
         if resolved is not None:
-            self._record(resolved[0], resolved[1], mode, argnums, transform)
+            self._record(*resolved[:2], mode, argnums, transform, resolved[2])
 
-    def _record(self, function: Function, offset: int, mode: str,
-                argnums: cst.BaseExpression | None, transform: cst.BaseExpression) -> None:
+    def _record(self, function: Function, offset: int, mode: str, argnums: cst.BaseExpression | None,
+                transform: cst.BaseExpression, via: str | None = None) -> None:
         if mode == "all":
             positions = None
         elif mode == "first":
@@ -131,7 +131,8 @@ class Differentiation(Reach):
         elif old is not None:
             positions = None
         self.roots[id(function)] = Root(positions, spelling)
-        self.add_root(function, f"{function_name(function)} is differentiated by `{spelling}`")
+        passed = f", {via}," if via else ""  # `final`, passed as `f` to `hessian`, is differentiated by ...
+        self.add_root(function, f"{function_name(function)}{passed} is differentiated by `{spelling}`")
 
     def _find_progress_meters(self) -> None:
         for scope in list(self.facts.index.body_scopes.values()):

@@ -96,7 +96,7 @@ class TracedValueHashed(Rule):
         traced = self.facts.traced_value(value, site)
         text = source_of(self.context.module, value)
         if traced is not None:
-            origin = (f"({traced.reason})" if text == traced.parameter.name
+            origin = (f"({traced.reason}{traced.passed()})" if text == traced.parameter.name
                       else f"(traced: it derives from {traced.describe()})")
             self.report(value, f"`{text}` {origin} is {role}: "
                                "tracers are unhashable (`TypeError: unhashable type: 'DynamicJaxprTracer'`)")

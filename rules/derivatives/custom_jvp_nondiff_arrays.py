@@ -256,7 +256,7 @@ class CustomJvpNondiffArrays(Rule):
         traced = self.facts.traced_value(value, site)
         if traced is None or (definition.flavour == "jvp" and self.facts.differentiated_by(site) is None):
             return None
-        origin = f"`{traced.parameter.name}` is {traced.reason}"
+        origin = f"`{traced.parameter.name}` is {traced.reason}{traced.passed()}"
         source = source_of(self.context.module, value)
         return f"receives a tracer ({origin if source == traced.parameter.name else f'`{source}`: {origin}'})"
 
