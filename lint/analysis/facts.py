@@ -73,6 +73,7 @@ class Facts:
         self.path = path                # the linted file, to find the project's other files
         self._seen = seen               # files whose facts are being built (import cycles)
         self._qualnames: dict[int, str | None] = {}
+        self._starred: dict[str, str | None] = {}  # a name no binding defines -> the star import giving it
         self._attribute_qualnames: dict[tuple[int, int], tuple[cst.Attribute, str | None]] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
@@ -221,7 +222,7 @@ class Facts:
     def _name_qualname(self, name: str, scope: Scope) -> str | None:
         bindings = self.lookup(name, scope)
         if not bindings:
-            return None
+            return self._star_qualname(name) if self.index.star_imports else None
         key = id(bindings[0])
         if key in self._qualnames:
             return self._qualnames[key]
@@ -421,18 +422,10 @@ class Facts:
 
     def _project_module_type(self, qualname: str | None) -> ModuleClass | None:
         """A module class that another file of the project defines (`from model import Net`)."""
-        if not qualname or self.path is None or "." not in qualname.lstrip("."):
+        if not qualname or "." not in qualname.lstrip("."):
             return None
-        from odelint.analysis import project
-
         module, _, name = qualname.rpartition(".")
-        if module.split(".")[0] in project.NEVER_PROJECT:
-            return None
-        where = project.module_file(module, self.path)
-        if (where is None or os.path.abspath(where) in self._seen
-                or os.path.abspath(where) == os.path.abspath(self.path)):
-            return None
-        other = project.facts_of(where, self._seen | {os.path.abspath(self.path)})
+        other = self._project_facts(module)
         if other is None:
             return None
         for binding in other.index.module_scope.bindings.get(name, []):
@@ -440,7 +433,40 @@ class Facts:
                 return ModuleClass(binding.node, name, other)  # type: ignore[arg-type]
             if binding.kind == "import":
                 return other._project_module_type(binding.qualname)
-        return None
+        starred = other._star_qualname(name) if other.index.star_imports else None
+        return other._project_module_type(starred) if starred is not None else None
+
+    def _star_qualname(self, name: str) -> str | None:
+        """`models.MLP` for `MLP` after `from models import *`, when `models` is a file of the
+        project that defines or re-exports `MLP` (a library's names are not known here)."""
+        if name not in self._starred:
+            self._starred[name] = None  # cycle guard
+            self._starred[name] = next((f"{module}.{name}" for module in self.index.star_imports
+                                        if (other := self._project_facts(module)) is not None
+                                        and other._gives_to_star(name)), None)
+        return self._starred[name]
+
+    def _gives_to_star(self, name: str) -> bool:
+        """Does `from <this file> import *` give `name`: listed in `__all__` (or, without one,
+        public), and defined at the top level here or star-imported from another file?"""
+        exported = self.exported_names()
+        if (name not in exported) if exported is not None else name.startswith("_"):
+            return False
+        return bool(self.index.module_scope.bindings.get(name)) or (
+            bool(self.index.star_imports) and self._star_qualname(name) is not None)
+
+    def _project_facts(self, module: str) -> Facts | None:
+        """The facts of the project file that `import <module>` means here (None for a library,
+        this file, a file being read already, or no file)."""
+        from odelint.analysis import project
+
+        if self.path is None or module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
+            return None
+        where = project.module_file(module, self.path)
+        if (where is None or os.path.abspath(where) in self._seen
+                or os.path.abspath(where) == os.path.abspath(self.path)):
+            return None
+        return project.facts_of(where, self._seen | {os.path.abspath(self.path)})
 
     def is_module_class(self, binding: Binding) -> bool:
         """Is this class binding a subclass of eqx.Module (directly or through this file's classes)?"""

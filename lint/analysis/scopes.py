@@ -88,6 +88,7 @@ class ScopeIndex:
         # The parts of loops that run once per iteration (a `for` loop's target and body, a
         # `while` loop's test and body), as (first order, last order, loop, scope of the loop).
         self.loop_parts: list[tuple[int, int, cst.For | cst.While, Scope]] = []
+        self.star_imports: list[str] = []  # `from models import *` at the top level: "models"
 
     def top_of(self, order: int | None) -> int | None:
         """The index of the top-level statement that the node visited at `order` lies in."""
@@ -485,6 +486,8 @@ class ScopeBuilder:
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar):
+            if self.scope is self.index.module_scope:
+                self.index.star_imports.append(_module_name(node.module, len(node.relative)))
             return
         base = _module_name(node.module, len(node.relative))
         for alias in node.names:

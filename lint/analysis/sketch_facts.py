@@ -306,9 +306,32 @@ def module_field_assigned(sketch: Sketch) -> bool:
         a class that may be a module is one such name (a parameter of a method of that class)."""
     if not sketch.may_hold_modules():
         return False
-    owners = {target.value.id for target in _targets(sketch) if isinstance(target.value, ast.Name)}
+    owners = {target.value.id for target in _targets(sketch)
+              if isinstance(target.value, ast.Name) and not _initialised(sketch, target)}
     called = called_names(sketch)
     return any(may_name_module(sketch, owner, called) for owner in owners)
+
+
+def _initialised(sketch: Sketch, target: ast.Attribute) -> bool:
+    """`self.<field> += ...`, or `self.<field> = ...` with the field annotated in the class body,
+    directly in the `__init__` of a class: `ModuleMutation` leaves both alone (an initialising
+    method may set the fields its class declares), whatever the class and its bases are."""
+    statement = sketch.parent(target)
+    method = sketch.parent(statement) if statement is not None else None
+    while method is not None and not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                                         ast.ClassDef)):
+        method = sketch.parent(method)
+    cls = sketch.parent(method) if isinstance(method, ast.FunctionDef) and method.name == "__init__" else None
+    if not isinstance(cls, ast.ClassDef) or not isinstance(target.value, ast.Name):
+        return False
+    arguments = [*method.args.posonlyargs, *method.args.args]  # type: ignore[union-attr]
+    if not arguments or arguments[0].arg != target.value.id or any(
+            isinstance(node, ast.Name) and node.id == target.value.id and not isinstance(node.ctx, ast.Load)
+            for node in ast.walk(method)):  # type: ignore[arg-type]
+        return False  # not the instance, or a name rebound in the method
+    return isinstance(statement, ast.AugAssign) or any(
+        isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == target.attr
+        for item in cls.body)
 
 
 def _targets(sketch: Sketch) -> list[ast.Attribute]:
