@@ -85,6 +85,9 @@ def test_relative_imports_inside_a_package(project: Path) -> None:
     for name in ("a", "b"):
         found = facts.module_class(cst.Name(name), end)
         assert found is not None and found.name == "MLP"
+        assert found.defined_in(str(project / "pkg" / "train.py")) == "models.py"
+        assert found.defined_in(str(project / "train.py")) == "pkg/models.py"
+        assert found.defined_in(str(project / "pkg" / "models.py")) is None  # its own file
 
 
 def test_what_is_not_a_project_class(project: Path) -> None:
@@ -144,6 +147,11 @@ def test_rules_flag_a_project_module_reached_through_a_module_or_a_star(project:
     for gate in (True, False):
         result = lint_source(source, str(path), {"ODL201", "ODL601"}, gate=gate)
         assert sorted((f.code, f.span.line) for f in result.findings) == [("ODL201", 14), ("ODL601", 15)]
+    # the messages say which file the class crossed from
+    where = "models.py" if imports == "import models" else "stars/mlp.py"
+    messages = {f.code: f.message for f in result.findings}
+    assert f"`model.act` is a function (`jax.nn.relu`), in the class `MLP` of `{where}`;" in messages["ODL201"]
+    assert f"gets an Equinox module (`MLP`, defined in `{where}`) for parameter `model`" in messages["ODL601"]
 
 
 def test_rules_on_modules_gate_files_that_never_name_equinox(project: Path) -> None:

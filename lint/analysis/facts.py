@@ -1215,6 +1215,15 @@ class ModuleClass:
     # a container of layers (`eqx.nn.Sequential([...])`): the call that built this instance
     built: tuple[cst.Call, Site] | None = None
 
+    def defined_in(self, importer: str | None) -> str | None:
+        """The file of another project file's class, as seen from the file `importer`
+        (`models/mlp.py`), for messages that say where a value came from; None for a class of
+        `importer` itself or of a library."""
+        where = self.facts.path if self.facts is not None else None
+        if where is None or importer is None or os.path.abspath(where) == os.path.abspath(importer):
+            return None
+        return os.path.relpath(where, os.path.dirname(os.path.abspath(importer))).replace(os.sep, "/")
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ModuleClass) or (self.built is None) is not (other.built is None):
             return False

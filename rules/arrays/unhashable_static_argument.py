@@ -108,7 +108,9 @@ class UnhashableStaticArgument(Rule):
         if kind is Kind.MODULE:
             found = self.facts.module_class(value, site)
             if found is not None and found.node is not None and self._has_array_field(found.node):
-                return f"a `{found.name}` module", "its array fields are unhashable"
+                where = found.defined_in(self.context.path)
+                return (f"a `{found.name}` module" + (f" (defined in `{where}`)" if where else ""),
+                        "its array fields are unhashable")
         return ("a JAX array", "arrays are unhashable") if kind is Kind.ARRAY else None
 
     def _has_array_field(self, cls: cst.ClassDef) -> bool:

@@ -78,10 +78,12 @@ class JaxTransformOnModule(TransformApplicationRule):
                 continue
             leaves = [leaf for leaf in self.facts.non_array_leaves(module_class) if leaf.kind.crashes_transforms]
             if leaves:
-                self._report(application, param.name, module_class.name, leaves[0].describe(param.name))
+                where = module_class.defined_in(self.context.path)
+                named = f"`{module_class.name}`" + (f", defined in `{where}`" if where else "")
+                self._report(application, param.name, named, leaves[0].describe(param.name))
                 return
 
-    def _report(self, application: Application, param: str, class_name: str, leaf: str) -> None:
+    def _report(self, application: Application, param: str, named: str, leaf: str) -> None:
         spelled = source_of(self.context.module, application.spelled)
         equinox = application.transform.equinox or ""
         fix = None
@@ -90,7 +92,7 @@ class JaxTransformOnModule(TransformApplicationRule):
             fix = self.fix(f"Use `{equinox}`", lambda: self._replace(application, equinox))
         self.report(
             application.spelled,
-            f"`{spelled}` gets an Equinox module (`{class_name}`) for parameter `{param}` and {leaf}: "
+            f"`{spelled}` gets an Equinox module ({named}) for parameter `{param}` and {leaf}: "
             f"it raises `{_FAILURES[application.qualname]}`; use `{equinox.replace('equinox.', 'eqx.')}`",
             fix=fix,
         )
