@@ -294,7 +294,7 @@ def test_traced_contexts_and_values() -> None:
     assert ifs["s > 1"][1] is None, "x.shape is static"
     assert ifs["x is None"][1] is None, "identity tests are static"
     assert ifs["a > b"][0].startswith("`helper` is called from `step`")
-    assert ifs["a > b"][1] == "`x` (a parameter of `step`, traced by `jax.jit`)"
+    assert ifs["a > b"][1] == "`x` (a parameter of `step`, traced by `jax.jit`), passed as `a` to `helper`"
     assert ifs["b > 1"][1] is None
     assert ifs["flag"] == ("`filtered` is traced by `eqx.filter_jit`", None), "filter_jit keeps non-arrays static"
     assert ifs["x.sum() > 0"][1] == "`x` (a parameter of `filtered`, traced by `eqx.filter_jit`)"

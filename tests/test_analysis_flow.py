@@ -183,7 +183,7 @@ def test_jitted_parameter_is_traced_whatever_its_callers_pass() -> None:
     helper, _ = _function(facts, "helper")
     _, in_helper = _return_site(facts, helper)
     traced = facts.traced_value(cst.Name("bound"), in_helper)
-    assert traced is not None and traced.parameter.scope.node is loss
+    assert traced is not None and traced.parameter.function is loss
     static, _ = _function(facts, "loss_static")
     _, in_static = _return_site(facts, static)
     assert facts.traced_value(cst.Name("bound"), in_static) is None
@@ -215,18 +215,19 @@ def test_built_by_follows_assignments_and_parameters() -> None:
     integrate, _ = _function(facts, "integrate")
     scope = facts.index.body_scope(integrate)
     assert scope is not None
-    solver = built_by(facts, cst.Name("solver"), scope)
+    inside = Site(scope, 10**9)
+    solver = built_by(facts, cst.Name("solver"), inside)
     assert solver is not None and module.code_for_node(solver.call) == "diffrax.Kvaerno5()"
     assert solver.via == "passed as `solver` to `integrate`"
-    assert solver.scope is facts.index.module_scope
+    assert solver.site.scope is facts.index.module_scope
     # the two calls pass different controllers: no single answer
-    assert built_by(facts, cst.Name("controller"), scope) is None
+    assert built_by(facts, cst.Name("controller"), inside) is None
     # a name assigned once is its value, crossing no call
-    pid = built_by(facts, cst.Name("pid"), facts.index.module_scope)
+    pid = built_by(facts, cst.Name("pid"), Site(facts.index.module_scope, 10**9))
     assert pid is not None and pid.via is None
     twice, _ = _function(facts, "twice")
     inner = facts.index.body_scope(twice)
-    assert inner is not None and built_by(facts, cst.Name("solver"), inner) is None
+    assert inner is not None and built_by(facts, cst.Name("solver"), Site(inner, 10**9)) is None
 
 
 # -- functions handed to a helper that transforms its parameter --------------------------------
@@ -266,7 +267,13 @@ def test_a_transform_of_a_parameter_reaches_the_function_every_call_passes() -> 
     final, _ = _function(facts, "final")
     _, in_final = _return_site(facts, final)
     assert differentiation(facts).modes(in_final) == frozenset({("forward", "reverse")})
-    assert facts.traced_by(in_final) == "`final` is traced by `jax.jit`"
+    # the reasons name the parameter the function crossed, for messages
+    assert facts.traced_by(in_final) == "`final`, passed as `f` to `compiled`, is traced by `jax.jit`"
+    assert facts.differentiated_by(in_final) == "`final`, passed as `f` to `hessian`, is differentiated by `jax.jacfwd`"
+    inside = _return_site(facts, final)[1]
+    traced = facts.traced_value(cst.Name("a"), inside)
+    assert traced is not None
+    assert traced.reason == "a parameter of `final` (passed as `f` to `compiled`), traced by `jax.jit`"
     # `either` is given two different functions: neither is known to be differentiated by it
     for name in ("other", "untouched"):
         function, _ = _function(facts, name)

@@ -1,5 +1,6 @@
-"""Transform applications (odelint.analysis.transformed) and the module facts they rely on:
-module classes through same-file returns and tuple unpacking, callees through `f = jax.jit(f)`."""
+"""Transform applications (`facts.transform_applied`, `facts.transforms_decorating`, answered
+by odelint.analysis.transformed) and the module facts they rely on: module classes through
+same-file returns and tuple unpacking, callees through `f = jax.jit(f)`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import textwrap
 
 import libcst as cst
 import pytest
-from odelint.analysis import transformed
+from odelint.analysis import Application
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Site, build_scope_index
 
@@ -18,31 +19,31 @@ class Program:
         self.index = build_scope_index(self.module, {cst.Call, cst.FunctionDef})
         self.facts = Facts(self.index)
 
-    def applications(self) -> list[transformed.Application]:
+    def applications(self) -> list[Application]:
         found = []
         for node, site in self.index.of_type(cst.Call):
-            application = transformed.applied(self.facts, node, site)
+            application = self.facts.transform_applied(node, site)
             if application is not None:
                 found.append(application)
         for node, site in self.index.of_type(cst.FunctionDef):
-            found += transformed.decorations(self.facts, node, site)
+            found += self.facts.transforms_decorating(node, site)
         return found
 
-    def only(self) -> transformed.Application:
+    def only(self) -> Application:
         found = self.applications()
         assert len(found) == 1, [a.qualname for a in found]
         return found[0]
 
-    def modules(self, application: transformed.Application) -> dict[str, str | None]:
+    def modules(self, application: Application) -> dict[str, str | None]:
         """Parameter -> the module class it receives."""
         found = {}
-        for param in application.parameters(self.facts):
-            module_class = transformed.module_argument(self.facts, application, param)
+        for param in application.parameters:
+            module_class = self.facts.module_received(application, param)
             found[param.name] = module_class.name if module_class is not None else None
         return found
 
-    def consumed(self, application: transformed.Application) -> dict[str, bool | None]:
-        return {p.name: transformed.consumes(application, p) for p in application.parameters(self.facts)}
+    def consumed(self, application: Application) -> dict[str, bool | None]:
+        return {p.name: application.consumes(p) for p in application.parameters}
 
 
 HEADER = """
@@ -115,7 +116,8 @@ def test_partial_shifts_positions_and_drops_keyword_bound_parameters() -> None:
     program = Program(HEADER + "def f(a, b, c, d):\n    return a\n"
                                "jax.vmap(functools.partial(f, 1, d=2), in_axes=(None, 0))\n")
     application = program.only()
-    assert [p.name for p in application.parameters(program.facts)] == ["b", "c"]
+    assert [p.name for p in application.parameters] == ["b", "c"]
+    assert [p.position for p in application.parameters] == [1, 2]
     assert program.consumed(application) == {"b": False, "c": True}
 
 
@@ -123,7 +125,7 @@ def test_keywords_and_calls_of_the_transformed_result() -> None:
     program = Program(HEADER + "g = jax.grad(loss, has_aux=True)\ng(1.0, 2.0)\ng(3.0, 4.0)\nloss(5.0, 6.0)\n")
     application = program.only()
     assert application.keywords == ("has_aux",)
-    calls = transformed.calls(program.facts, application)
+    calls = program.facts.transformed_calls(application)
     assert [program.module.code_for_node(c) for c, _ in calls] == ["g(1.0, 2.0)", "g(3.0, 4.0)"]
 
 

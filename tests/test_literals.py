@@ -3,6 +3,7 @@ literals their own way: `0x1`, `1_0`, `-1` and tuples mean what Python says ever
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import libcst as cst
@@ -90,3 +91,41 @@ def test_integer_index_in_hex_reads_the_same_element() -> None:
             return jax.random.normal(pair[0x0]), jax.random.normal(pair[0])
     """
     assert _lint(source, "ODL701") == _lint(source.replace("0x0", "0"), "ODL701")
+
+
+# -- the Sketch's `ast` side reads numbers the same way ---------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "0x1", "1_000", "-1", "+2", "+-2", "-(0x10)", "0o17", "0b101", "1e-6", "-1_000.5", "1.0", "True", "-True",
+    "None", "1j", "-1j", "x", "-x", "'1'", "(1,)", "1 + 2",
+])
+def test_both_trees_read_the_same_numbers(text: str) -> None:
+    """`literals.integer`/`number` on LibCST and `ast_integer`/`ast_number` on CPython's `ast`
+    agree (the engine's gate and the rules never disagree on a literal), and agree with Python."""
+    libcst_node, ast_node = cst.parse_expression(text), ast.parse(text, mode="eval").body
+    assert literals.integer(libcst_node) == literals.ast_integer(ast_node)
+    assert literals.number(libcst_node) == literals.ast_number(ast_node)
+    if text in ("x", "-x", "1 + 2", "True", "-True"):
+        assert literals.number(libcst_node) is None  # not a number literal (a bool is not one)
+        return
+    value = eval(text, {})  # the test's own literals, as Python reads them
+    number = type(value) in (int, float)
+    assert literals.number(libcst_node) == (float(value) if number else None)
+    assert literals.integer(libcst_node) == (value if type(value) is int else None)
+
+
+def test_the_gate_reads_an_index_as_the_model_does() -> None:
+    """`make()[+1]` is element 1 for the Sketch too: the gate keeps the file the model flags
+    (it used to read only unsigned `ast.Constant` indexes and skipped it)."""
+    source = textwrap.dedent("""
+        import jax.numpy as jnp
+
+        def make():
+            return 1.0, jnp.zeros(3)
+
+        y = make()[+1]
+        table = {y: 1}
+    """)
+    for gate in (True, False):
+        result = lint_source(source, "example.py", codes={"ODL710"}, gate=gate)
+        assert [(finding.code, finding.span.line) for finding in result.findings] == [("ODL710", 8)]

@@ -3,17 +3,20 @@
 The one door. A rule imports what it asks the model from this package, never from its
 modules (tests/test_layers.py checks): `from odelint.analysis import Facts, Site, Kind`.
 What passes the door:
-- `Facts`, the per-file model (names, kinds, modules, contexts, flow; `facts.sites_of`,
-  `facts.body_scope` instead of the scope index), with the types its answers use
-  (`Site`, `Scope`, `Binding`, `Kind`, `ModuleClass`, ...);
+- `Facts`, the per-file model (names, kinds, modules, contexts, flow; `facts.sites_of`
+  instead of the scope index), with the types its answers use (`Site`, `Kind`,
+  `Definition`, `ModuleClass`, `Application`, ...). What a name means comes as a
+  `Definition` (`facts.definitions(name, site)`, `facts.passed_for(parameter)`, ...); the
+  scope index's bindings and scopes never pass: a rule may hand a scope (`site.scope`) back
+  to `Facts` but reads nothing of it (tests/test_layers.py);
 - the analyses built on it that rules query (`differentiation`, `key_uses`, `jitted_callee`, ...),
   and helpers that read a call's arguments (`argument_at`, `keyword_arg`, `source_of`, ...);
 - `Needs`, the vocabulary a rule declares its pre-check with (`needs = Needs.calls_to(...)`);
   the engine evaluates it on the file's Sketch, which no rule touches;
 - namespaces: `jax_api` (the API tables of lint/analysis/data, `[names]` by role),
-  `literals` (the one literal reader), `transformed` (transform applications) and the tables
-  `known_bad` and `deprecated_apis` with their loaders, and `x64` (whether the project runs
-  in 64-bit mode, from its configuration files and entry modules).
+  `literals` (the one literal reader), the tables `known_bad` and `deprecated_apis` with
+  their loaders, and `x64` (whether the project runs in 64-bit mode, from its configuration
+  files and entry modules).
 Names load lazily on first use (PEP 562), so importing one module of the model (the cache
 stamps of `project`) does not load them all.
 """
@@ -27,11 +30,11 @@ from typing import TYPE_CHECKING
 DOOR: dict[str, tuple[str, ...]] = {
     "arrays": ("AtUpdate", "at_update", "is_jax_array", "rebindable_here", "traced_array"),
     "built": ("Built", "built_by"),
-    "calls": ("argument_at", "argument_for", "calls_within", "keyword_arg", "operand_args", "positional_args",
+    "calls": ("argument_at", "calls_within", "keyword_arg", "operand_args", "positional_args",
               "source_of"),
-    "classes": ("constructions", "enclosing_class", "initialising_methods", "instance_class", "is_module_class",
-                "method_of",
-                "named_class"),
+    "classes": ("constructions", "declared_fields", "enclosing_class", "initialising_methods", "instance_class",
+                "is_module_class", "method_of", "named_class"),
+    "definitions": ("DefinedAs", "Definition"),
     "deprecated_apis": ("DeprecatedApi", "Standing", "rows_for", "triggers_for"),
     "differentiation": (
         "FORWARD", "REVERSE", "STOP_GRADIENT", "Differentiation", "callbacks", "is_stop_gradient",
@@ -44,16 +47,15 @@ DOOR: dict[str, tuple[str, ...]] = {
     "literals": ("number",),
     "loops": ("over_configurations",),
     "needs": ("Need", "Needs"),
-    "reach": ("enclosing_function",),
     "reverse": ("reverse_differentiated_by",),
-    "scopes": ("CLASS", "FUNCTION", "LAMBDA", "Binding", "Scope", "Site", "dotted_name", "names_read"),
+    "scopes": ("Site", "dotted_name", "names_read"),
     "transformed": ("Application",),
     "undifferentiated": ("never_differentiated",),
     "zeros": ("pairwise_difference", "squared_pairwise_difference", "tested_for_zero", "zero_filled_parameter"),
 }
 # names the door gives under another name: name -> (module, its name there)
 RENAMED: dict[str, tuple[str, str]] = {}
-NAMESPACES = ("jax_api", "literals", "transformed", "known_bad", "deprecated_apis", "x64")
+NAMESPACES = ("jax_api", "literals", "known_bad", "deprecated_apis", "x64")
 _HOMES = {name: module for module, names in DOOR.items() for name in names}
 
 
@@ -77,7 +79,6 @@ if TYPE_CHECKING:
     from odelint.analysis.calls import (
         argument_at as argument_at,
     )
-    from odelint.analysis.calls import argument_for as argument_for
     from odelint.analysis.calls import (
         calls_within as calls_within,
     )
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
         source_of as source_of,
     )
     from odelint.analysis.classes import constructions as constructions
+    from odelint.analysis.classes import declared_fields as declared_fields
     from odelint.analysis.classes import (
         enclosing_class as enclosing_class,
     )
@@ -108,6 +110,8 @@ if TYPE_CHECKING:
     from odelint.analysis.classes import (
         named_class as named_class,
     )
+    from odelint.analysis.definitions import DefinedAs as DefinedAs
+    from odelint.analysis.definitions import Definition as Definition
     from odelint.analysis.deprecated_apis import (
         DeprecatedApi as DeprecatedApi,
     )
@@ -184,23 +188,7 @@ if TYPE_CHECKING:
     from odelint.analysis.loops import over_configurations as over_configurations
     from odelint.analysis.needs import Need as Need
     from odelint.analysis.needs import Needs as Needs
-    from odelint.analysis.reach import enclosing_function as enclosing_function
     from odelint.analysis.reverse import reverse_differentiated_by as reverse_differentiated_by
-    from odelint.analysis.scopes import (
-        CLASS as CLASS,
-    )
-    from odelint.analysis.scopes import (
-        FUNCTION as FUNCTION,
-    )
-    from odelint.analysis.scopes import (
-        LAMBDA as LAMBDA,
-    )
-    from odelint.analysis.scopes import (
-        Binding as Binding,
-    )
-    from odelint.analysis.scopes import (
-        Scope as Scope,
-    )
     from odelint.analysis.scopes import (
         Site as Site,
     )

@@ -13,29 +13,33 @@ import dataclasses
 import libcst as cst
 from odelint.analysis.calls import argument_for
 from odelint.analysis.facts import Facts
-from odelint.analysis.scopes import CLASS, Binding, Scope
+from odelint.analysis.scopes import CLASS, Binding, Site
 
 
 @dataclasses.dataclass(frozen=True)
 class Built:
     call: cst.Call
-    scope: Scope            # where the names in `call` resolve
+    site: Site              # where the names in `call` resolve
     via: str | None = None  # "passed as `solver` to `integrate`" when it crossed a call
 
 
-def built_by(facts: Facts, node: cst.BaseExpression, scope: Scope, seen: frozenset[int] = frozenset()) -> Built | None:
-    """The call that builds the value of `node`: the expression itself, the one assignment of
-    a name, or what every call of the file passes for a parameter; None when unknown."""
+def built_by(facts: Facts, node: cst.BaseExpression, site: Site) -> Built | None:
+    """The call that builds the value of `node` at `site`: the expression itself, the one
+    assignment of a name, or what every call of the file passes for a parameter; None when unknown."""
+    return _built(facts, node, site, frozenset())
+
+
+def _built(facts: Facts, node: cst.BaseExpression, site: Site, seen: frozenset[int]) -> Built | None:
     if isinstance(node, cst.Call):
-        return Built(node, scope)
+        return Built(node, site)
     if not isinstance(node, cst.Name) or id(node) in seen:
         return None
-    bindings = facts.lookup(node.value, scope)
+    bindings = facts.lookup(node.value, site.scope)
     if len(bindings) != 1:
         return None
     binding = bindings[0]
     if binding.kind == "assign" and not binding.path and binding.value is not None:
-        return built_by(facts, binding.value, binding.scope, seen | {id(node)})
+        return _built(facts, binding.value, Site(binding.scope, binding.order), seen | {id(node)})
     if binding.kind == "param":
         return _passed(facts, binding, seen | {id(node)})
     return None
@@ -50,10 +54,10 @@ def _passed(facts: Facts, binding: Binding, seen: frozenset[int]) -> Built | Non
     found: Built | None = None
     for call, site in facts.calls_of(function):
         argument = argument_for(call, binding, bound)
-        built = built_by(facts, argument, site.scope, seen) if argument is not None else None
+        built = _built(facts, argument, site, seen) if argument is not None else None
         if built is None or (found is not None and not found.call.deep_equals(built.call)):
             return None  # a call passes something unknown, or two calls disagree
         found = found or built
     if found is None:
         return None
-    return Built(found.call, found.scope, f"passed as `{binding.name}` to `{function.name.value}`")
+    return Built(found.call, found.site, f"passed as `{binding.name}` to `{function.name.value}`")

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import libcst as cst
+from odelint.analysis import jax_api
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import CLASS, COMPREHENSION, FUNCTION, LAMBDA, Scope, Site
 
@@ -125,3 +126,31 @@ def constructions(facts: Facts, cls: cst.ClassDef) -> list[tuple[cst.Call, Site]
     """The calls of this file that build an instance of `cls` (`Model(...)`), with where they are."""
     return [(call, site) for call, site in facts.index.of_type(cst.Call)
             if isinstance(call, cst.Call) and named_class(facts, call.func, site.scope) is cls]
+
+
+def declared_fields(facts: Facts, cls: cst.ClassDef) -> set[str] | None:
+    """The fields a module class declares (`w: jax.Array` in its body, and in its module bases,
+    of this file or of the project's other files); None when a base is a class whose fields
+    are unknown (a library's module, a class that cannot be read)."""
+    scope = facts.index.body_scope(cls)
+    if scope is None:
+        return None
+    names = {name for name, bindings in scope.bindings.items()
+             if any(b.kind == "assign" and b.annotation is not None for b in bindings)}
+    where = scope.parent or scope
+    for base in cls.bases:
+        parent = facts.module_type(base.value, where)
+        if parent is None:
+            outer = base.value.value if isinstance(base.value, cst.Subscript) else base.value
+            if facts.qualname(outer, where) in jax_api.names("fieldless_bases"):
+                continue
+            return None  # a class we cannot read may declare fields
+        if parent.name == jax_api.name("equinox_module"):
+            continue
+        if parent.node is None:
+            return None
+        inherited = declared_fields(parent.facts or facts, parent.node)
+        if inherited is None:
+            return None
+        names |= inherited
+    return names

@@ -18,6 +18,7 @@ import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_for, keyword_arg, positional_args
 from odelint.analysis.classes import enclosing_class
+from odelint.analysis.definitions import Definition
 from odelint.analysis.facts import Facts, loaded_names
 from odelint.analysis.reach import CallTargets, Reach, function_name
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site
@@ -110,12 +111,12 @@ class Differentiation(Reach):
 
     def _add_root(self, target: cst.BaseExpression, scope: Scope, mode: str,
                   argnums: cst.BaseExpression | None, transform: cst.BaseExpression) -> None:
-        resolved = self.function(target, scope)
+        resolved = self.function_via(target, scope)
         if resolved is not None:
-            self._record(resolved[0], resolved[1], mode, argnums, transform)
+            self._record(*resolved[:2], mode, argnums, transform, resolved[2])
 
-    def _record(self, function: Function, offset: int, mode: str,
-                argnums: cst.BaseExpression | None, transform: cst.BaseExpression) -> None:
+    def _record(self, function: Function, offset: int, mode: str, argnums: cst.BaseExpression | None,
+                transform: cst.BaseExpression, via: str | None = None) -> None:
         if mode == "all":
             positions = None
         elif mode == "first":
@@ -130,7 +131,8 @@ class Differentiation(Reach):
         elif old is not None:
             positions = None
         self.roots[id(function)] = Root(positions, spelling)
-        self.add_root(function, f"{function_name(function)} is differentiated by `{spelling}`")
+        passed = f", {via}," if via else ""  # `final`, passed as `f` to `hessian`, is differentiated by ...
+        self.add_root(function, f"{function_name(function)}{passed} is differentiated by `{spelling}`")
 
     def _find_progress_meters(self) -> None:
         for scope in list(self.facts.index.body_scopes.values()):
@@ -275,17 +277,22 @@ class Differentiation(Reach):
 
     # -- which values carry a tangent -----------------------------------------------------
 
-    def differentiated_source(self, node: cst.BaseExpression, scope: Scope) -> Binding | None:
-        """A differentiated parameter that the value of `node` depends on, or None."""
+    def differentiated_source(self, node: cst.BaseExpression, site: Site) -> Definition | None:
+        """A differentiated parameter that the value of `node` at `site` depends on, or None."""
+        found = self._source(node, site.scope)
+        return Definition(found) if found is not None else None
+
+    def root_of(self, parameter: Definition) -> Root | None:
+        """How the function of a differentiated parameter is differentiated (its root)."""
+        return self.roots.get(id(parameter.function))
+
+    def _source(self, node: cst.BaseExpression, scope: Scope) -> Binding | None:
         for name in loaded_names(node):
             for binding in self.facts.lookup(name.value, scope):
                 origin = self._origin(binding)
                 if origin is not None:
                     return origin
         return None
-
-    def root_of(self, parameter: Binding) -> Root | None:
-        return self.roots.get(id(parameter.scope.node))
 
     def _origin(self, binding: Binding) -> Binding | None:
         key = id(binding)
@@ -304,7 +311,7 @@ class Differentiation(Reach):
                 bound = 1 if enclosing_class(binding.scope) is not None else 0
                 for call, site in self.facts.calls_of(function):
                     argument = argument_for(call, binding, bound)
-                    origin = self.differentiated_source(argument, site.scope) if argument is not None else None
+                    origin = self._source(argument, site.scope) if argument is not None else None
                     if origin is not None:
                         return origin
             return None
@@ -313,7 +320,7 @@ class Differentiation(Reach):
             for position in binding.path:
                 if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements):
                     value = value.elements[position].value
-            return self.differentiated_source(value, binding.scope)
+            return self._source(value, binding.scope)
         return None
 
 

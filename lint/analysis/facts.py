@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, TypeVar, cast
 import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg
-from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, ScopeIndex, Site, children_of, own_nodes
+from odelint.analysis.definitions import Definition, record_of
+from odelint.analysis.scopes import CLASS, FUNCTION, LAMBDA, Binding, Scope, ScopeIndex, Site, children_of, own_nodes
 from odelint.api.finding import NeedImport
 
 T = TypeVar("T")
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from odelint.analysis.differentiation import Differentiation
     from odelint.analysis.leaves import Leaf, Leaves
     from odelint.analysis.tracing import Traced, Tracing
+    from odelint.analysis.transformed import Application
 
 
 class Kind(enum.Enum):
@@ -71,6 +73,7 @@ class Facts:
         self.path = path                # the linted file, to find the project's other files
         self._seen = seen               # files whose facts are being built (import cycles)
         self._qualnames: dict[int, str | None] = {}
+        self._starred: dict[str, str | None] = {}  # a name no binding defines -> the star import giving it
         self._attribute_qualnames: dict[tuple[int, int], tuple[cst.Attribute, str | None]] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
@@ -99,6 +102,32 @@ class Facts:
         from odelint.analysis.differentiation import differentiation
         return differentiation(self)
 
+    # -- transforms applied to this file's functions (odelint.analysis.transformed) ------
+
+    def transform_applied(self, call: cst.Call, site: Site) -> Application | None:
+        """The transform this call applies to a function of this file (`jax.jit(f, ...)`,
+        `jax.grad(functools.partial(f, x=x))`), not jvp/vjp, which call it at once; else None."""
+        from odelint.analysis.transformed import applied
+        return applied(self, call, site)
+
+    def transforms_decorating(self, function: cst.FunctionDef, site: Site) -> list[Application]:
+        """The transforms that decorate `function` (`@jax.jit`, `@jax.jit(...)`,
+        `@functools.partial(jax.jit, ...)`, a name bound to one); `site`: where the def is."""
+        from odelint.analysis.transformed import decorations
+        return decorations(self, function, site)
+
+    def transformed_calls(self, application: Application) -> list[tuple[cst.Call, Site]]:
+        """The calls of a transformed result: `jax.jit(f)(...)`, `g = jax.jit(f); g(...)`, or
+        the decorated function's own calls."""
+        from odelint.analysis.transformed import calls
+        return calls(self, application)
+
+    def module_received(self, application: Application, parameter: Definition) -> ModuleClass | None:
+        """The Equinox module class a parameter of a transformed function receives: from its
+        annotation, else from the calls of the transformed result when they all agree."""
+        from odelint.analysis.transformed import module_argument
+        return module_argument(self, application, parameter)
+
     # -- contexts (built on first use) -------------------------------------------------
 
     @property
@@ -120,10 +149,13 @@ class Facts:
         """Why the code at `site` runs on abstract tracers (`step` is traced by `jax.jit`), else None."""
         return self.tracing.traced_by(site)
 
-    def branch_scope(self, site: Site) -> Scope | None:
-        """The function around `site` traced only as a `lax.cond`/`lax.switch` branch (run once
-        per call of the code around it, unlike a scan or loop body), else None."""
-        return self.tracing.branch_scope(site)
+    def branch_runner(self, site: Site) -> cst.FunctionDef | None:
+        """The function that runs the code at `site` as a `lax.cond`/`lax.switch` branch (once
+        per call of that function, unlike a scan or loop body): the `def` around the branch
+        function that holds `site`, else None."""
+        branch = self.tracing.branch_scope(site)
+        runner = branch.parent if branch is not None else None
+        return runner.node if runner is not None and runner.kind == FUNCTION else None  # type: ignore[return-value]
 
     def traced_value(self, node: cst.BaseExpression, site: Site) -> Traced | None:
         """The traced parameter the value of `node` derives from, with why it is traced, else None."""
@@ -199,7 +231,7 @@ class Facts:
     def _name_qualname(self, name: str, scope: Scope) -> str | None:
         bindings = self.lookup(name, scope)
         if not bindings:
-            return None
+            return self._star_qualname(name) if self.index.star_imports else None
         key = id(bindings[0])
         if key in self._qualnames:
             return self._qualnames[key]
@@ -281,6 +313,100 @@ class Facts:
             return None
         return binding.value, Site(binding.scope, binding.order)
 
+    # -- what names are defined as: the answers rules get (never bindings or scopes) ------
+
+    def definitions(self, name: cst.Name | str, site: Site) -> tuple[Definition, ...]:
+        """Every definition `name` may have at `site`, in source order: those of the innermost
+        scope that binds it (Python's lookup; class bodies are invisible to their methods)."""
+        text = name if isinstance(name, str) else name.value
+        return tuple(Definition(binding) for binding in self.lookup(text, site.scope))
+
+    def definition(self, name: cst.Name | str, site: Site) -> Definition | None:
+        """The one definition of `name` at `site`; None when it has none or several."""
+        found = self.definitions(name, site)
+        return found[0] if len(found) == 1 else None
+
+    def definition_of(self, node: cst.FunctionDef | cst.ClassDef) -> Definition | None:
+        """The definition a `def` or `class` statement makes in the scope around it."""
+        binding = self.binding_of(node)
+        return Definition(binding) if binding is not None else None
+
+    def defined_in(self, node: cst.FunctionDef | cst.Lambda | cst.ClassDef) -> dict[str, tuple[Definition, ...]]:
+        """The names the body of a function, lambda or class binds (its parameters, locals,
+        fields and methods), each with its definitions in source order."""
+        scope = self.index.body_scope(node)
+        if scope is None:
+            return {}
+        return {name: tuple(Definition(b) for b in bindings) for name, bindings in scope.bindings.items()}
+
+    def assigned_to(self, value: cst.BaseExpression, site: Site) -> Definition | None:
+        """The name that a plain assignment at `site` binds to this very expression
+        (`f = jax.custom_jvp(g)` for the call), else None."""
+        for bindings in site.scope.bindings.values():
+            for binding in bindings:
+                if binding.kind == "assign" and not binding.path and binding.value is value:
+                    return Definition(binding)
+        return None
+
+    def passed_for(self, parameter: Definition) -> list[tuple[cst.BaseExpression | None, Site]]:
+        """What each call of this file of a parameter's function passes for it, with where
+        the call is (None where a call passes nothing for it: a default, or `*args`); a
+        method's `self` is bound, so its other parameters count from 1."""
+        binding = record_of(parameter)
+        function = binding.scope.node
+        if binding.kind != "param" or not isinstance(function, cst.FunctionDef) or binding.scope.parent is None:
+            return []
+        bound = 1 if binding.scope.parent.kind == CLASS else 0
+        return [(argument_for(call, binding, bound), site) for call, site in self.calls_of(function)]
+
+    def free_names(self, function: cst.FunctionDef | cst.Lambda) -> list[cst.Name]:
+        """The names the code of a function (nested code included) reads and that neither its
+        body nor code nested in it binds: what it takes from around it (enclosing functions,
+        the module, builtins)."""
+        scope = self.index.body_scope(function)
+        if scope is None:
+            return []
+        bound = set(scope.bindings)
+        for inner in self.index.body_scopes.values():
+            outer = inner.parent
+            while outer is not None and outer is not scope:
+                outer = outer.parent
+            if outer is scope:
+                bound.update(inner.bindings)
+        return [name for name in loaded_names(function.body, into_nested=True) if name.value not in bound]
+
+    def captured(self, function: cst.FunctionDef | cst.Lambda) -> list[tuple[cst.Name, tuple[Definition, ...]]]:
+        """The names a function (nested code included) reads from the functions around it
+        (its closure, not module globals), each with its definitions there."""
+        scope = self.index.body_scope(function)
+        if scope is None:
+            return []
+        found = []
+        for name in loaded_names(function.body, into_nested=True):
+            bindings = self.lookup(name.value, scope)
+            if bindings and bindings[0].scope is not scope and bindings[0].scope.kind in (FUNCTION, LAMBDA):
+                found.append((name, tuple(Definition(b) for b in bindings)))
+        return found
+
+    def exported_names(self) -> frozenset[str] | None:
+        """The names the module's `__all__` lists; None when it has no `__all__`."""
+        bindings = self.index.module_scope.bindings.get("__all__")
+        if not bindings:
+            return None
+        return frozenset(element.value.evaluated_value for binding in bindings
+                         if isinstance(binding.value, (cst.List, cst.Tuple))
+                         for element in binding.value.elements
+                         if isinstance(element.value, cst.SimpleString)
+                         and isinstance(element.value.evaluated_value, str))
+
+    def body_at(self, site: Site) -> cst.CSTNode:
+        """The `def`, lambda, class, comprehension or module whose own code holds `site`."""
+        return site.scope.node
+
+    def precedes(self, earlier: Site, later: Site) -> bool:
+        """Does the code at `earlier` run before the code at `later`, in the same body?"""
+        return earlier.scope is later.scope and earlier.order < later.order
+
     # -- Equinox modules -----------------------------------------------------------------
 
     def is_module_type(self, node: cst.BaseExpression, scope: Scope) -> bool:
@@ -305,18 +431,10 @@ class Facts:
 
     def _project_module_type(self, qualname: str | None) -> ModuleClass | None:
         """A module class that another file of the project defines (`from model import Net`)."""
-        if not qualname or self.path is None or "." not in qualname.lstrip("."):
+        if not qualname or "." not in qualname.lstrip("."):
             return None
-        from odelint.analysis import project
-
         module, _, name = qualname.rpartition(".")
-        if module.split(".")[0] in project.NEVER_PROJECT:
-            return None
-        where = project.module_file(module, self.path)
-        if (where is None or os.path.abspath(where) in self._seen
-                or os.path.abspath(where) == os.path.abspath(self.path)):
-            return None
-        other = project.facts_of(where, self._seen | {os.path.abspath(self.path)})
+        other = self._project_facts(module)
         if other is None:
             return None
         for binding in other.index.module_scope.bindings.get(name, []):
@@ -324,7 +442,40 @@ class Facts:
                 return ModuleClass(binding.node, name, other)  # type: ignore[arg-type]
             if binding.kind == "import":
                 return other._project_module_type(binding.qualname)
-        return None
+        starred = other._star_qualname(name) if other.index.star_imports else None
+        return other._project_module_type(starred) if starred is not None else None
+
+    def _star_qualname(self, name: str) -> str | None:
+        """`models.MLP` for `MLP` after `from models import *`, when `models` is a file of the
+        project that defines or re-exports `MLP` (a library's names are not known here)."""
+        if name not in self._starred:
+            self._starred[name] = None  # cycle guard
+            self._starred[name] = next((f"{module}.{name}" for module in self.index.star_imports
+                                        if (other := self._project_facts(module)) is not None
+                                        and other._gives_to_star(name)), None)
+        return self._starred[name]
+
+    def _gives_to_star(self, name: str) -> bool:
+        """Does `from <this file> import *` give `name`: listed in `__all__` (or, without one,
+        public), and defined at the top level here or star-imported from another file?"""
+        exported = self.exported_names()
+        if (name not in exported) if exported is not None else name.startswith("_"):
+            return False
+        return bool(self.index.module_scope.bindings.get(name)) or (
+            bool(self.index.star_imports) and self._star_qualname(name) is not None)
+
+    def _project_facts(self, module: str) -> Facts | None:
+        """The facts of the project file that `import <module>` means here (None for a library,
+        this file, a file being read already, or no file)."""
+        from odelint.analysis import project
+
+        if self.path is None or module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
+            return None
+        where = project.module_file(module, self.path)
+        if (where is None or os.path.abspath(where) in self._seen
+                or os.path.abspath(where) == os.path.abspath(self.path)):
+            return None
+        return project.facts_of(where, self._seen | {os.path.abspath(self.path)})
 
     def is_module_class(self, binding: Binding) -> bool:
         """Is this class binding a subclass of eqx.Module (directly or through this file's classes)?"""
@@ -476,13 +627,10 @@ class Facts:
     def _field_module_class(self, owner: cst.ClassDef, attr: str) -> ModuleClass | None:
         """The module class a field holds: what `__init__` assigns it when that is known (an
         `eqx.Module` or abstract-base annotation says less), else its annotation's class."""
-        init = _method(owner, "__init__")
-        init_scope = self.index.body_scope(init) if init is not None else None
-        if init is not None and init_scope is not None:
-            for value in _self_assignments(init, attr):
-                found = self.module_class(value, Site(init_scope, 10**9))
-                if found is not None:
-                    return found
+        for value, site in self.init_assignments(owner, attr):
+            found = self.module_class(value, site)
+            if found is not None:
+                return found
         class_scope = self.index.body_scope(owner)
         for binding in class_scope.bindings.get(attr, []) if class_scope is not None else []:
             if binding.annotation is not None and class_scope is not None:
@@ -490,6 +638,15 @@ class Facts:
                 if found is not None:
                     return found
         return None
+
+    def init_assignments(self, cls: cst.ClassDef, field: str) -> list[tuple[cst.BaseExpression, Site]]:
+        """The values `cls.__init__` assigns to `self.<field>` in the statements of its body,
+        each with where to read it (the end of `__init__`)."""
+        init = _method(cls, "__init__")
+        scope = self.index.body_scope(init) if init is not None else None
+        if init is None or scope is None:
+            return []
+        return [(value, Site(scope, 10**9)) for value in _self_assignments(init, field)]
 
     def number(self, node: cst.BaseExpression, scope: Scope) -> float | None:
         """The number `node` always evaluates to (odelint.analysis.constants), else None."""
@@ -711,15 +868,10 @@ class Facts:
                 declared = self.annotation_kind(binding.annotation, class_scope)
                 if declared is not Kind.UNKNOWN:
                     return declared
-        init = _method(cls, "__init__")
-        init_scope = self.index.body_scope(init) if init is not None else None
-        if init is not None and init_scope is not None:
-            kinds = {self.kind(value, Site(init_scope, 10**9)) for value in _self_assignments(init, attr)}
-            if Kind.MODULE in kinds:
-                return Kind.MODULE
-            if len(kinds) == 1:
-                return kinds.pop()
-        return Kind.UNKNOWN
+        kinds = {self.kind(value, site) for value, site in self.init_assignments(cls, attr)}
+        if Kind.MODULE in kinds:
+            return Kind.MODULE
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     def _arithmetic_kind(self, node: cst.BinaryOperation | cst.UnaryOperation, site: Site) -> Kind:
         operands = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else [node.expression]
@@ -1088,6 +1240,15 @@ class ModuleClass:
     facts: Facts | None = None   # set for a class of another file of the project: its file's facts
     # a container of layers (`eqx.nn.Sequential([...])`): the call that built this instance
     built: tuple[cst.Call, Site] | None = None
+
+    def defined_in(self, importer: str | None) -> str | None:
+        """The file of another project file's class, as seen from the file `importer`
+        (`models/mlp.py`), for messages that say where a value came from; None for a class of
+        `importer` itself or of a library."""
+        where = self.facts.path if self.facts is not None else None
+        if where is None or importer is None or os.path.abspath(where) == os.path.abspath(importer):
+            return None
+        return os.path.relpath(where, os.path.dirname(os.path.abspath(importer))).replace(os.sep, "/")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ModuleClass) or (self.built is None) is not (other.built is None):

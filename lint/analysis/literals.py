@@ -1,23 +1,69 @@
-"""The one reader of literal values in LibCST trees: what `0x1`, `1_0`, `-1`, `(0, 2)`,
-`"x"` or `1e-6` stand for, exactly as Python reads them.
+"""The one reader of literal values: what `0x1`, `1_0`, `-1`, `(0, 2)`, `"x"` or `1e-6`
+stand for, exactly as Python reads them, in LibCST trees (the rules' model) and in CPython
+`ast` trees (the Sketch that gates files) alike.
 
 Every analysis and rule that needs the value of `static_argnums=...`, `argnums=...`, an
-index or a constant asks here, so `0x1` means 1 everywhere and nothing raises on it.
+index or a constant asks here, so `0x1` means 1 everywhere and nothing raises on it. The
+two trees differ only in how a sign and a literal are spelled: `_signed` reads numbers for
+both, through one adapter per tree.
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable
+from typing import TypeVar
+
 import libcst as cst
+
+Tree = TypeVar("Tree")
+
+
+def _signed(node: Tree, sign: Callable[[Tree], tuple[int, Tree] | None],
+            literal: Callable[[Tree], int | float | None]) -> int | float | None:
+    """A number literal under any signs (`-1`, `+-2`, `-(0x10)`), as Python reads it; None for
+    anything else (booleans, complex numbers, names, strings)."""
+    factor = 1
+    step = sign(node)
+    while step is not None:
+        flip, node = step
+        factor *= flip
+        step = sign(node)
+    value = literal(node)
+    return None if value is None else factor * value
+
+
+def _cst_sign(node: cst.BaseExpression) -> tuple[int, cst.BaseExpression] | None:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        return (-1 if isinstance(node.operator, cst.Minus) else 1), node.expression
+    return None
+
+
+def _cst_literal(node: cst.BaseExpression) -> int | float | None:
+    return node.evaluated_value if isinstance(node, (cst.Integer, cst.Float)) else None
+
+
+def _ast_sign(node: ast.expr) -> tuple[int, ast.expr] | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return (-1 if isinstance(node.op, ast.USub) else 1), node.operand
+    return None
+
+
+def _ast_literal(node: ast.expr) -> int | float | None:
+    value = node.value if isinstance(node, ast.Constant) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def integer(node: cst.BaseExpression | None) -> int | None:
     """The value of an integer literal, signed (`-1`, `+2`, `0x1`, `1_0`), else None."""
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        inner = integer(node.expression)
-        return None if inner is None else (-inner if isinstance(node.operator, cst.Minus) else inner)
-    if isinstance(node, cst.Integer):
-        return int(node.evaluated_value)
-    return None
+    value = _signed(node, _cst_sign, _cst_literal) if node is not None else None
+    return value if isinstance(value, int) else None
+
+
+def ast_integer(node: ast.expr | None) -> int | None:
+    """`integer` on CPython's `ast` (the Sketch's tree)."""
+    value = _signed(node, _ast_sign, _ast_literal) if node is not None else None
+    return value if isinstance(value, int) else None
 
 
 def integers(node: cst.BaseExpression | None) -> frozenset[int] | None:
@@ -56,12 +102,14 @@ def strings(node: cst.BaseExpression | None) -> frozenset[str] | None:
 
 def number(node: cst.BaseExpression | None) -> float | None:
     """The value of an int or float literal, signed (`1e-6`, `-1`, `0x10`), else None."""
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        inner = number(node.expression)
-        return None if inner is None else (-inner if isinstance(node.operator, cst.Minus) else inner)
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return float(node.evaluated_value)
-    return None
+    value = _signed(node, _cst_sign, _cst_literal) if node is not None else None
+    return None if value is None else float(value)
+
+
+def ast_number(node: ast.expr | None) -> float | None:
+    """`number` on CPython's `ast` (the Sketch's tree)."""
+    value = _signed(node, _ast_sign, _ast_literal) if node is not None else None
+    return None if value is None else float(value)
 
 
 def is_none(node: cst.BaseExpression | None) -> bool:

@@ -46,26 +46,32 @@ class Reach:
     def function(self, node: cst.BaseExpression, scope: Scope) -> tuple[Function, int] | None:
         """The same-file function a value calls, and how many leading parameters are already
         bound (by `functools.partial` or a bound method's `self`)."""
+        found = self.function_via(node, scope)
+        return (found[0], found[1]) if found is not None else None
+
+    def function_via(self, node: cst.BaseExpression, scope: Scope) -> tuple[Function, int, str | None] | None:
+        """`function`, and the parameter the function crossed to get here, for messages:
+        `passed as `f` to `hessian`` for `f` in `def hessian(f): return jax.jacfwd(f)`."""
         if isinstance(node, cst.Lambda):
-            return node, 0
+            return node, 0, None
         if isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == "functools.partial":
             args = positional_args(node, before_star=True)
-            inner = self.function(args[0].value, scope) if args else None
-            return (inner[0], inner[1] + len(args) - 1) if inner else None
+            inner = self.function_via(args[0].value, scope) if args else None
+            return (inner[0], inner[1] + len(args) - 1, inner[2]) if inner else None
         if isinstance(node, cst.Attribute):
             cls = instance_class(self.facts, node.value, scope)
             method = method_of(self.facts, cls, node.attr.value) if cls is not None else None
-            return (method, 1) if method is not None else None
+            return (method, 1, None) if method is not None else None
         function = self.facts.callee(node, scope)
         if function is None and isinstance(node, cst.Name):
             return self._passed_function(node, scope)
         if (function is None and isinstance(node, cst.Call) and node.args and node.args[0].keyword is None
                 and self.facts.qualname(node.func, scope) in function_wrappers()):
-            inner = self.function(node.args[0].value, scope)  # `jax.jit(f)` with `f` a parameter
-            return (inner[0], 0) if inner is not None and inner[1] == 0 else None
-        return (function, 0) if function is not None else None
+            inner = self.function_via(node.args[0].value, scope)  # `jax.jit(f)` with `f` a parameter
+            return inner if inner is not None and inner[1] == 0 else None
+        return (function, 0, None) if function is not None else None
 
-    def _passed_function(self, name: cst.Name, scope: Scope) -> tuple[Function, int] | None:
+    def _passed_function(self, name: cst.Name, scope: Scope) -> tuple[Function, int, str | None] | None:
         """The one function every call of this file passes for a parameter: `f` in
         `def hessian(f): return jax.jacfwd(jax.jacrev(f))` after `hessian(final)`."""
         bindings = self.facts.lookup(name.value, scope)
@@ -85,7 +91,7 @@ class Reach:
                 if passed is None or (found is not None and passed != found):
                     return None  # a call passes something else, or two calls disagree
                 found = passed
-            return found
+            return (*found, f"passed as `{binding.name}` to `{owner.name.value}`") if found is not None else None
         finally:
             self._following.discard(id(binding))
 

@@ -88,6 +88,7 @@ class ScopeIndex:
         # The parts of loops that run once per iteration (a `for` loop's target and body, a
         # `while` loop's test and body), as (first order, last order, loop, scope of the loop).
         self.loop_parts: list[tuple[int, int, cst.For | cst.While, Scope]] = []
+        self.star_imports: list[str] = []  # `from models import *` at the top level: "models"
         self._assigned: dict[int, list[Binding]] | None = None
         self._lookups: dict[tuple[str, int], tuple[Scope, list[Binding]]] = {}
         self._calls_by_name: dict[str, list[tuple[cst.Call, Site]]] | None = None
@@ -192,6 +193,7 @@ class _Walked:
     module_bindings: list[Binding]  # what it binds in the module scope, in order
     module_globals: set[str]
     loop_parts: list[tuple[int, int, cst.For | cst.While, Scope]]
+    star_imports: list[str] = dataclasses.field(default_factory=list)
 
 
 class Traversals:
@@ -478,7 +480,7 @@ class ScopeBuilder:
         first = self.order + 1
         self.index.top_orders.append(first)
         sizes = {node_type: len(entries) for node_type, entries in self.index.nodes.items()}
-        loops = len(self.index.loop_parts)
+        loops, stars = len(self.index.loop_parts), len(self.index.star_imports)
         self._recording = record = _Walked(statement, first, first, {}, {}, [], set(), [])
         try:
             self.walk(statement)
@@ -489,6 +491,7 @@ class ScopeBuilder:
             if len(entries) > sizes.get(node_type, 0):
                 record.nodes[node_type] = entries[sizes.get(node_type, 0):]
         record.loop_parts = self.index.loop_parts[loops:]
+        record.star_imports = self.index.star_imports[stars:]
         return record
 
     def _replay(self, walked: _Walked) -> None:
@@ -502,6 +505,7 @@ class ScopeBuilder:
             index.module_scope.bindings.setdefault(binding.name, []).append(binding)
         index.module_scope.global_names.update(walked.module_globals)
         index.loop_parts.extend(walked.loop_parts)
+        index.star_imports.extend(walked.star_imports)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._visit_all(node.decorators)
@@ -620,6 +624,8 @@ class ScopeBuilder:
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar):
+            if self.scope is self.index.module_scope:
+                self.index.star_imports.append(_module_name(node.module, len(node.relative)))
             return
         base = _module_name(node.module, len(node.relative))
         for alias in node.names:

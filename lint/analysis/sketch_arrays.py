@@ -34,7 +34,7 @@ import functools
 from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING
 
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
 from odelint.analysis.facts import _KIND_PRESERVING, function_wrappers
 
@@ -244,8 +244,8 @@ class _Solution:
         if isinstance(node, ast.Subscript):
             index = node.slice
             return self._may(node.value) or (
-                isinstance(node.value, ast.Call) and isinstance(index, ast.Constant)
-                and type(index.value) is int and self._returns_at(node.value.func, (index.value,)))
+                isinstance(node.value, ast.Call) and (position := literals.ast_integer(index)) is not None
+                and position >= 0 and self._returns_at(node.value.func, (position,)))
         if isinstance(node, ast.Attribute):
             return ((node.attr in _VIEWS and self._may(node.value))
                     or (isinstance(node.value, ast.Name) and node.attr in self._fields))

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 import libcst as cst
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
 from odelint.analysis.sketch import Sketch
@@ -335,9 +335,32 @@ def module_field_assigned(sketch: Sketch) -> bool:
         a class that may be a module is one such name (a parameter of a method of that class)."""
     if not sketch.may_hold_modules():
         return False
-    owners = {target.value.id for target in _targets(sketch) if isinstance(target.value, ast.Name)}
+    owners = {target.value.id for target in _targets(sketch)
+              if isinstance(target.value, ast.Name) and not _initialised(sketch, target)}
     called = called_names(sketch)
     return any(may_name_module(sketch, owner, called) for owner in owners)
+
+
+def _initialised(sketch: Sketch, target: ast.Attribute) -> bool:
+    """`self.<field> += ...`, or `self.<field> = ...` with the field annotated in the class body,
+    directly in the `__init__` of a class: `ModuleMutation` leaves both alone (an initialising
+    method may set the fields its class declares), whatever the class and its bases are."""
+    statement = sketch.parent(target)
+    method = sketch.parent(statement) if statement is not None else None
+    while method is not None and not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                                         ast.ClassDef)):
+        method = sketch.parent(method)
+    cls = sketch.parent(method) if isinstance(method, ast.FunctionDef) and method.name == "__init__" else None
+    if not isinstance(cls, ast.ClassDef) or not isinstance(target.value, ast.Name):
+        return False
+    arguments = [*method.args.posonlyargs, *method.args.args]  # type: ignore[union-attr]
+    if not arguments or arguments[0].arg != target.value.id or any(
+            isinstance(node, ast.Name) and node.id == target.value.id and not isinstance(node.ctx, ast.Load)
+            for node in ast.walk(method)):  # type: ignore[arg-type]
+        return False  # not the instance, or a name rebound in the method
+    return isinstance(statement, ast.AugAssign) or any(
+        isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == target.attr
+        for item in cls.body)
 
 
 def _targets(sketch: Sketch) -> list[ast.Attribute]:
@@ -445,8 +468,8 @@ def _may_flag(sketch: Sketch, call: ast.Call) -> bool:
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return False
     left, right = test.left, test.comparators[0]
-    variable = (_dotted(left) if _sketch_number(right) is not None
-                else _dotted(right) if _sketch_number(left) is not None else None)
+    variable = (_dotted(left) if literals.ast_number(right) is not None
+                else _dotted(right) if literals.ast_number(left) is not None else None)
     if variable is None:
         return False
     regions = None
@@ -495,19 +518,9 @@ def _sketch_singular_uses(sketch: Sketch, node: ast.AST) -> Iterator[tuple[jax_a
 def _sketch_power(exponent: ast.expr) -> jax_api.Singular | None:
     """`_power` on `ast`."""
     if isinstance(exponent, ast.BinOp) and isinstance(exponent.op, ast.Div):
-        numerator, denominator = _sketch_number(exponent.left), _sketch_number(exponent.right)
+        numerator, denominator = literals.ast_number(exponent.left), literals.ast_number(exponent.right)
         return jax_api.power_singular(numerator / denominator if numerator is not None and denominator else None)
-    return jax_api.power_singular(_sketch_number(exponent))
-
-
-def _sketch_number(node: ast.expr) -> float | None:
-    """`intervals.number` on `ast`: an int or float literal, signed."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _sketch_number(node.operand)
-        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    return None
+    return jax_api.power_singular(literals.ast_number(exponent))
 
 
 def _dotted(node: ast.expr) -> str | None:

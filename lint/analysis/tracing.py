@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args, splatted_for
+from odelint.analysis.definitions import Definition
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import CLASS, FUNCTION, Binding, Scope, Site, children_of
@@ -30,13 +31,19 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True)
 class Traced:
-    """A traced value's origin: the parameter it derives from, and why that is traced."""
+    """A traced value's origin: the parameter it derives from, why that is traced, and the
+    parameter it crossed to reach the code that reads it ("passed as `y` to `helper`")."""
 
-    parameter: Binding = dataclasses.field(repr=False)
+    parameter: Definition = dataclasses.field(repr=False)
     reason: str
+    via: str | None = None
 
     def describe(self) -> str:
-        return f"`{self.parameter.name}` ({self.reason})"
+        return f"`{self.parameter.name}` ({self.reason}){self.passed()}"
+
+    def passed(self) -> str:
+        """`, passed as `y` to `helper`` when the value crossed a call, else nothing."""
+        return f", {self.via}" if self.via else ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +55,7 @@ class _Root:
     static_names: frozenset[str] = frozenset()
     params: tuple[int, ...] | None = None  # traced bodies: which parameters are traced
     unmapped: frozenset[int] = frozenset()  # vmap's in_axes=None positions
+    via: str | None = None                  # the parameter the function crossed: "passed as `f` to `compile`"
 
 
 class Tracing(Reach):
@@ -126,13 +134,13 @@ class Tracing(Reach):
     def _add(self, target: cst.BaseExpression, scope: Scope, spelled: cst.BaseExpression,
              transform: jax_api.Transform | None, options: cst.Call | None,
              params: tuple[int, ...] | None = None) -> None:
-        resolved = self.function(target, scope)
+        resolved = self.function_via(target, scope)
         if resolved is not None:
-            self._record(resolved[0], resolved[1], spelled, transform, options, params)
+            self._record(resolved[0], resolved[1], spelled, transform, options, params, resolved[2])
 
     def _record(self, function: Function, offset: int, spelled: cst.BaseExpression,
                 transform: jax_api.Transform | None, options: cst.Call | None,
-                params: tuple[int, ...] | None = None) -> None:
+                params: tuple[int, ...] | None = None, via: str | None = None) -> None:
         spelling = cst.Module([]).code_for_node(spelled)
         static_positions: frozenset[int] | None = frozenset()
         static_names: frozenset[str] = frozenset()
@@ -153,8 +161,9 @@ class Tracing(Reach):
                 unmapped = frozenset(i for i, e in enumerate(in_axes.value.elements)
                                      if isinstance(e.value, cst.Name) and e.value.value == "None")
         self._roots.setdefault(id(function), _Root(spelling, transform, offset, static_positions, static_names,
-                                                   params, unmapped))
-        self.add_root(function, f"{function_name(function)} is traced by `{spelling}`")
+                                                   params, unmapped, via))
+        passed = f", {via}," if via else ""  # `g`, passed as `f` to `compile`, is traced by ...
+        self.add_root(function, f"{function_name(function)}{passed} is traced by `{spelling}`")
 
     # -- which values are traced -----------------------------------------------------------
 
@@ -195,7 +204,8 @@ class Tracing(Reach):
         root = self._roots.get(id(function))
         if root is not None and self._root_traces(root, binding):
             owner = function_name(function)  # type: ignore[arg-type]
-            return Traced(binding, f"a parameter of {owner}, traced by `{root.spelling}`")
+            passed = f" ({root.via})" if root.via else ""
+            return Traced(Definition(binding), f"a parameter of {owner}{passed}, traced by `{root.spelling}`")
         if isinstance(function, cst.FunctionDef) and id(function) in self.reasons:
             bound = 1 if binding.scope.parent is not None and binding.scope.parent.kind == CLASS else 0
             for call, site in self.facts.calls_of(function):
@@ -205,7 +215,7 @@ class Tracing(Reach):
                 for candidate in [argument] if argument is not None else splatted_for(call, binding, bound):
                     origin = self._value_origin(candidate, site.scope)
                     if origin is not None:
-                        return origin
+                        return dataclasses.replace(origin, via=f"passed as `{binding.name}` to `{function.name.value}`")
         return None
 
     def _root_traces(self, root: _Root, binding: Binding) -> bool:

@@ -2,9 +2,11 @@
 
 `jax.jit(loss)(model, x)`, `step = jax.jit(step)` then `step(model, x)`, `@jax.jit def step`,
 `@functools.partial(jax.jit, static_argnums=1)`, `jax.grad(functools.partial(loss, x=x))`:
-each is one `Application` of a transform to a function. Rules ask which parameters the
-transform traces or differentiates (`consumes`) and which Equinox module class reaches a
-parameter (`module_argument`), from its annotation or from the calls of the transformed result.
+each is one `Application` of a transform to a function. Rules ask `Facts` for them
+(`facts.transform_applied(call, site)`, `facts.transforms_decorating(function, site)`), which
+parameters the transform traces or differentiates (`application.consumes(parameter)`), the
+calls of the transformed result (`facts.transformed_calls`) and which Equinox module class
+reaches a parameter (`facts.module_received`), from its annotation or from those calls.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args
+from odelint.analysis.definitions import Definition, record_of
 from odelint.analysis.facts import Facts, ModuleClass
 from odelint.analysis.reach import Reach
 from odelint.analysis.scopes import CLASS, Binding, Site
 
 if TYPE_CHECKING:
     from odelint.analysis.reach import Function
-
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -37,6 +39,8 @@ class Application:
     offset: int                        # leading parameters already bound (partial, a method's self)
     bound_names: frozenset[str]        # parameters a `functools.partial` binds by keyword
     site: Site                         # where the transform is applied
+    # the function's positional parameters that a call of the transformed result fills
+    parameters: tuple[Definition, ...] = ()
     decorator: bool = False
 
     @property
@@ -46,14 +50,18 @@ class Application:
             return ()
         return tuple(arg.keyword.value for arg in self.options.args if arg.keyword is not None)
 
-    def parameters(self, facts: Facts) -> list[Binding]:
-        """The function's positional parameters that a call of the transformed result fills."""
-        scope = facts.index.body_scope(self.function)
-        if scope is None:
-            return []
-        found = [b for bindings in scope.bindings.values() for b in bindings
-                 if b.kind == "param" and b.path and b.path[0] >= self.offset and b.name not in self.bound_names]
-        return sorted(found, key=lambda b: b.path)
+    def consumes(self, parameter: Definition) -> bool | None:
+        """Does the transform trace or differentiate what `parameter` receives? None when its
+        keywords are not literals. `jax.jit` traces all but static arguments, `jax.grad`
+        differentiates `argnums` (default 0), `jax.vmap` maps the arguments whose `in_axes` is
+        not None."""
+        return _consumes(self, parameter)
+
+
+def _parameters(facts: Facts, function: Function, offset: int, bound_names: frozenset[str]) -> tuple[Definition, ...]:
+    found = [d for definitions in facts.defined_in(function).values() for d in definitions
+             if d.position is not None and d.position >= offset and d.name not in bound_names]
+    return tuple(sorted(found, key=lambda d: d.position or 0))
 
 
 def applied(facts: Facts, node: cst.Call, site: Site) -> Application | None:
@@ -90,7 +98,7 @@ def decorations(facts: Facts, function: cst.FunctionDef, site: Site) -> list[App
             continue
         # a decorated method is wrapped unbound: `self` is its first argument
         found.append(Application(qualname, transform, spelled, expression, options, function, 0,
-                                 frozenset(), site, decorator=True))
+                                 frozenset(), site, _parameters(facts, function, 0, frozenset()), decorator=True))
     return found
 
 
@@ -103,7 +111,9 @@ def _application(facts: Facts, qualname: str, transform: jax_api.Transform, spel
     bound_names: frozenset[str] = frozenset()
     if isinstance(target, cst.Call):  # functools.partial(f, ..., name=value)
         bound_names = frozenset(arg.keyword.value for arg in target.args if arg.keyword is not None)
-    return Application(qualname, transform, spelled, node, options, resolved[0], resolved[1], bound_names, site)
+    function, offset = resolved
+    return Application(qualname, transform, spelled, node, options, function, offset, bound_names, site,
+                       _parameters(facts, function, offset, bound_names))
 
 
 def calls(facts: Facts, application: Application) -> list[tuple[cst.Call, Site]]:
@@ -134,9 +144,10 @@ def _meaning(facts: Facts, name: cst.Name, site: Site) -> Binding | None:
     return bindings[-1]
 
 
-def module_argument(facts: Facts, application: Application, param: Binding) -> ModuleClass | None:
-    """The Equinox module class `param` receives: from its annotation, else from the calls of
-    the transformed result when they all agree."""
+def module_argument(facts: Facts, application: Application, parameter: Definition) -> ModuleClass | None:
+    """The Equinox module class `parameter` receives: from its annotation, else from the calls
+    of the transformed result when they all agree."""
+    param = record_of(parameter)
     if param.annotation is not None:
         annotation = param.annotation
         outer = annotation.value if isinstance(annotation, cst.Subscript) else annotation
@@ -163,12 +174,9 @@ def _is_method(param: Binding) -> bool:
     return param.scope.parent is not None and param.scope.parent.kind == CLASS
 
 
-def consumes(application: Application, param: Binding) -> bool | None:
-    """Does the transform trace or differentiate what `param` receives? None when its keywords
-    are not literals. `jax.jit` traces all but static arguments, `jax.grad` differentiates
-    `argnums` (default 0), `jax.vmap` maps the arguments whose `in_axes` is not None."""
+def _consumes(application: Application, parameter: Definition) -> bool | None:
     options = application.options
-    position = param.path[0] - application.offset
+    position = (parameter.position or 0) - application.offset
     transform = application.transform
     if transform.wrt == "argnums":
         given = keyword_arg(options, "argnums") if options is not None else None
@@ -186,7 +194,7 @@ def consumes(application: Application, param: Binding) -> bool | None:
             names = literals.strings(given.value)
             if names is None:
                 return None
-            if param.name in names:
+            if parameter.name in names:
                 return False
         else:
             numbers = literals.integers(given.value)

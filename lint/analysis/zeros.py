@@ -131,7 +131,7 @@ def zero_filled_parameter(facts: Facts, node: cst.BaseExpression, site: Site) ->
     zeros = jax_api.names("zero_arrays")
     for call, call_site in facts.arguments_of(function):
         argument = argument_for(call, binding, bound)
-        built = built_by(facts, argument, call_site.scope) if argument is not None else None
-        if built is not None and facts.qualname(built.call.func, built.scope) in zeros:
+        built = built_by(facts, argument, call_site) if argument is not None else None
+        if built is not None and facts.qualname(built.call.func, built.site.scope) in zeros:
             return binding.name, call
     return None

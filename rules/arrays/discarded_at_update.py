@@ -62,7 +62,7 @@ class DiscardedAtUpdate(Rule):
     needs = Needs.fact("discarded_at_update")
 
     def visit_Expr(self, node: cst.Expr, site: Site) -> None:
-        if self.context.path.endswith(".ipynb") and site.scope is self.facts.module_scope:
+        if self.context.path.endswith(".ipynb") and isinstance(self.facts.body_at(site), cst.Module):
             return  # a cell's last expression is displayed, not discarded
         update = at_update(self.facts, node.value, site)
         if update is not None:

@@ -132,8 +132,7 @@ class Float64WithoutX64(Rule):
                                   f"mode: unless the program calls `jax.config.update(\"{X64_FLAG}\", True)` before "
                                   "any array exists, JAX silently truncates it to 32 bits")
         for switch in self._switches:
-            earlier = [c for c in self._created
-                       if c.site.scope is switch.site.scope and c.site.order < switch.site.order]
+            earlier = [c for c in self._created if self.facts.precedes(c.site, switch.site)]
             if earlier and not self._switched_off_after(switch):
                 self.report(switch.node, f"64-bit mode is switched on after `{source_of(module, earlier[0].node)}` "
                                          "created an array: arrays created before stay 32-bit; switch it on "
@@ -142,8 +141,7 @@ class Float64WithoutX64(Rule):
     def _switched_off_after(self, switch: _Seen) -> bool:
         """A later switch-off in the same block makes a 64-bit section: the arrays before it
         are meant to be 32-bit (a test comparing both modes)."""
-        return any(off.site.scope is switch.site.scope and off.site.order > switch.site.order
-                   for off in self._switch_offs)
+        return any(self.facts.precedes(switch.site, off.site) for off in self._switch_offs)
 
     def _is_wide(self, node: cst.BaseExpression, site: Site) -> bool:
         if isinstance(node, cst.SimpleString):

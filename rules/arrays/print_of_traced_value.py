@@ -63,7 +63,7 @@ class PrintOfTracedValue(Rule):
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         builtin = isinstance(node.func, cst.Name) and node.func.value == "print"
-        if not builtin or self.facts.lookup("print", site.scope):
+        if not builtin or self.facts.definitions("print", site):
             return
         for arg in node.args:
             traced = self.facts.traced_value(arg.value, site)
@@ -78,7 +78,8 @@ class PrintOfTracedValue(Rule):
                            lambda: self._debug_print(node, *converted, site))
         text = source_of(self.context.module, arg.value)
         name = traced.parameter.name
-        derives = "" if text == name else f" (`{text}` derives from `{name}`)"
+        derives = (f" ({traced.via})" if traced.via else "") if text == name \
+            else f" (`{text}` derives from `{name}`{traced.passed()})"
         self.report(node, f"`print` runs once, at trace time, and shows a tracer instead of the value: `{name}` is "
                           f"traced: {traced.reason}{derives}; use `jax.debug.print`", fix=fix)
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import libcst as cst
 from odelint.analysis import (
     COMPILING,
-    FUNCTION,
+    DefinedAs,
     Kind,
     Needs,
     Site,
     decorated,
-    enclosing_function,
     function_wrappers,
     jax_api,
     jitted_callee,
@@ -107,14 +106,11 @@ class RecompiledEveryCall(Rule):
                                 f"compiled again for each value: pass `jnp.asarray({text})`")
 
     def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
-        scope = self.facts.body_scope(node)
-        outer = scope.parent if scope is not None else None
-        jitted = decorated(self.facts, node, outer) if outer is not None else None
-        if jitted is None or outer is None or self.facts.traced_by(Site(outer, site.order)) is not None:
+        jitted = decorated(self.facts, node, site.scope)  # `site`: where the `def` runs
+        if jitted is None or self.facts.traced_by(site) is not None:
             return
-        reason = self._loop_reason(Site(outer, site.order)) or (
-            self._repeated(outer.node) if outer.kind == FUNCTION else None)
-        if reason == "inside a loop" and self._per_configuration(node, Site(outer, site.order)):
+        reason = self._loop_reason(site) or self._repeated(self.facts.body_at(site))
+        if reason == "inside a loop" and self._per_configuration(node, site):
             return
         if reason is not None:
             self.report(node.name, f"`{node.name.value}` is decorated with `{jitted.spelling}` {reason}: each time "
@@ -123,12 +119,12 @@ class RecompiledEveryCall(Rule):
     def _check_new_function(self, call: cst.Call, target: cst.BaseExpression, site: Site) -> None:
         spelling = source_of(self.context.module, call.func)
         loop_reason = self._loop_reason(site)
-        function = enclosing_function(site.scope)
+        function = self.facts.body_at(site)
         made_here = self._made_in(target, site, loop_reason is not None)
         if made_here is None or (loop_reason is not None and self._per_configuration(target, site)):
             return
         reason = loop_reason
-        if reason is None and isinstance(function, cst.FunctionDef) and site.scope.kind == FUNCTION:
+        if reason is None:
             reason = self._repeated(function)
         if reason is not None:
             self.report(call, f"`{spelling}` wraps {made_here} {reason}: each time it is a new function object, "
@@ -145,16 +141,16 @@ class RecompiledEveryCall(Rule):
             return f"`{source_of(self.context.module, target)}`, a new function object,"  # `jax.jit(jax.grad(f))`
         if not isinstance(target, cst.Name):
             return None
-        bindings = self.facts.lookup(target.value, site.scope)
-        if len(bindings) != 1 or bindings[0].scope is not site.scope:
+        found = self.facts.definition(target, site)
+        if found is None or self.facts.body_at(found.site) is not self.facts.body_at(site):
             return None
-        binding = bindings[0]
-        new = binding.kind == "def" or (binding.kind == "assign" and not binding.path and (
-            isinstance(binding.value, cst.Lambda) or isinstance(binding.value, cst.Call)
-            and self.facts.qualname(binding.value.func, site.scope) in function_wrappers() | {_PARTIAL}))
-        if not new or (in_loop and self.facts.loop_at(Site(binding.scope, binding.order)) is None):
+        value = found.value
+        new = found.what is DefinedAs.FUNCTION or isinstance(value, cst.Lambda) or (
+            isinstance(value, cst.Call)
+            and self.facts.qualname(value.func, site.scope) in function_wrappers() | {_PARTIAL})
+        if not new or (in_loop and self.facts.loop_at(found.site) is None):
             return None
-        if not in_loop and site.scope.kind != FUNCTION:
+        if not in_loop and not isinstance(self.facts.body_at(site), cst.FunctionDef):
             return None
         return f"`{target.value}`, a function defined {'in the loop' if in_loop else 'anew on each call'},"
 
@@ -165,10 +161,13 @@ class RecompiledEveryCall(Rule):
         cases = over_configurations(self.facts, loop, site) if loop is not None else frozenset()
         if not cases:
             return False
-        if isinstance(function, cst.Name):
-            bindings = self.facts.lookup(function.value, site.scope)
-            function = bindings[0].node if len(bindings) == 1 and bindings[0].kind == "def" else \
-                (bindings[0].value if len(bindings) == 1 and bindings[0].value is not None else function)
+        found = self.facts.definition(function, site) if isinstance(function, cst.Name) else None
+        if found is not None and found.what is DefinedAs.FUNCTION:
+            function = found.node
+        elif found is not None and found.value is not None:
+            function = found.value
+        elif found is not None and found.unpacked is not None:
+            function = found.unpacked[0]  # the whole right-hand side it is unpacked from
         return bool(cases & names_read(function))
 
     def _loop_reason(self, site: Site) -> str | None:
@@ -187,11 +186,11 @@ class RecompiledEveryCall(Rule):
         """The `for` loop whose variable makes `value` a Python number that changes every
         iteration (`i`, `i * 0.1` over `range(...)` or a literal list of numbers), else None."""
         if isinstance(value, cst.Name):
-            bindings = self.facts.lookup(value.value, site.scope)
-            if len(bindings) == 1 and bindings[0].kind == "for" and not bindings[0].path:
-                loop: cst.For = bindings[0].node  # type: ignore[assignment]
-                if self._numbers(loop.iter, site):
-                    return loop
+            defined = self.facts.definition(value, site)
+            loop = defined.node if defined is not None and defined.what is DefinedAs.LOOP else None
+            if isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name) \
+                    and self._numbers(loop.iter, site):
+                return loop  # type: ignore[return-value]
             return None
         if isinstance(value, cst.BinaryOperation) and self.facts.kind(value, site) is not Kind.ARRAY:
             left, right = self._loop_number(value.left, site), self._loop_number(value.right, site)
@@ -203,7 +202,7 @@ class RecompiledEveryCall(Rule):
 
     def _numbers(self, iterable: cst.BaseExpression, site: Site) -> bool:
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
-            return iterable.func.value == "range" and not self.facts.lookup("range", site.scope)
+            return iterable.func.value == "range" and not self.facts.definitions("range", site)
         return isinstance(iterable, (cst.List, cst.Tuple)) and bool(iterable.elements) and all(
             isinstance(e.value, (cst.Integer, cst.Float)) for e in iterable.elements)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import Needs, Site, argument_at, jax_api, loaded_names, reverse_differentiated_by, source_of
+from odelint.analysis import Needs, Site, argument_at, jax_api, reverse_differentiated_by, source_of
 from odelint.api.rule import Callees, Flag, Pass, Rule
 
 _LOOPS = jax_api.names("loops_without_reverse")
@@ -104,10 +104,8 @@ class ReverseThroughWhileLoop(Rule):
             if isinstance(arg.value, cst.Lambda):
                 values.append(arg.value.body)
             elif function is not None:
-                scope = self.facts.body_scope(function)
-                values += [name for name in loaded_names(function.body, into_nested=True)
-                           if scope is not None and not scope.bindings.get(name.value)]
-        return any(analysis.differentiated_source(value, site.scope) is not None for value in values)
+                values += self.facts.free_names(function)
+        return any(analysis.differentiated_source(value, site) is not None for value in values)
 
     examples = (
         Flag("""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import FUNCTION, Kind, Needs, Site, argument_at, jax_api, source_of
+from odelint.analysis import Kind, Needs, Site, argument_at, jax_api, source_of
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
@@ -77,14 +77,14 @@ class StatefulRandomInTracedCode(Rule):
         """A key bound only outside traced code (a module-level or closed-over key)."""
         if not isinstance(node, cst.Name):
             return False
-        bindings = self.facts.lookup(node.value, site.scope)
-        branch = self.facts.branch_scope(site)
-        if branch is not None and bindings and all(b.scope is branch.parent and b.scope.kind == FUNCTION
-                                                   for b in bindings):
+        definitions = self.facts.definitions(node, site)
+        runner = self.facts.branch_runner(site)
+        if runner is not None and definitions and all(self.facts.body_at(d.site) is runner for d in definitions):
             return False  # a branch closing over a key of the function that runs it: fresh on every call
-        return (bool(bindings) and self.facts.kind(node, site) is Kind.KEY
-                and all(b.scope is not site.scope and self.facts.traced_by(Site(b.scope, b.order)) is None
-                        for b in bindings))
+        here = self.facts.body_at(site)
+        return (bool(definitions) and self.facts.kind(node, site) is Kind.KEY
+                and all(self.facts.body_at(d.site) is not here and self.facts.traced_by(d.site) is None
+                        for d in definitions))
 
     examples = (
         Flag("""

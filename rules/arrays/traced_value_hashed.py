@@ -80,7 +80,7 @@ class TracedValueHashed(Rule):
             left = target.comparator
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "hash" and not self.facts.lookup("hash", site.scope):
+        if isinstance(node.func, cst.Name) and node.func.value == "hash" and not self.facts.definitions("hash", site):
             if len(node.args) == 1:
                 self._check(node.args[0].value, site, "passed to `hash()`")
             return
@@ -96,7 +96,7 @@ class TracedValueHashed(Rule):
         traced = self.facts.traced_value(value, site)
         text = source_of(self.context.module, value)
         if traced is not None:
-            origin = (f"({traced.reason})" if text == traced.parameter.name
+            origin = (f"({traced.reason}{traced.passed()})" if text == traced.parameter.name
                       else f"(traced: it derives from {traced.describe()})")
             self.report(value, f"`{text}` {origin} is {role}: "
                                "tracers are unhashable (`TypeError: unhashable type: 'DynamicJaxprTracer'`)")
@@ -113,19 +113,20 @@ class TracedValueHashed(Rule):
             return True
         if not isinstance(node, cst.Name):
             return False
-        bindings = self.facts.lookup(node.value, site.scope)
-        return bool(bindings) and all(
-            b.kind == "assign" and not b.path and (isinstance(b.value, literals) or (
-                isinstance(b.value, cst.Call) and isinstance(b.value.func, cst.Name) and b.value.func.value in builders
-                and not self.facts.lookup(b.value.func.value, b.scope)))
-            for b in bindings)
+        definitions = self.facts.definitions(node, site)
+        return bool(definitions) and all(
+            isinstance(d.value, literals) or (
+                isinstance(d.value, cst.Call) and isinstance(d.value.func, cst.Name) and d.value.func.value in builders
+                and not self.facts.definitions(d.value.func, d.site))
+            for d in definitions)
 
     def _cached(self, function: cst.FunctionDef) -> bool:
-        scope = self.facts.body_scope(function)
-        outer = scope.parent if scope is not None and scope.parent is not None else self.facts.module_scope
+        defined = self.facts.definition_of(function)  # its decorators are read where it is defined
+        if defined is None:
+            return False
         for decorator in function.decorators:
             node = decorator.decorator
-            if self.facts.qualname(node.func if isinstance(node, cst.Call) else node, outer) in _CACHES:
+            if self.facts.qualname(node.func if isinstance(node, cst.Call) else node, defined.site.scope) in _CACHES:
                 return True
         return False
 

@@ -100,7 +100,7 @@ class TracedValueInPythonControlFlow(Rule):
         if not isinstance(node.func, cst.Name) or node.func.value not in _CONVERSIONS:
             return
         args = positional_args(node)
-        if not args or len(node.args) != 1 or self.facts.lookup(node.func.value, site.scope):
+        if not args or len(node.args) != 1 or self.facts.definitions(node.func, site):
             return
         self._report(node, args[0].value, site, f"`{node.func.value}()`", _CONVERSIONS[node.func.value],
                      "x.astype(...)` or `jnp.asarray(...)")
@@ -129,7 +129,8 @@ class TracedValueInPythonControlFlow(Rule):
             return False
         text = source_of(self.context.module, value)
         name = traced.parameter.name
-        derives = "" if any(n.value == name for n in loaded_names(value)) else f" (`{text}` derives from `{name}`)"
+        derives = (f" ({traced.via})" if traced.via else "") if any(n.value == name for n in loaded_names(value)) \
+            else f" (`{text}` derives from `{name}`{traced.passed()})"
         self.report(node, f"{construct} on `{text}` needs a concrete value, but `{name}` is traced: {traced.reason}"
                           f"{derives}; Python raises `jax.errors.{error}`: use `{instead}`, or make the argument "
                           f"static")
@@ -178,7 +179,7 @@ class TracedValueInPythonControlFlow(Rule):
             def step(x: jax.Array, limit: float):
                 return clip(x.sum(), limit)
         """, message="but `x` is traced: a parameter of `step`, traced by `eqx.filter_jit` "
-                     "(`v > limit` derives from `x`)", span="5:30-5:39"),
+                     "(`v > limit` derives from `x`, passed as `v` to `clip`)", span="5:30-5:39"),
         # shapes, static arguments, filter_jit's non-arrays, `is None`, membership, host code
         Pass("""
             import functools

@@ -99,9 +99,8 @@ class UnhashableStaticArgument(Rule):
         an Equinox module of this file with array fields; None when it may be hashable."""
         literal = _UNHASHABLE_LITERALS.get(type(value).__name__)
         if literal is None and isinstance(value, cst.Name):
-            bindings = self.facts.lookup(value.value, site.scope)
-            kinds = {_UNHASHABLE_LITERALS.get(type(b.value).__name__) if b.kind == "assign" and not b.path else None
-                     for b in bindings}
+            kinds = {_UNHASHABLE_LITERALS.get(type(d.value).__name__) if d.value is not None else None
+                     for d in self.facts.definitions(value, site)}
             literal = kinds.pop() if len(kinds) == 1 else None
         if literal is not None:
             return f"a {literal}", f"a {literal} is unhashable"
@@ -109,15 +108,15 @@ class UnhashableStaticArgument(Rule):
         if kind is Kind.MODULE:
             found = self.facts.module_class(value, site)
             if found is not None and found.node is not None and self._has_array_field(found.node):
-                return f"a `{found.name}` module", "its array fields are unhashable"
+                where = found.defined_in(self.context.path)
+                return (f"a `{found.name}` module" + (f" (defined in `{where}`)" if where else ""),
+                        "its array fields are unhashable")
         return ("a JAX array", "arrays are unhashable") if kind is Kind.ARRAY else None
 
     def _has_array_field(self, cls: cst.ClassDef) -> bool:
         """Does this file's module class declare a field as an array (`w: jax.Array`)?"""
-        scope = self.facts.body_scope(cls)
-        return scope is not None and any(
-            b.annotation is not None and self.facts.annotation_kind(b.annotation, scope) is Kind.ARRAY
-            for bindings in scope.bindings.values() for b in bindings)
+        return any(d.annotation is not None and self.facts.annotation_kind(d.annotation, d.site.scope) is Kind.ARRAY
+                   for definitions in self.facts.defined_in(cls).values() for d in definitions)
 
     examples = (
         Flag("""

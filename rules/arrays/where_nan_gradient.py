@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 from odelint.analysis import (
+    DefinedAs,
     Needs,
     Site,
     dotted_name,
@@ -101,7 +102,7 @@ class WhereNanGradient(Rule):
                     self._flag(cond, position, op, function, hits, site)
             assigned = self.facts.local_value(branch, site) if isinstance(branch, cst.Name) else None
             if (not isinstance(branch, cst.Name) or assigned is None
-                    or len(self.facts.lookup(name.split(".")[0], site.scope)) != 1):
+                    or self.facts.definition(name.split(".")[0], site) is None):
                 continue  # the guarded variable must mean the same on both lines
             for op, function, inputs in self._singular_uses(assigned[0], assigned[1]):  # `r = jnp.sqrt(y)` before
                 hits = [value for value in inputs if dotted_name(value) == name]
@@ -171,8 +172,9 @@ class WhereNanGradient(Rule):
         """A value of the program, not a module or class name."""
         while isinstance(node, cst.Attribute):
             node = node.value
-        bindings = self.facts.lookup(node.value, site.scope) if isinstance(node, cst.Name) else []
-        return bool(bindings) and not any(b.kind in ("import", "def", "class") for b in bindings)
+        definitions = self.facts.definitions(node, site) if isinstance(node, cst.Name) else ()
+        return bool(definitions) and not any(
+            d.what in (DefinedAs.IMPORT, DefinedAs.FUNCTION, DefinedAs.CLASS) for d in definitions)
 
     examples = (
         Flag("""

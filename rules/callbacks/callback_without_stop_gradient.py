@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 import libcst as cst
-from odelint.analysis import STOP_GRADIENT, Needs, Scope, Site, callbacks, is_stop_gradient, jax_api, source_of
+from odelint.analysis import STOP_GRADIENT, DefinedAs, Needs, Site, callbacks, is_stop_gradient, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Callees, FileContext, Flag, Pass, Rule
 
@@ -88,7 +88,7 @@ class CallbackWithoutStopGradient(Rule):
         reason = self.facts.differentiation.why_differentiated(site)
         if reason is None:
             return
-        traced = [arg for arg in _forwarded(node, forwarded_from) if not self._static(arg.value, site.scope)]
+        traced = [arg for arg in _forwarded(node, forwarded_from) if not self._static(arg.value, site)]
         if traced:
             self._found.append((node, site, qualname, traced, reason))
 
@@ -112,22 +112,21 @@ class CallbackWithoutStopGradient(Rule):
         function, imports = self.facts.reference(STOP_GRADIENT, site)
         return Edits([Replace(arg.value, cst.Call(function, [cst.Arg(arg.value)])) for arg in traced], imports)
 
-    def _static(self, node: cst.BaseExpression, scope: Scope) -> bool:
+    def _static(self, node: cst.BaseExpression, site: Site) -> bool:
         """Constants, shapes and dtypes, and values already cut from differentiation."""
-        if isinstance(node, (cst.BaseNumber, cst.BaseString)) or is_stop_gradient(self.facts, node, scope):
+        if isinstance(node, (cst.BaseNumber, cst.BaseString)) or is_stop_gradient(self.facts, node, site.scope):
             return True
         if isinstance(node, (cst.Tuple, cst.List)):
-            return all(self._static(element.value, scope) for element in node.elements)
+            return all(self._static(element.value, site) for element in node.elements)
         if isinstance(node, cst.Attribute):
             return node.attr.value in _STATIC_ATTRIBUTES
         if isinstance(node, cst.Name):
-            bindings = self.facts.lookup(node.value, scope)
-            if not bindings:
+            definitions = self.facts.definitions(node, site)
+            if not definitions:
                 return node.value in ("None", "True", "False")
-            return all(b.kind in ("import", "def", "class")
-                       or (b.kind == "assign" and not b.path and b.value is not None
-                           and not isinstance(b.value, cst.Name) and self._static(b.value, b.scope))
-                       for b in bindings)
+            return all(d.what in (DefinedAs.IMPORT, DefinedAs.FUNCTION, DefinedAs.CLASS)
+                       or (d.value is not None and not isinstance(d.value, cst.Name) and self._static(d.value, d.site))
+                       for d in definitions)
         return False
 
     examples = (

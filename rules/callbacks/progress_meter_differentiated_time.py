@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis import (
-    Binding,
+    DefinedAs,
+    Definition,
     Differentiation,
     Needs,
-    Scope,
     Site,
     argument_at,
     calls_within,
@@ -88,19 +88,19 @@ class ProgressMeterDifferentiatedTime(Rule):
         if self.facts.qualname(node.func, site.scope) != DIFFEQSOLVE:
             return
         meter = keyword_arg(node, "progress_meter")
-        if meter is None or self._harmless(meter, site.scope, set()):
+        if meter is None or self._harmless(meter, site, set()):
             return
         analysis = self.facts.differentiation
         for label, position in (("t0", 2), ("t1", 3)):
             value = argument_at(node, label, position)
-            origin = analysis.differentiated_source(value.value, site.scope) if value is not None else None
+            origin = analysis.differentiated_source(value.value, site) if value is not None else None
             if origin is not None:
                 self.report(meter.value, self._message(label, origin, analysis, meter.value))
                 return
 
-    def _message(self, label: str, origin: Binding, analysis: Differentiation, meter: cst.BaseExpression) -> str:
+    def _message(self, label: str, origin: Definition, analysis: Differentiation, meter: cst.BaseExpression) -> str:
         root = analysis.root_of(origin)
-        function = origin.scope.node
+        function = origin.function
         owner = f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "a lambda"
         transform = root.transform if root else "a transform"
         return (f"`{label}` comes from `{origin.name}`, a parameter of {owner} that `{transform}` differentiates, "
@@ -109,31 +109,29 @@ class ProgressMeterDifferentiatedTime(Rule):
                 f"give the meter `jax.lax.stop_gradient(progress)` through a wrapper, or use "
                 f"`diffrax.NoProgressMeter()` under differentiation")
 
-    def _harmless(self, meter: cst.Arg | cst.BaseExpression, scope: Scope, seen: set[int]) -> bool:
+    def _harmless(self, meter: cst.Arg | cst.BaseExpression, site: Site, seen: set[int]) -> bool:
         """Is the meter `NoProgressMeter()`, or a class of this file that stops the gradient?"""
         value = meter.value if isinstance(meter, cst.Arg) else meter
         if isinstance(value, cst.Call):
-            if self.facts.qualname(value.func, scope) == _NO_METER:
+            if self.facts.qualname(value.func, site.scope) == _NO_METER:
                 return True
-            cls = named_class(self.facts, value.func, scope)
+            cls = named_class(self.facts, value.func, site.scope)
             step = method_of(self.facts, cls, "step") if cls is not None else None
             return step is not None and self._stops_gradient(step)
         if not isinstance(value, cst.Name) or id(value) in seen:
             return False
         seen.add(id(value))
-        bindings = self.facts.lookup(value.value, scope)
-        return bool(bindings) and all(self._binding_harmless(b, seen) for b in bindings)
+        definitions = self.facts.definitions(value, site)
+        return bool(definitions) and all(self._defined_harmless(d, seen) for d in definitions)
 
-    def _binding_harmless(self, binding: Binding, seen: set[int]) -> bool:
-        if binding.kind == "assign" and not binding.path and binding.value is not None:
-            return self._harmless(binding.value, binding.scope, seen)
-        function = binding.scope.node
-        if binding.kind == "param" and isinstance(function, cst.FunctionDef):
-            calls = self.facts.calls_of(function)
-            position = binding.path[0] if binding.path else None
-            passed = [argument_at(call, binding.name, position) for call, _ in calls]
-            return bool(calls) and all(arg is not None and self._harmless(arg, site.scope, seen)
-                                       for arg, (_, site) in zip(passed, calls, strict=False))
+    def _defined_harmless(self, definition: Definition, seen: set[int]) -> bool:
+        """A harmless meter assigned, or passed by every call for a parameter."""
+        if definition.value is not None:
+            return self._harmless(definition.value, definition.site, seen)
+        if definition.what is DefinedAs.PARAMETER:
+            passed = self.facts.passed_for(definition)
+            return bool(passed) and all(argument is not None and self._harmless(argument, where, seen)
+                                        for argument, where in passed)
         return False
 
     def _stops_gradient(self, step: cst.FunctionDef) -> bool:

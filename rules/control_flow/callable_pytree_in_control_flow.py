@@ -70,7 +70,8 @@ class CallablePytreeInControlFlow(Rule):
     code = "ODL401"
     name = "callable-pytree-in-control-flow"
     summary = "An Equinox module, bound method or eqx.Partial is the function of lax control flow"
-    triggers = tuple(("equinox", "lax", function) for function in ("while_loop", "fori_loop", "scan", "cond", "switch"))
+    # the module may be a class of another project file: no "equinox" in this one
+    triggers = tuple(("lax", function) for function in ("while_loop", "fori_loop", "scan", "cond", "switch"))
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL401"
 
@@ -125,10 +126,10 @@ class CallablePytreeInControlFlow(Rule):
 
     def _is_partial(self, node: cst.BaseExpression, site: Site) -> bool:
         if isinstance(node, cst.Name):
-            bindings = self.facts.lookup(node.value, site.scope)
-            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].path or bindings[0].value is None:
+            found = self.facts.definition(node, site)
+            if found is None or found.value is None:
                 return False
-            node, site = bindings[0].value, Site(bindings[0].scope, bindings[0].order)
+            node, site = found.value, found.site
         return isinstance(node, cst.Call) and self.facts.qualname(node.func, site.scope) == _EQUINOX_PARTIAL
 
     examples = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 import libcst as cst
-from odelint.analysis import DeprecatedApi, Needs, Site, Standing, dotted_name, rows_for, source_of
+from odelint.analysis import DefinedAs, DeprecatedApi, Needs, Site, Standing, dotted_name, rows_for, source_of
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Callees, Rule
 
@@ -82,8 +82,8 @@ class DeprecatedApiRule(Rule):
             root = root.value
         if not isinstance(root, cst.Name):
             return []
-        return [(id(binding.node), root.value) for binding in self.facts.lookup(root.value, site.scope)
-                if binding.kind == "import"]
+        return [(id(definition.node), root.value) for definition in self.facts.definitions(root, site)
+                if definition.what is DefinedAs.IMPORT]
 
     def _rename(self, node: cst.Attribute, row: DeprecatedApi, site: Site) -> Edits:
         new, imports = self.facts.reference(row.replacement, site)

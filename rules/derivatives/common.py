@@ -1,13 +1,12 @@
 """What the custom-derivative rules (ODL101, ODL102) share: where a derivative rule is
-registered on a function (`@f.defjvp`, `f.def_jvp(rule)`), and how names are resolved to
-the one binding of that function."""
+registered on a function (`@f.defjvp`, `f.def_jvp(rule)`), and the one `def` a name means."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import libcst as cst
-from odelint.analysis import Binding, Facts, Site
+from odelint.analysis import DefinedAs, Definition, Facts, Site
 
 REGISTER_METHODS = frozenset({"defjvp", "def_jvp", "defjvps", "defvjp"})
 
@@ -48,9 +47,9 @@ class Registrations:
         owner: cst.Name = attribute.value  # type: ignore[assignment]
         self.found.append(Registration(owner, attribute, site, rule, None, node))
 
-    def of(self, binding: Binding, methods: frozenset[str] = REGISTER_METHODS) -> list[Registration]:
+    def of(self, definition: Definition, methods: frozenset[str] = REGISTER_METHODS) -> list[Registration]:
         return [r for r in self.found if r.attribute.attr.value in methods
-                and self.facts.lookup(r.owner.value, r.site.scope) == [binding]]
+                and self.facts.definitions(r.owner, r.site) == (definition,)]
 
 
 def _register_attribute(node: cst.BaseExpression) -> cst.Attribute | None:
@@ -61,21 +60,10 @@ def _register_attribute(node: cst.BaseExpression) -> cst.Attribute | None:
 
 
 def single_def(facts: Facts, node: cst.BaseExpression, site: Site) -> cst.FunctionDef | None:
-    """The function definition a name means, when it has exactly one binding, a `def`."""
-    if not isinstance(node, cst.Name):
-        return None
-    bindings = facts.lookup(node.value, site.scope)
-    if len(bindings) == 1 and bindings[0].kind == "def":
-        return bindings[0].node  # type: ignore[return-value]
-    return None
-
-
-def assigned_from(site: Site, value: cst.BaseExpression) -> Binding | None:
-    """The plain `name = <value>` binding whose right-hand side is this very node."""
-    for bindings in site.scope.bindings.values():
-        for binding in bindings:
-            if binding.kind == "assign" and not binding.path and binding.value is value:
-                return binding
+    """The function definition a name means, when it has exactly one definition, a `def`."""
+    found = facts.definition(node, site) if isinstance(node, cst.Name) else None
+    if found is not None and found.what is DefinedAs.FUNCTION:
+        return found.node  # type: ignore[return-value]
     return None
 
 

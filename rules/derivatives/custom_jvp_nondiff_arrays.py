@@ -7,26 +7,22 @@ from collections.abc import Sequence
 
 import libcst as cst
 from odelint.analysis import (
-    CLASS,
-    FUNCTION,
-    LAMBDA,
-    Binding,
+    DefinedAs,
+    Definition,
     Needs,
     Site,
     argument_at,
-    argument_for,
     instance_class,
     jax_api,
     keyword_arg,
     literals,
-    loaded_names,
     method_of,
     positional_args,
     source_of,
 )
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
-from odelint.rules.derivatives.common import Registration, Registrations, assigned_from, positional_params, single_def
+from odelint.rules.derivatives.common import Registration, Registrations, positional_params, single_def
 
 CUSTOM: dict[str, str] = jax_api.names_table("custom_derivatives")
 _CUSTOM_NAMES = frozenset(CUSTOM)
@@ -52,7 +48,7 @@ class _Definition:
     report: cst.Arg                           # the `nondiff_arg...=` argument
     params: list[cst.Param]
     nondiff: list[int]
-    binding: Binding | None                   # the name the custom function is bound to
+    defined: Definition | None                # the name the custom function is bound to
     function: cst.FunctionDef | None = None   # the decorated function (decorator form)
     decorator: cst.Decorator | None = None
     site: Site | None = None
@@ -168,7 +164,7 @@ class CustomJvpNondiffArrays(Rule):
             flavour = self._partial_flavour(spec, site)
             if flavour is not None:
                 self._declare(flavour, spec, positional_params(node.params),  # type: ignore[arg-type]
-                              self.facts.binding_of(node), function=node, decorator=decorator, site=site)
+                              self.facts.definition_of(node), function=node, decorator=decorator, site=site)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         self._registrations.visit_call(node, site)
@@ -187,7 +183,7 @@ class CustomJvpNondiffArrays(Rule):
         function = single_def(self.facts, target, site)
         params = positional_params(function.params) if function is not None else (
             positional_params(target.params) if isinstance(target, cst.Lambda) else [])
-        self._declare(flavour, spec, params, assigned_from(site, node), site=site)
+        self._declare(flavour, spec, params, self.facts.assigned_to(node, site), site=site)
 
     def visit_Attribute(self, node: cst.Attribute, site: Site) -> None:
         self._not_references.add(id(node.attr))
@@ -202,7 +198,7 @@ class CustomJvpNondiffArrays(Rule):
         args = positional_args(node)
         return CUSTOM.get(self.facts.qualname(args[0].value, site.scope) or "") if args else None
 
-    def _declare(self, flavour: str, spec: cst.Call, params: list[cst.Param], binding: Binding | None,
+    def _declare(self, flavour: str, spec: cst.Call, params: list[cst.Param], defined: Definition | None,
                  **where) -> None:
         for name in ("nondiff_argnums", "nondiff_argnames"):
             arg = keyword_arg(spec, name)
@@ -210,7 +206,7 @@ class CustomJvpNondiffArrays(Rule):
                 continue
             nondiff = _positions(arg.value, params)
             if nondiff:
-                self._definitions.append(_Definition(flavour, spec, arg, params, nondiff, binding, **where))
+                self._definitions.append(_Definition(flavour, spec, arg, params, nondiff, defined, **where))
             return
 
     # -- checking ----------------------------------------------------------------------
@@ -222,25 +218,25 @@ class CustomJvpNondiffArrays(Rule):
                 self._report(definition, *evidence)
 
     def _calls(self, definition: _Definition) -> list[tuple[cst.Call, Site]]:
-        binding = definition.binding
-        if binding is None:
+        defined = definition.defined
+        if defined is None:
             return []
         if definition.function is not None:
             return self.facts.calls_of(definition.function)
         return [(call, site) for call, site in self.facts.sites_of(cst.Call)
-                if isinstance(call.func, cst.Name) and self.facts.lookup(call.func.value, site.scope) == [binding]]
+                if isinstance(call.func, cst.Name) and self.facts.definitions(call.func, site) == (defined,)]
 
     def _evidence(self, definition: _Definition) -> tuple[str, str] | None:
         """(parameter, what it holds) for the first array-carrying non-differentiable argument."""
-        scope = definition.site.scope if definition.site else self.facts.module_scope
+        where = definition.site
         for position in definition.nondiff:
             param = definition.params[position] if position < len(definition.params) else None
             label = param.name.value if param else f"argument {position}"
-            if param is not None and param.annotation is not None:
+            if param is not None and param.annotation is not None and where is not None:
                 annotation = param.annotation.annotation
-                if self._is_dtype_type(annotation, scope):
+                if self._is_dtype_type(annotation, where):
                     continue
-                what = self._annotation_carries(annotation, scope)
+                what = self._annotation_carries(annotation, where)
                 if what:
                     return label, f"is annotated as {what} (`{source_of(self.context.module, annotation)}`)"
             for call, site in self._calls(definition):
@@ -260,11 +256,12 @@ class CustomJvpNondiffArrays(Rule):
         traced = self.facts.traced_value(value, site)
         if traced is None or (definition.flavour == "jvp" and self.facts.differentiated_by(site) is None):
             return None
-        origin = f"`{traced.parameter.name}` is {traced.reason}"
+        origin = f"`{traced.parameter.name}` is {traced.reason}{traced.passed()}"
         source = source_of(self.context.module, value)
         return f"receives a tracer ({origin if source == traced.parameter.name else f'`{source}`: {origin}'})"
 
-    def _annotation_carries(self, annotation: cst.BaseExpression, scope) -> str | None:
+    def _annotation_carries(self, annotation: cst.BaseExpression, site: Site) -> str | None:
+        scope = site.scope
         if self.facts.is_module_type(annotation, scope):
             return "an Equinox module"
         if isinstance(annotation, cst.Subscript):
@@ -275,17 +272,18 @@ class CustomJvpNondiffArrays(Rule):
             return "an array"
         return "a `Partial`" if name in PARTIALS else None
 
-    def _is_dtype_type(self, annotation: cst.BaseExpression, scope) -> bool:
+    def _is_dtype_type(self, annotation: cst.BaseExpression, site: Site) -> bool:
         """`jnp.dtype`, `np.dtype`, and their `Optional[...]` / `X | None` forms."""
+        scope = site.scope
         if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
             sides = (annotation.left, annotation.right)
-            return all(literals.is_none(side) or self._is_dtype_type(side, scope) for side in sides) \
+            return all(literals.is_none(side) or self._is_dtype_type(side, site) for side in sides) \
                 and not all(literals.is_none(side) for side in sides)
         optional = isinstance(annotation, cst.Subscript) and \
             self.facts.qualname(annotation.value, scope) == _OPTIONAL
         if optional and isinstance(annotation, cst.Subscript):
             element = annotation.slice[0].slice if len(annotation.slice) == 1 else None
-            return isinstance(element, cst.Index) and self._is_dtype_type(element.value, scope)
+            return isinstance(element, cst.Index) and self._is_dtype_type(element.value, site)
         return self.facts.qualname(annotation, scope) in DTYPE_TYPES
 
     def _carries(self, value: cst.BaseExpression, site: Site, depth: int = 0) -> str | None:
@@ -305,57 +303,44 @@ class CustomJvpNondiffArrays(Rule):
             if qualname.startswith(ARRAY_MAKERS) and qualname not in NOT_ARRAYS:
                 return "an array"
         if isinstance(value, cst.Lambda):
-            closed = self._closed_over(value.body, facts.body_scope(value))
+            closed = self._closed_over(value)
             return f"a closure over `{closed}`" if closed else None
-        if isinstance(value, cst.Name) and depth < 3:
-            bindings = facts.lookup(value.value, site.scope)
-            if len(bindings) != 1:
-                return None
-            binding = bindings[0]
-            if binding.kind == "def":
-                body = binding.node.body  # type: ignore[attr-defined]
-                closed = self._closed_over(body, facts.body_scope(binding.node))
-                return f"a closure over `{closed}`" if closed else None
-            if binding.kind == "assign" and not binding.path and binding.value is not None:
-                return self._carries(binding.value, Site(binding.scope, binding.order), depth + 1)
-            if binding.kind == "param" and binding.annotation is not None:
-                where = binding.scope.parent or binding.scope
-                return self._annotation_carries(binding.annotation, where)
-            if binding.kind == "param":
-                return self._passed_in(binding, depth)
+        found = facts.definition(value, site) if isinstance(value, cst.Name) and depth < 3 else None
+        if found is None:
+            return None
+        if found.what is DefinedAs.FUNCTION:
+            closed = self._closed_over(found.node)  # type: ignore[arg-type]
+            return f"a closure over `{closed}`" if closed else None
+        if found.value is not None:
+            return self._carries(found.value, found.site, depth + 1)
+        if found.what is DefinedAs.PARAMETER and found.annotation is not None:
+            return self._annotation_carries(found.annotation, found.annotation_site)
+        if found.what is DefinedAs.PARAMETER:
+            return self._passed_in(found, depth)
         return None
 
-    def _passed_in(self, binding: Binding, depth: int) -> str | None:
+    def _passed_in(self, parameter: Definition, depth: int) -> str | None:
         """What a call of this file passes for an unannotated parameter, when it carries arrays
         (`helper(lambda y: y * t, x)` then `apply(f, x)` inside `helper`)."""
-        function = binding.scope.node
-        if not isinstance(function, cst.FunctionDef) or binding.scope.parent is None:
-            return None
-        bound = 1 if binding.scope.parent.kind == CLASS else 0
-        for call, site in self.facts.calls_of(function):
-            argument = argument_for(call, binding, bound)
+        function = parameter.function
+        for argument, site in self.facts.passed_for(parameter):
             what = self._carries(argument, site, depth + 1) if argument is not None else None
-            if what and argument is not None:
-                return (f"{what}, passed as `{binding.name}` to `{function.name.value}` "
+            if what and argument is not None and isinstance(function, cst.FunctionDef):
+                return (f"{what}, passed as `{parameter.name}` to `{function.name.value}` "
                         f"(`{source_of(self.context.module, argument)}`)")
         return None
 
-    def _closed_over(self, body: cst.CSTNode, scope) -> str | None:
-        """A local of an enclosing function that this body reads (a possibly traced value)."""
-        if scope is None:
-            return None
-        for name in loaded_names(body, into_nested=True):
-            bindings = self.facts.lookup(name.value, scope)
-            if not bindings or bindings[0].scope is scope or bindings[0].scope.kind not in (FUNCTION, LAMBDA):
-                continue
-            if any(_may_hold_array(b) for b in bindings):
+    def _closed_over(self, function: cst.FunctionDef | cst.Lambda) -> str | None:
+        """A local of an enclosing function that this function reads (a possibly traced value)."""
+        for name, definitions in self.facts.captured(function):
+            if any(_may_hold_array(d) for d in definitions):
                 return name.value
         return None
 
     # -- reporting and fixing ----------------------------------------------------------
 
     def _report(self, definition: _Definition, label: str, holds: str) -> None:
-        name = definition.binding.name if definition.binding else "the function"
+        name = definition.defined.name if definition.defined else "the function"
         if definition.flavour == "vjp":
             advice = ("use `eqx.filter_custom_vjp` with the differentiated values as its first argument "
                       "(its other arguments may hold arrays)")
@@ -379,22 +364,22 @@ class CustomJvpNondiffArrays(Rule):
 
     def _fix_plan(self, definition: _Definition) -> tuple[Registration, list[cst.Call]] | None:
         """The registration and the calls to rewrite, when every use is mechanical."""
-        function, binding = definition.function, definition.binding
-        if definition.flavour != "jvp" or function is None or binding is None or definition.decorator is None:
+        function, defined = definition.function, definition.defined
+        if definition.flavour != "jvp" or function is None or defined is None or definition.decorator is None:
             return None
         params = function.params
         if (params.posonly_params or params.kwonly_params or isinstance(params.star_arg, cst.CSTNode)
                 or params.star_kwarg is not None or len(definition.spec.args) != 2
                 or len(definition.nondiff) >= len(params.params) or definition.nondiff[-1] >= len(params.params)
-                or _exported(self.facts, binding.name)):
+                or _exported(self.facts, defined.name)):
             return None
-        registrations = self._registrations.of(binding)
+        registrations = self._registrations.of(defined)
         if len(registrations) != 1 or registrations[0].attribute.attr.value != "defjvp":
             return None
         registration = registrations[0]
         if not self._rule_fits(registration, [params.params[i].name.value for i in definition.nondiff]):
             return None
-        references = self._references(binding)
+        references = self._references(defined)
         if references is None:
             return None
         calls: list[cst.Call] = []
@@ -418,19 +403,19 @@ class CustomJvpNondiffArrays(Rule):
             return False
         if registration.decorator is not None and len(rule.decorators) != 1:
             return False
-        rule_binding = self.facts.binding_of(rule)
-        uses = self._references(rule_binding) if rule_binding else None
+        rule_defined = self.facts.definition_of(rule)
+        uses = self._references(rule_defined) if rule_defined else None
         return uses is not None and len(uses) == (0 if registration.decorator is not None else 1)
 
-    def _references(self, binding: Binding) -> list[cst.Name] | None:
-        """Every name that reads this binding; None when some name may mean it or another."""
+    def _references(self, definition: Definition) -> list[cst.Name] | None:
+        """Every name that reads this definition; None when some name may mean it or another."""
         found = []
         for name, site in self._names:
-            if name.value != binding.name or id(name) in self._not_references:
+            if name.value != definition.name or id(name) in self._not_references:
                 continue
-            bindings = self.facts.lookup(name.value, site.scope)
-            if binding in bindings:
-                if bindings != [binding]:
+            meanings = self.facts.definitions(name, site)
+            if definition in meanings:
+                if meanings != (definition,):
                     return None
                 found.append(name)
         return found
@@ -915,23 +900,18 @@ def _positions(node: cst.BaseExpression, params: list[cst.Param]) -> list[int]:
     return sorted(found)
 
 
-def _may_hold_array(binding: Binding) -> bool:
-    if binding.kind in ("def", "class", "import"):
+def _may_hold_array(definition: Definition) -> bool:
+    if definition.what in (DefinedAs.FUNCTION, DefinedAs.CLASS, DefinedAs.IMPORT):
         return False
-    value = binding.value
-    if binding.kind == "assign" and not binding.path and value is not None:
+    value = definition.value
+    if value is not None:
         return not (isinstance(value, (cst.BaseNumber, cst.BaseString)) or (isinstance(value, cst.Name)
                                                      and value.value in ("None", "True", "False")))
     return True
 
 
 def _exported(facts, name: str) -> bool:
-    for binding in facts.module_scope.bindings.get("__all__", []):
-        if isinstance(binding.value, (cst.List, cst.Tuple)) and any(
-                isinstance(e.value, cst.SimpleString) and e.value.evaluated_value == name
-                for e in binding.value.elements):
-            return True
-    return False
+    return name in (facts.exported_names() or ())
 
 
 def _moved_args(call: cst.Call, definition: _Definition) -> list[cst.Arg] | None:

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 
 import libcst as cst
-from odelint.analysis import Binding, Needs, Scope, Site, jax_api, literals
+from odelint.analysis import DefinedAs, Definition, Facts, Needs, Site, jax_api, literals
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, positional_params
@@ -19,7 +19,7 @@ _ZEROS_LIKE = jax_api.name("zeros_like")
 
 @dataclasses.dataclass(frozen=True)
 class _Tangent:
-    binding: Binding
+    definition: Definition
     index: tuple[int, ...]               # where in `tangents` it comes from
     statement: cst.BaseStatement | None  # its unpacking statement, when at the top of the rule
 
@@ -98,15 +98,14 @@ class UncheckedNoneTangent(Rule):
                 self._check(registration, deprecated=method == "defjvp")
 
     def _is_filter_custom_jvp(self, name: cst.Name, site: Site) -> bool:
-        bindings = self.facts.lookup(name.value, site.scope)
-        if len(bindings) != 1:
+        found = self.facts.definition(name, site)
+        if found is None:
             return False
-        binding = bindings[0]
-        if binding.kind == "def":
-            return any(self.facts.qualname(d.decorator, binding.scope) == _FILTER_CUSTOM_JVP
-                       for d in binding.node.decorators)  # type: ignore[attr-defined]
-        return (binding.kind == "assign" and not binding.path and isinstance(binding.value, cst.Call)
-                and self.facts.qualname(binding.value.func, binding.scope) == _FILTER_CUSTOM_JVP)
+        if found.what is DefinedAs.FUNCTION:
+            return any(self.facts.qualname(d.decorator, found.site.scope) == _FILTER_CUSTOM_JVP
+                       for d in found.node.decorators)  # type: ignore[attr-defined]
+        return (isinstance(found.value, cst.Call)
+                and self.facts.qualname(found.value.func, found.site.scope) == _FILTER_CUSTOM_JVP)
 
     def _check(self, registration: Registration, deprecated: bool) -> None:
         owner = registration.owner.value
@@ -141,29 +140,31 @@ class UncheckedNoneTangent(Rule):
 
     def _analyse(self, rule: cst.FunctionDef) -> _Analysis | None:
         params = positional_params(rule.params)
-        scope = self.facts.body_scope(rule)
-        if len(params) < 2 or scope is None:
+        local = self.facts.defined_in(rule)
+        if len(params) < 2:
             return None
         primals, tangents = params[0].name.value, params[1].name.value
-        if any(len(scope.bindings.get(name, [])) != 1 for name in (primals, tangents)):
+        if any(len(local.get(name, ())) != 1 for name in (primals, tangents)):
             return None  # a parameter that is reassigned: nothing to rely on
         found: dict[str, _Tangent] = {}
         sources: set[int] = set()
-        for bindings in scope.bindings.values():
-            for binding in bindings:
-                extracted = _extracted(binding, tangents)
+        for definitions in local.values():
+            for definition in definitions:
+                extracted = _extracted(definition, tangents)
                 if extracted is not None:
                     index, source = extracted
                     sources.add(id(source))
-                    found.setdefault(binding.name, _Tangent(binding, index, _top_statement(rule, binding.node)))
+                    found.setdefault(definition.name,
+                                     _Tangent(definition, index, _top_statement(rule, definition.node)))
         if not found:
             return None
         unpacks: dict[int, set[str]] = {}
         for name, tangent in found.items():
-            unpacks.setdefault(id(tangent.binding.node), set()).add(name)
-        walker = _tangent_visitor()(self, scope, unpacks, sources, tangents)
+            unpacks.setdefault(id(tangent.definition.node), set()).add(name)
+        inside = next(iter(found.values())).definition.site  # a place in the rule's body
+        walker = _tangent_visitor()(self, inside, unpacks, sources, tangents)
         rule.body.visit(walker)
-        return _Analysis(rule, scope, primals, {n: found[n] for n in walker.unchecked},
+        return _Analysis(rule, self.facts, local, inside, primals, {n: found[n] for n in walker.unchecked},
                          walker.unchecked, walker.escapes)
 
     def _guard(self, analysis: _Analysis, attribute: cst.Attribute | None) -> Edits:
@@ -172,7 +173,7 @@ class UncheckedNoneTangent(Rule):
             edits.append(Replace(attribute, attribute.with_changes(attr=cst.Name("def_jvp"))))
         if not analysis.tangents:
             return Edits(edits)
-        zeros, imports = self.facts.reference(_ZEROS_LIKE, Site(analysis.scope, 0))
+        zeros, imports = self.facts.reference(_ZEROS_LIKE, analysis.inside)
         spelled = cst.Module([]).code_for_node(zeros)
         lines: dict[int, list[cst.BaseStatement]] = {}
         for name, tangent in sorted(analysis.tangents.items(), key=lambda item: item[1].index):
@@ -386,7 +387,9 @@ class _Analysis:
     """The tangents of one rule that are used unchecked, and whether tangents escape."""
 
     rule: cst.FunctionDef
-    scope: Scope
+    facts: Facts
+    local: dict[str, tuple[Definition, ...]]  # what the rule's body defines
+    inside: Site                               # a place in the rule's body
     primals: str
     tangents: dict[str, _Tangent]
     unchecked: dict[str, cst.Name]
@@ -398,9 +401,9 @@ class _Analysis:
 
     def primal(self, tangent: _Tangent) -> str:
         """How the guard spells the primal of a tangent: its unpacked name, else `primals[i]`."""
-        order = tangent.binding.order
-        for bindings in self.scope.bindings.values():
-            before = [b for b in bindings if b.order <= order]
+        at = tangent.definition.site
+        for definitions in self.local.values():
+            before = [d for d in definitions if not self.facts.precedes(at, d.site)]
             if before:
                 extracted = _extracted(before[-1], self.primals)
                 if extracted is not None and extracted[0] == tangent.index:
@@ -408,10 +411,15 @@ class _Analysis:
         return self.primals + "".join(f"[{i}]" for i in tangent.index)
 
 
-def _extracted(binding: Binding, source: str) -> tuple[tuple[int, ...], cst.Name] | None:
-    """For a binding that takes one item out of `source`: its index there, and the `source` name."""
-    value, path = binding.value, binding.path
-    if binding.kind != "assign" or value is None:
+def _extracted(definition: Definition, source: str) -> tuple[tuple[int, ...], cst.Name] | None:
+    """For a definition that takes one item out of `source`: its index there, and the `source` name."""
+    value: cst.BaseExpression
+    path: tuple[int, ...]
+    if definition.value is not None:
+        value, path = definition.value, ()
+    elif definition.unpacked is not None:
+        value, path = definition.unpacked
+    else:
         return None
     if isinstance(value, (cst.Tuple, cst.List)) and path and path[0] < len(value.elements):
         value, path = value.elements[path[0]].value, path[1:]
@@ -454,10 +462,10 @@ class _TangentUses:
     """Walks one rule body in order: which raw tangents reach arithmetic unchecked.
     (The visitor methods; `_tangent_visitor` makes it a LibCST visitor when first used.)"""
 
-    def __init__(self, owner: UncheckedNoneTangent, scope: Scope, unpacks: dict[int, set[str]],
+    def __init__(self, owner: UncheckedNoneTangent, inside: Site, unpacks: dict[int, set[str]],
                  sources: set[int], tangents: str) -> None:
         super().__init__()
-        self.facts, self.scope = owner.facts, scope
+        self.facts, self.scope = owner.facts, inside.scope
         self.unpacks, self.sources, self.tangents = unpacks, sources, tangents
         self.raw: set[str] = set()           # unpacked tangents not yet checked or rebound
         self.guards: list[set[str]] = []     # names checked by the conditions around this point

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 import libcst as cst
-from odelint.analysis import Facts, Scope, Site, argument_at, built_by, calls_within, jax_api, keyword_arg, literals
+from odelint.analysis import Facts, Site, argument_at, built_by, calls_within, jax_api, keyword_arg, literals
 
 
 def api() -> dict[str, Any]:
@@ -28,7 +28,7 @@ class Setting:
     qualname: str | None
     call: cst.Call | None
     given: bool
-    scope: Scope | None = None  # where the names in `call` resolve
+    site: Site | None = None    # where the names in `call` resolve
     via: str | None = None      # the parameter it crossed: "passed as `solver` to `integrate`"
 
     def origin(self) -> str:
@@ -58,11 +58,11 @@ class Solve:
         arg = self.argument(name)
         if arg is None:
             return Setting(default, None, False)
-        built = built_by(self.facts, arg.value, self.site.scope)
-        qualname = self.facts.qualname(built.call.func, built.scope) if built is not None else None
+        built = built_by(self.facts, arg.value, self.site)
+        qualname = self.facts.qualname(built.call.func, built.site.scope) if built is not None else None
         if built is None or not qualname:
-            return Setting(qualname, None, True, built.scope if built else None)
-        return Setting(qualname, built.call, True, built.scope, built.via)
+            return Setting(qualname, None, True, built.site if built else None)
+        return Setting(qualname, built.call, True, built.site, built.via)
 
     def is_none(self, name: str) -> bool:
         """Is the argument passed as the literal `None`?"""
@@ -78,13 +78,13 @@ class Solve:
         found = self.setting("stepsize_controller", api()["controllers"]["default"])
         wrappers: dict[str, int] = api()["controllers"]["wrappers"]
         seen = 0
-        while found.call is not None and found.qualname in wrappers and found.scope is not None and seen < 3:
+        while found.call is not None and found.qualname in wrappers and found.site is not None and seen < 3:
             inner = argument_at(found.call, "controller", wrappers[found.qualname])
-            built = built_by(self.facts, inner.value, found.scope) if inner is not None else None
-            qualname = self.facts.qualname(built.call.func, built.scope) if built is not None else None
+            built = built_by(self.facts, inner.value, found.site) if inner is not None else None
+            qualname = self.facts.qualname(built.call.func, built.site.scope) if built is not None else None
             if built is None or not qualname:
                 break
-            found = Setting(qualname, built.call, True, built.scope, found.via or built.via)
+            found = Setting(qualname, built.call, True, built.site, found.via or built.via)
             seen += 1
         return found
 
@@ -100,20 +100,20 @@ class Solve:
 
     def _saveat_flag(self, flag: str) -> cst.BaseExpression | None:
         saveat = self.setting("saveat")
-        if saveat.call is None or saveat.qualname not in SAVEAT_CLASSES or saveat.scope is None:
+        if saveat.call is None or saveat.qualname not in SAVEAT_CLASSES or saveat.site is None:
             return None
         for call in calls_within(saveat.call):
-            if self.facts.qualname(call.func, saveat.scope) in SAVEAT_CLASSES:
+            if self.facts.qualname(call.func, saveat.site.scope) in SAVEAT_CLASSES:
                 value = keyword_arg(call, flag)
                 if value is not None and is_truthy_literal(value.value):
                     return value.value
         return None
 
 
-def constructed(facts: Facts, node: cst.BaseExpression, scope: Scope) -> tuple[cst.Call, Scope] | None:
-    """The call that builds a value (odelint.analysis.built), and the scope its names resolve in."""
-    built = built_by(facts, node, scope)
-    return (built.call, built.scope) if built is not None else None
+def constructed(facts: Facts, node: cst.BaseExpression, site: Site) -> tuple[cst.Call, Site] | None:
+    """The call that builds a value (odelint.analysis.built), and where its names resolve."""
+    built = built_by(facts, node, site)
+    return (built.call, built.site) if built is not None else None
 
 
 def is_truthy_literal(node: cst.BaseExpression) -> bool:

@@ -314,8 +314,8 @@ class ForwardOrNestedAdDefaultAdjoint(Rule):
 
 
             hess = hessian(final)(1.0)
-        """, message="differentiated forward over reverse (as `jax.hessian` does) with the solver `diffrax.Tsit5()`",
-            span="9:12-9:31"),
+        """, message="with the solver `diffrax.Tsit5()`, whose default stage scan does not allow it (`final`, passed "
+                    "as `f` to `hessian`, is differentiated by `jax.jacfwd`)", span="9:12-9:31"),
         Pass("""
             import diffrax
             import jax

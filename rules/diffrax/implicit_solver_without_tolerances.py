@@ -93,8 +93,8 @@ class ImplicitSolverWithoutTolerances(Rule):
 
     def _manual_step(self, node: cst.Call, receiver: cst.BaseExpression, site: Site) -> None:
         """`solver.step(...)` by hand: no controller ever hands the root finder tolerances."""
-        built = built_by(self.facts, receiver, site.scope)
-        qualname = self.facts.qualname(built.call.func, built.scope) if built is not None else None
+        built = built_by(self.facts, receiver, site)
+        qualname = self.facts.qualname(built.call.func, built.site.scope) if built is not None else None
         if built is None or not _without_root_finder(qualname, built.call):
             return
         origin = f" ({built.via})" if built.via else ""

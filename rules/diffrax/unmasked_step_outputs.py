@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import Needs, Scope, Site, jax_api, positional_args, source_of
+from odelint.analysis import Needs, Site, jax_api, positional_args, source_of
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, constructed
 
@@ -58,8 +58,8 @@ class UnmaskedStepOutputs(Rule):
     needs = Needs.calls_to(DIFFEQSOLVE)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        reduced = self._reduced(node, site.scope)
-        padded = self._padded(reduced, site.scope, set()) if reduced is not None else None
+        reduced = self._reduced(node, site)
+        padded = self._padded(reduced, site, set()) if reduced is not None else None
         if padded is None:
             return
         text = source_of(self.context.module, padded)
@@ -72,36 +72,36 @@ class UnmaskedStepOutputs(Rule):
             f"`stats[\"num_accepted_steps\"]` entries",
         )
 
-    def _reduced(self, node: cst.Call, scope: Scope) -> cst.BaseExpression | None:
+    def _reduced(self, node: cst.Call, site: Site) -> cst.BaseExpression | None:
         """The array a reduction call reduces, or None when `node` is no reduction."""
-        if self.facts.qualname(node.func, scope) in _REDUCING_FUNCTIONS:
+        if self.facts.qualname(node.func, site.scope) in _REDUCING_FUNCTIONS:
             args = positional_args(node)
             return args[0].value if args else None
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in _REDUCING_METHODS:
             value = node.func.value
-            return value if self.facts.qualname(value, scope) is None else None  # not `jnp.max` itself
+            return value if self.facts.qualname(value, site.scope) is None else None  # not `jnp.max` itself
         return None
 
-    def _padded(self, node: cst.BaseExpression, scope: Scope, seen: set[int]) -> cst.Attribute | None:
+    def _padded(self, node: cst.BaseExpression, site: Site, seen: set[int]) -> cst.Attribute | None:
         """The `sol.ys`/`sol.ts` of a steps-saving solve whose every entry reaches `node`."""
         if isinstance(node, cst.BinaryOperation):
-            return self._padded(node.left, scope, seen) or self._padded(node.right, scope, seen)
+            return self._padded(node.left, site, seen) or self._padded(node.right, site, seen)
         if isinstance(node, cst.UnaryOperation):
-            return self._padded(node.expression, scope, seen)
+            return self._padded(node.expression, site, seen)
         if isinstance(node, cst.Subscript):
             first = node.slice[0].slice if node.slice else None
             keeps_steps = (isinstance(first, cst.Slice) and first.lower is None and first.upper is None
                            and first.step is None)
-            return self._padded(node.value, scope, seen) if keeps_steps else None
+            return self._padded(node.value, site, seen) if keeps_steps else None
         if isinstance(node, cst.Name) and id(node) not in seen:
             seen.add(id(node))
-            bindings = self.facts.lookup(node.value, scope)
-            if len(bindings) == 1 and bindings[0].kind == "assign" and not bindings[0].path and bindings[0].value:
-                return self._padded(bindings[0].value, bindings[0].scope, seen)
-            return None
+            found = self.facts.definition(node, site)
+            if found is None or found.value is None:
+                return None
+            return self._padded(found.value, found.site, seen)
         if isinstance(node, cst.Attribute) and node.attr.value in _PADDED_FIELDS:
-            built = constructed(self.facts, node.value, scope)
-            solve = Solve.of(self.facts, built[0], Site(built[1], 0)) if built is not None else None
+            built = constructed(self.facts, node.value, site)
+            solve = Solve.of(self.facts, built[0], built[1]) if built is not None else None
             return node if solve is not None and solve.saves_steps() is not None else None
         return None
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import Needs, Scope, Site, argument_at
+from odelint.analysis import Needs, Site, argument_at
 from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api, constructed
 
@@ -76,11 +76,14 @@ class VectorFieldStructureMismatch(Rule):
         if terms is None or y0 is None:
             return
         wanted = self.facts.structure(y0.value, site)
-        term = constructed(self.facts, terms.value, site.scope)
-        if wanted is None or term is None or self.facts.qualname(term[0].func, term[1]) != api()["terms"]["ode"]:
+        term = constructed(self.facts, terms.value, site)
+        if wanted is None or term is None:
             return
-        field = argument_at(term[0], api()["terms"]["vector_field"], 0)
-        function = self._function(field.value, term[1]) if field is not None else None
+        call, where = term
+        if self.facts.qualname(call.func, where.scope) != api()["terms"]["ode"]:
+            return
+        field = argument_at(call, api()["terms"]["vector_field"], 0)
+        function = self._function(field.value, where) if field is not None else None
         returned = self.facts.returned_structure(function) if function is not None else None
         if returned is None or returned == wanted:
             return
@@ -90,15 +93,14 @@ class VectorFieldStructureMismatch(Rule):
                                  f"{_ARTICLE[wanted]} (e.g. `jnp.stack([...])` for an array), or pass `y0` as "
                                  f"{_ARTICLE[returned]}")
 
-    def _function(self, node: cst.BaseExpression, scope: Scope) -> cst.FunctionDef | cst.Lambda | None:
+    def _function(self, node: cst.BaseExpression, site: Site) -> cst.FunctionDef | cst.Lambda | None:
         """The lambda or function of this file the vector field is."""
         if isinstance(node, cst.Lambda):
             return node
-        if isinstance(node, cst.Name):
-            bindings = self.facts.lookup(node.value, scope)
-            if len(bindings) == 1 and bindings[0].kind == "assign" and isinstance(bindings[0].value, cst.Lambda):
-                return bindings[0].value
-        return self.facts.callee(node, scope)
+        found = self.facts.definition(node, site) if isinstance(node, cst.Name) else None
+        if found is not None and isinstance(found.value, cst.Lambda):
+            return found.value
+        return self.facts.callee(node, site.scope)
 
     examples = (
         Flag("""

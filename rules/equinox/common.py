@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import Application, Site, transformed
+from odelint.analysis import Application, Site
 from odelint.api.rule import Rule
 
 
@@ -12,12 +12,12 @@ class TransformApplicationRule(Rule):
     `@jax.grad` / `@partial(jax.jit, ...)` as a decorator. Subclasses define `check`."""
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        application = transformed.applied(self.facts, node, site)
+        application = self.facts.transform_applied(node, site)
         if application is not None:
             self.check(application)
 
     def visit_FunctionDef(self, node: cst.FunctionDef, site: Site) -> None:
-        for application in transformed.decorations(self.facts, node, site):
+        for application in self.facts.transforms_decorating(node, site):
             self.check(application)
 
     def check(self, application: Application) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from odelint.analysis import (
     Application,
-    Binding,
+    Definition,
     Kind,
     Needs,
     Site,
@@ -14,7 +14,6 @@ from odelint.analysis import (
     loaded_names,
     positional_args,
     source_of,
-    transformed,
 )
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
@@ -74,18 +73,18 @@ class FilterGradFirstArgument(TransformApplicationRule):
     def check(self, application: Application) -> None:
         if application.qualname not in _FILTER_GRADS:
             return
-        parameters = application.parameters(self.facts)
-        first = parameters[0] if parameters and parameters[0].path[0] == application.offset else None
+        parameters = application.parameters
+        first = parameters[0] if parameters and parameters[0].position == application.offset else None
         spelled = source_of(self.context.module, application.spelled)
         if first is not None and not _used(application.function, first.name):
             self.report(application.spelled,
                         f"`{spelled}` differentiates the first parameter `{first.name}`, which the function never "
                         "uses: its gradient is zero; take the value to differentiate as the first parameter "
                         "and use it")
-        for call, site in transformed.calls(self.facts, application):
+        for call, site in self.facts.transformed_calls(application):
             self._check_call(call, site, spelled, first)
 
-    def _check_call(self, call: cst.Call, site: Site, spelled: str, first: Binding | None) -> None:
+    def _check_call(self, call: cst.Call, site: Site, spelled: str, first: Definition | None) -> None:
         positional = positional_args(call, before_star=True)
         if not positional and not any(arg.star for arg in call.args):
             named = keyword_arg(call, first.name) if first is not None else None

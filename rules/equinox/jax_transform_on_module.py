@@ -3,7 +3,7 @@ function or string leaves."""
 
 from __future__ import annotations
 
-from odelint.analysis import Application, Needs, jax_api, source_of, transformed
+from odelint.analysis import Application, Needs, jax_api, source_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass
 from odelint.rules.equinox.common import TransformApplicationRule
@@ -70,18 +70,20 @@ class JaxTransformOnModule(TransformApplicationRule):
     def check(self, application: Application) -> None:
         if application.qualname not in _FAILURES:
             return
-        for param in application.parameters(self.facts):
-            if not transformed.consumes(application, param):
+        for param in application.parameters:
+            if not application.consumes(param):
                 continue
-            module_class = transformed.module_argument(self.facts, application, param)
+            module_class = self.facts.module_received(application, param)
             if module_class is None:
                 continue
             leaves = [leaf for leaf in self.facts.non_array_leaves(module_class) if leaf.kind.crashes_transforms]
             if leaves:
-                self._report(application, param.name, module_class.name, leaves[0].describe(param.name))
+                where = module_class.defined_in(self.context.path)
+                named = f"`{module_class.name}`" + (f", defined in `{where}`" if where else "")
+                self._report(application, param.name, named, leaves[0].describe(param.name))
                 return
 
-    def _report(self, application: Application, param: str, class_name: str, leaf: str) -> None:
+    def _report(self, application: Application, param: str, named: str, leaf: str) -> None:
         spelled = source_of(self.context.module, application.spelled)
         equinox = application.transform.equinox or ""
         fix = None
@@ -90,7 +92,7 @@ class JaxTransformOnModule(TransformApplicationRule):
             fix = self.fix(f"Use `{equinox}`", lambda: self._replace(application, equinox))
         self.report(
             application.spelled,
-            f"`{spelled}` gets an Equinox module (`{class_name}`) for parameter `{param}` and {leaf}: "
+            f"`{spelled}` gets an Equinox module ({named}) for parameter `{param}` and {leaf}: "
             f"it raises `{_FAILURES[application.qualname]}`; use `{equinox.replace('equinox.', 'eqx.')}`",
             fix=fix,
         )

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import CLASS, Needs, Site, enclosing_class, initialising_methods, is_module_class, jax_api
+from odelint.analysis import (
+    DefinedAs,
+    Needs,
+    Site,
+    declared_fields,
+    enclosing_class,
+    initialising_methods,
+    is_module_class,
+    jax_api,
+)
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 
-# Bases that declare no dataclass fields.
-_FIELDLESS_BASES = jax_api.names("fieldless_bases")
 _TREE_AT = jax_api.name("eqx_tree_at")
-_MODULE = jax_api.name("equinox_module")
 # Methods in which Equinox lets a module assign its own fields.
 
 
@@ -57,7 +63,8 @@ class ModuleMutation(Rule):
     name = "module-mutation"
     summary = "An Equinox module's attribute is assigned outside __init__, or __init__ sets an undeclared field"
     # the libraries whose classes are Equinox modules (lint/analysis/data/library_modules.toml)
-    triggers = (("equinox",), ("diffrax",), ("lineax",), ("optimistix",))
+    # ("jax",): the module may be a class of another project file, with no library named here
+    triggers = (("equinox",), ("diffrax",), ("lineax",), ("optimistix",), ("jax",))
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL604"
 
@@ -75,7 +82,7 @@ class ModuleMutation(Rule):
             return
         owner, field = target.value, target.attr.value
         cls = enclosing_class(site.scope)
-        method = site.scope.node
+        method = self.facts.body_at(site)
         if (cls is not None and isinstance(method, cst.FunctionDef) and owner.value == "self"
                 and method.name.value in initialising_methods(self.facts, cls) and self._is_self(owner, site)):
             if method.name.value == "__init__" and isinstance(node, cst.Assign):
@@ -93,13 +100,13 @@ class ModuleMutation(Rule):
         )
 
     def _is_self(self, owner: cst.Name, site: Site) -> bool:
-        bindings = self.facts.lookup(owner.value, site.scope)
-        return len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].path == (0,)
+        found = self.facts.definition(owner, site)
+        return found is not None and found.what is DefinedAs.PARAMETER and found.position == 0
 
     def _check_declared(self, node: cst.Assign, cls: cst.ClassDef, field: str) -> None:
         if not is_module_class(self.facts, cls):
             return
-        declared = _declared_fields(self.facts, cls)
+        declared = declared_fields(self.facts, cls)
         if declared is None or field in declared:
             return
         self.report(
@@ -110,9 +117,10 @@ class ModuleMutation(Rule):
         )
 
     def _fix(self, node: cst.Assign, owner: cst.Name, field: str, site: Site):
-        bindings = self.facts.lookup(owner.value, site.scope)
-        if site.scope.kind == CLASS or not bindings or not all(
-                b.scope is site.scope and b.kind == "assign" for b in bindings):
+        body = self.facts.body_at(site)
+        definitions = self.facts.definitions(owner, site)
+        if isinstance(body, cst.ClassDef) or not definitions or not all(
+                self.facts.body_at(d.site) is body and d.what is DefinedAs.ASSIGNMENT for d in definitions):
             return None
         return self.fix("Rebuild the module with `eqx.tree_at`", lambda: self._tree_at(node, owner, field, site),
                         safe=False)
@@ -270,29 +278,3 @@ class ModuleMutation(Rule):
         """, message="`self.width` is assigned", span="10:9-10:27"),
     )
 
-
-def _declared_fields(facts, cls: cst.ClassDef) -> set[str] | None:
-    """Names the class body (and its module bases of this file) declare; None when a base is
-    a class whose fields are unknown (a library module)."""
-    scope = facts.body_scope(cls)
-    if scope is None:
-        return None
-    names = {name for name, bindings in scope.bindings.items()
-             if any(b.kind == "assign" and b.annotation is not None for b in bindings)}
-    for base in cls.bases:
-        where = scope.parent or scope
-        parent = facts.module_type(base.value, where)
-        if parent is None:
-            outer = base.value.value if isinstance(base.value, cst.Subscript) else base.value
-            if facts.qualname(outer, where) in _FIELDLESS_BASES:
-                continue
-            return None  # a class we cannot read may declare fields
-        if parent.name == _MODULE:
-            continue
-        if parent.node is None:
-            return None
-        inherited = _declared_fields(facts, parent.node)
-        if inherited is None:
-            return None
-        names |= inherited
-    return names

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import CLASS, Kind, Needs, Site, is_module_class, jax_api, keyword_arg, source_of
+from odelint.analysis import Kind, Needs, Site, is_module_class, jax_api, keyword_arg, source_of
 from odelint.api.rule import Flag, Pass, Rule
 
 _ARRAYS = (Kind.ARRAY, Kind.KEY)
@@ -64,9 +64,10 @@ class StaticArrayField(Rule):
     needs = Needs.fact("static_array_field")
 
     def visit_AnnAssign(self, node: cst.AnnAssign, site: Site) -> None:
-        if site.scope.kind != CLASS or not isinstance(node.target, cst.Name) or not self._is_static(node.value, site):
+        cls = self.facts.body_at(site)
+        if (not isinstance(cls, cst.ClassDef) or not isinstance(node.target, cst.Name)
+                or not self._is_static(node.value, site)):
             return
-        cls: cst.ClassDef = site.scope.node  # type: ignore[assignment]
         if not is_module_class(self.facts, cls):
             return
         field = node.target.value
@@ -147,18 +148,5 @@ class StaticArrayField(Rule):
 
 def _init_value(facts, cls: cst.ClassDef, field: str) -> cst.BaseExpression | None:
     """The array `__init__` assigns to `self.<field>`, if it assigns one."""
-    init = next((item for item in cls.body.body if isinstance(item, cst.FunctionDef) and item.name.value == "__init__"),
+    return next((value for value, site in facts.init_assignments(cls, field) if facts.kind(value, site) in _ARRAYS),
                 None)
-    scope = facts.body_scope(init) if init is not None else None
-    if init is None or scope is None:
-        return None
-    for statement in init.body.body:
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            if (isinstance(small, cst.Assign) and len(small.targets) == 1
-                    and isinstance(small.targets[0].target, cst.Attribute)
-                    and isinstance(small.targets[0].target.value, cst.Name)
-                    and small.targets[0].target.value.value == "self"
-                    and small.targets[0].target.attr.value == field
-                    and facts.kind(small.value, Site(scope, 10**9)) in _ARRAYS):
-                return small.value
-    return None

@@ -193,6 +193,6 @@ class TransformedModuleField(Rule):
 def _in_module_init(rule: Rule, site: Site) -> bool:
     """Is `site` directly in the `__init__` of an Equinox module class of this file?"""
     cls = enclosing_class(site.scope)
-    function = site.scope.node
+    function = rule.facts.body_at(site)
     return (cls is not None and isinstance(function, cst.FunctionDef) and function.name.value == "__init__"
             and is_module_class(rule.facts, cls))

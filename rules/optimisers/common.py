@@ -50,15 +50,17 @@ def module_fault(facts: Facts, value: cst.BaseExpression, site: Site, text: str)
     bad = [leaf for leaf in facts.non_array_leaves(module_class) if leaf.kind.crashes_transforms]
     if not bad:
         return None
+    where = module_class.defined_in(facts.path)  # a class of another file of the project
+    origin = f", in the class `{module_class.name}` of `{where}`" if where else ""
     transformed = [leaf for leaf in bad if leaf.transform is not None]
     if transformed:
         leaf = transformed[0]
-        return Fault(f"{leaf.describe(text)}: filtering drops the parameters inside it from training; build it "
-                     f"with the `eqx.filter_*` transform so its arrays are leaves", False)
+        return Fault(f"{leaf.describe(text)}{origin}: filtering drops the parameters inside it from training; "
+                     f"build it with the `eqx.filter_*` transform so its arrays are leaves", False)
     others = len(bad) - 1
     more = f" (and {others} more leaf that is not an array)" if others == 1 else (
         f" (and {others} more leaves that are not arrays)" if others else "")
-    return Fault(bad[0].describe(text) + more, True)
+    return Fault(bad[0].describe(text) + more + origin, True)
 
 
 def filter_fix(rule, fault: Fault, value: cst.BaseExpression, site: Site):

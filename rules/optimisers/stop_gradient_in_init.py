@@ -114,7 +114,7 @@ class StopGradientInInit(Rule):
         argument = argument_at(node, "x", 0)
         value = argument.value if argument is not None else None
         cls = enclosing_class(site.scope)
-        function = site.scope.node
+        function = self.facts.body_at(site)
         if (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self"
                 and cls is not None and isinstance(function, cst.FunctionDef) and function.name.value != "__init__"
                 and self.facts.qualname(node.func, site.scope) == STOP_GRADIENT and is_module_class(self.facts, cls)):
@@ -151,9 +151,8 @@ class StopGradientInInit(Rule):
         if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
                 and target.value.value == "self"):
             return
-        scope = site.scope
-        cls = enclosing_class(scope)
-        function = scope.node
+        cls = enclosing_class(site.scope)
+        function = self.facts.body_at(site)
         if (cls is None or not isinstance(function, cst.FunctionDef) or function.name.value != "__init__"
                 or not is_module_class(self.facts, cls) or self._built_under_differentiation(cls, site)):
             return
