@@ -10,7 +10,6 @@ ever reaches it.
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -93,12 +92,9 @@ class Undifferentiated:
         return bool(names) and all(name in stopped for name in names)
 
 
-_CACHE: weakref.WeakKeyDictionary[Facts, Undifferentiated] = weakref.WeakKeyDictionary()
-
-
 def never_differentiated(facts: Facts, site: Site) -> str | None:
     """Why the code at `site` is never reverse-differentiated (a Pallas kernel, a function
-    whose results are always under `lax.stop_gradient`), else None."""
-    if facts not in _CACHE:
-        _CACHE[facts] = Undifferentiated(facts)
-    return _CACHE[facts].why_not(site)
+    whose results are always under `lax.stop_gradient`), else None. Built once as a part of
+    the file's facts (a module-level cache keyed by them kept every lint's model alive: the
+    value refers to its key)."""
+    return facts.part(Undifferentiated, Undifferentiated).why_not(site)
