@@ -133,7 +133,7 @@ def returns_key(qualname: str) -> bool:
     return qualname in _returns()["keys"]
 
 
-@functools.cache  # a pure function of the table, asked for the same few names again and again
+@functools.lru_cache(maxsize=4096)  # a pure function of the table, asked for the same names again and again
 def returns_array(qualname: str) -> bool:
     """Does calling `qualname` give a JAX array (jnp.*, jax.random.normal, jax.nn.relu, ...)?"""
     table = _returns()

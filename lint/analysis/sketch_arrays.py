@@ -30,7 +30,6 @@ cheap), and only where that says maybe by scope (`_Scopes`, one more walk of the
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING
 
@@ -262,7 +261,7 @@ class _Solution:
         an array, an array method of an array, or a function of this file returning one."""
         func = call.func
         names = self.sketch.qualnames(func)
-        if any(_returns_array(name) for name in names):
+        if any(jax_api.returns_array(name) for name in names):
             return True
         if any(name in names and position < len(call.args) and self._may(call.args[position])
                for name, position in _KIND_PRESERVING.items()):
@@ -416,12 +415,6 @@ def _bound(target: ast.expr, path: Path = ()) -> Iterator[tuple[ast.Name, Path]]
         for position, element in enumerate(target.elts):
             if not isinstance(element, ast.Starred):
                 yield from _bound(element, path + (position,))
-
-
-@functools.lru_cache(maxsize=4096)
-def _returns_array(qualname: str) -> bool:
-    """jax_api.returns_array, remembered: the solution asks again on every round."""
-    return jax_api.returns_array(qualname)
 
 
 def _calls_by_callee(sketch: Sketch) -> dict[str, list[ast.Call]]:
