@@ -223,6 +223,18 @@ def _cell(source: str, outputs: list[dict]) -> dict:
             "source": source.splitlines(keepends=True)}
 
 
+def _fixed_notebook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                    cells: list[dict], code: str) -> tuple[list[dict], str]:
+    """`odelint check --select <code> --fix` on a notebook of these cells: its cells after, and the summary."""
+    document = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
+                "nbformat_minor": 5}
+    path = tmp_path / "demo.ipynb"
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    monkeypatch.chdir(tmp_path)
+    cli.main(["check", "--no-cache", "--select", code, "--fix", "demo.ipynb"])
+    return json.loads(path.read_text())["cells"], capsys.readouterr().out
+
+
 def test_a_notebook_cell_that_demonstrates_the_error_is_never_rewritten(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     error = {"output_type": "error", "ename": "ValueError", "evalue": "...", "traceback": []}
@@ -230,14 +242,7 @@ def test_a_notebook_cell_that_demonstrates_the_error_is_never_rewritten(
                    "    return jnp.sum(model(x))\n", []),
              _cell("eqx.filter_grad(loss)(model=model, x=x)\n", [error]),
              _cell("grads = eqx.filter_grad(loss)(model=model, x=x)\n", [])]
-    document = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
-                "nbformat_minor": 5}
-    path = tmp_path / "demo.ipynb"
-    path.write_text(json.dumps(document, indent=1) + "\n")
-    monkeypatch.chdir(tmp_path)
-    cli.main(["check", "--no-cache", "--select", "ODL605", "--fix", "demo.ipynb"])
-    out = capsys.readouterr().out
-    after = json.loads(path.read_text())["cells"]
+    after, out = _fixed_notebook(tmp_path, monkeypatch, capsys, cells, "ODL605")
     assert after[1]["source"] == ["eqx.filter_grad(loss)(model=model, x=x)\n"]     # the demonstration
     assert after[2]["source"] == ["grads = eqx.filter_grad(loss)(model, x=x)\n"]  # the real use, fixed
     # ODL605's error is what the demonstration shows: not reported there (its expected-errors policy)
@@ -257,14 +262,7 @@ def test_a_cell_whose_saved_state_shows_the_failure_is_never_rewritten(
     demo["metadata"] = shown.get("metadata", {})
     cells = [_cell("import jax\n", []), demo,
              _cell("@jax.jit\ndef g(x):\n    print(x)\n    return x\n", [])]
-    document = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
-                "nbformat_minor": 5}
-    path = tmp_path / "gotchas.ipynb"
-    path.write_text(json.dumps(document, indent=1) + "\n")
-    monkeypatch.chdir(tmp_path)
-    cli.main(["check", "--no-cache", "--select", "ODL703", "--fix", "gotchas.ipynb"])
-    out = capsys.readouterr().out
-    after = json.loads(path.read_text())["cells"]
+    after, out = _fixed_notebook(tmp_path, monkeypatch, capsys, cells, "ODL703")
     assert after[1]["source"] == demo["source"]                       # the demonstration stays
     assert "jax.debug.print" in "".join(after[2]["source"])           # the real use is fixed
     assert "Found 1 finding (1 fixed, 0 remaining)" in out            # the demonstration is not reported
