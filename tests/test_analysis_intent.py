@@ -268,6 +268,28 @@ def test_a_cell_whose_saved_state_shows_the_failure_is_never_rewritten(
     assert "Found 1 finding (1 fixed, 0 remaining)" in out            # the demonstration is not reported
 
 
+def test_a_finding_whose_symptom_the_cell_shows_is_not_reported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cell whose saved output shows `dtype('float32')` after asking for float64 has shown its
+    author the truncation ODL707 predicts; the same request without that output is reported, and
+    the output silences only the rule whose symptom it is (ODL703's print of a tracer stays)."""
+    shown = {"output_type": "execute_result", "execution_count": 2, "metadata": {},
+             "data": {"text/plain": ["dtype('float32')"]}}
+    request = "x = jax.random.uniform(jax.random.PRNGKey(0), (3,), dtype=jnp.float64)\n"
+    cells = [_cell("import jax\nimport jax.numpy as jnp\n", []),
+             _cell(request + "x.dtype\n", [shown]),
+             _cell(request + "@jax.jit\ndef f(y):\n    print(y)\n    return y\nf(x).dtype\n", [shown]),
+             _cell(request, [])]
+    document = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
+                "nbformat_minor": 5}
+    (tmp_path / "demo.ipynb").write_text(json.dumps(document, indent=1) + "\n")
+    monkeypatch.chdir(tmp_path)
+    cli.main(["check", "--no-cache", "--select", "ODL703,ODL707", "--format", "concise", "demo.ipynb"])
+    found = [line.split(": ")[1].split()[0] + " " + line.split(":")[1] for line in capsys.readouterr().out.splitlines()
+             if line.startswith("demo.ipynb")]
+    assert found == ["ODL703 cell 3", "ODL707 cell 4"]
+
+
 # ---- x64 switched on elsewhere in the project (odelint.analysis.x64), honoured by ODL707
 
 REQUEST = "import jax.numpy as jnp\n\nx = jnp.zeros(3, dtype=jnp.float64)\n"

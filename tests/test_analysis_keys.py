@@ -209,6 +209,7 @@ def test_loops_over_configurations_and_fixed_keys_beside_a_fresh_one_are_deliber
                 shown = jax.random.normal(sample_key, (2,))
             for i in range(n):
                 same = jax.random.normal(params, (2,))
+                sample_key = same + sample_key
     """) == [("jax.random.normal(key, (3,))", True), ("jax.random.normal(sample_key, (2,))", True),
              ("jax.random.normal(params, (2,))", False)]
 
@@ -262,3 +263,52 @@ def test_a_constant_key_counts_as_drawn_only_when_a_sampler_receives_it() -> Non
     assert [module.code_for_node(c) for c in uses.constant_keys_in_loops] == ["jax.random.PRNGKey(0)",
                                                                                "jax.random.PRNGKey(1)"]
     assert drawn == ["jax.random.PRNGKey(0)"]
+
+
+def test_draws_that_never_meet_are_apart_and_draws_that_may_meet_are_not() -> None:
+    """Printed, dropped, or overwritten before anything but `print` read it: apart. A value
+    overwritten only on one branch, read by a nested function, or left in a name (`x` of
+    shape (3, 3) below, which `w` and `b` may meet): it may meet."""
+    assert _judged("""
+        import jax
+        key = jax.random.PRNGKey(0)
+        x = jax.random.normal(key, (10,))
+        print(x)
+        x = jax.random.normal(key, (3, 3))
+        jax.random.uniform(key)
+        w = jax.random.normal(key, (3,))
+        b = jax.random.normal(key, (3,))
+    """) == [("jax.random.normal(key, (3, 3))", True), ("jax.random.uniform(key)", True),
+             ("jax.random.normal(key, (3,))", False), ("jax.random.normal(key, (3,))", False)]
+    assert _judged("""
+        import jax
+        def f(key, flag):
+            x = jax.random.normal(key)
+            if flag:
+                x = jax.random.normal(key)
+            return x
+        def g(key):
+            x = jax.random.normal(key)
+            loss = lambda: x
+            x = jax.random.normal(key)
+            return loss() + x
+    """) == [("jax.random.normal(key)", False), ("jax.random.normal(key)", False)]
+
+
+def test_a_statement_calling_a_function_that_returns_nothing_drops_its_draws() -> None:
+    """`decode_batch(state, batch, rng)` only logs; a method called as a statement may keep
+    what it draws (`trainer.init(key)` stores parameters), so it is not dropped."""
+    assert _judged("""
+        import jax
+        def log_samples(model, key):
+            print(model.sample(key=jax.random.fold_in(key, 0)))
+        def train_step(model, key):
+            return model + jax.random.normal(key)
+        def fit(model, trainer):
+            key = jax.random.PRNGKey(0)
+            model = train_step(model, key)
+            log_samples(model, key)
+            trainer.init(key=key)
+            trainer.fit(key=key)
+    """) == [("log_samples(model, key)", True), ("trainer.init(key=key)", False),
+             ("trainer.fit(key=key)", False)]

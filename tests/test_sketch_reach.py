@@ -57,9 +57,11 @@ FIRES = [
         import jax
 
         def f(key):
+            total = 0.0
             for i in range(3):
                 x = jax.random.normal(key)
-            return x
+                total = total + x
+            return total
     """),
     # ODL704: a constant key made in a counting loop
     ("ODL704", """

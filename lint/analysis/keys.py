@@ -26,7 +26,11 @@ does not), so a rule can report only the bugs by default and every reuse in a st
   fixed sample key, so plots across training are comparable), unless the draw takes its
   shape from the loop's variable: `{k: normal(key, v.shape) for k, v in params.items()}`
   draws each parameter, `[normal(key, (m, n)) for m, n in zip(sizes, sizes[1:])]` each
-  layer, and those draws are meant to be independent.
+  layer, and those draws are meant to be independent;
+- a draw whose value never meets the other: it is only displayed or dropped (`print(...)` of
+  it, a bare expression statement, a call whose result is thrown away), or the name holding
+  it is assigned again before anything but a `print` read it (`x = normal(key); print(x)`,
+  then `x = normal(key, (n, n))` for a timing input).
 A key that was split (or handed to a constructor that splits it) and is then used again is
 never deliberate: the later draws equal the subkeys' draws. A key is also consumed when it is
 passed by position to a function of this file that splits or draws from that parameter.
@@ -44,9 +48,19 @@ from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.project import is_benchmark_file, is_test_module
-from odelint.analysis.scopes import COMPREHENSION, FUNCTION, MODULE, Scope, children_of, names_read, target_names
+from odelint.analysis.scopes import (
+    COMPREHENSION,
+    FUNCTION,
+    MODULE,
+    Scope,
+    children_of,
+    names_read,
+    own_nodes,
+    target_names,
+)
 
 SPLIT, DRAW, PASS = "split", "draw", "pass"  # how a call consumes a key
+_APART = "one draw's value is only displayed, dropped or overwritten unread: the two never meet"
 _SPLIT = "jax.random.split"
 
 if TYPE_CHECKING:
@@ -93,14 +107,28 @@ class KeyUses:
         self._seen: set[int] = set()
         self._derived: set[int] = set()  # constant keys that `fold_in` turns into per-iteration keys
         self._repeats: list[bool] = []  # for each loop around: does it repeat one computation?
+        # a draw's value, followed within its body: whether it ever meets anything else
+        self._holds: dict[str, tuple[int, int]] = {}  # name -> (id of the consuming call it holds, depth)
+        self._used: set[int] = set()       # consuming calls whose value reached other code
+        self._idle: set[int] = set()       # consuming calls whose value was only displayed or dropped
+        self._shown: set[int] = set()      # calls that stand alone as a statement, or inside `print`
+        self._consuming: set[int] = set()  # calls that consume a key
+        self._assigning: frozenset[str] = frozenset()  # the names the statement being walked assigns
+        self._depth = 0                    # branches and loops around the statement being walked
+        self._body: Scope | None = None
+        self._closure_reads: frozenset[str] | None = None  # names the body's nested code reads
         walked = self._bodies_with_key_calls()
         module = facts.index.module
         if facts.index.module_scope in walked:
-            self._block(module.body, {})
+            self._walk_body(facts.index.module_scope, module.body)
         for scope in facts.index.body_scopes.values():
             if scope.kind == FUNCTION and scope in walked:
-                self._from_split, self._constant_names = set(), {}
-                self._block(scope.node.body.body, {})  # type: ignore[attr-defined]
+                self._walk_body(scope, scope.node.body.body)  # type: ignore[attr-defined]
+
+    def _walk_body(self, scope: Scope, statements: Sequence[cst.CSTNode]) -> None:
+        self._from_split, self._constant_names = set(), {}
+        self._holds, self._body, self._closure_reads = {}, scope, None
+        self._block(statements, {})
 
     def _bodies_with_key_calls(self) -> set[Scope]:
         """The function bodies (and the module body) whose own code holds a call that makes,
@@ -190,12 +218,22 @@ class KeyUses:
         if isinstance(node, cst.SimpleStatementLine):
             return self._block(node.body, state)
         if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-            self._expression(node.value, state)
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            plain = not isinstance(node, cst.AugAssign)
+            assigned = [name for target in targets for name in target_names(target)] if plain else []
+            self._assigning = frozenset(assigned)
+            self._expression(node.value, state)
+            self._assigning = frozenset()
             for target in targets:
-                self._expression(target, state)  # reads in a target: `x[f(key)] = ...`
+                if plain:
+                    self._target_reads(target, state)  # reads in a target: `x[f(key)] = ...`
+                else:
+                    self._expression(target, state)    # `x += ...` reads `x`
                 _rebind(target, state)
                 self._note_binding(target, node.value)
+            self._release(assigned)
+            if len(targets) == 1 and type(targets[0]) is cst.Name and id(node.value) in self._consuming:
+                self._holds[targets[0].value] = (id(node.value), self._depth)
             return state
         if isinstance(node, (cst.Return, cst.Raise)):
             for part in (getattr(node, "value", None), getattr(node, "exc", None)):
@@ -204,15 +242,17 @@ class KeyUses:
         if isinstance(node, (cst.Break, cst.Continue)):
             return None
         if isinstance(node, cst.Expr):
-            self._expression(node.value, state)
+            self._show(node.value, state)
             return state
         if isinstance(node, cst.If):
             self._expression(node.test, state)
-            branches = [self._block(node.body.body, dict(state))]
+            self._depth += 1
+            branches = [self._settled(self._block(node.body.body, dict(state)))]
             orelse = node.orelse
-            branches.append(dict(state) if orelse is None else
-                            self._statement(orelse, dict(state)) if isinstance(orelse, cst.If) else
-                            self._block(orelse.body.body, dict(state)))
+            branches.append(dict(state) if orelse is None else self._settled(
+                self._statement(orelse, dict(state)) if isinstance(orelse, cst.If) else
+                self._block(orelse.body.body, dict(state))))
+            self._depth -= 1
             return _merge(branches)
         if isinstance(node, (cst.For, cst.While)):
             return self._loop(node, state)
@@ -222,23 +262,117 @@ class KeyUses:
                 if item.asname is not None:
                     _rebind(item.asname.name, state)
             return self._block(node.body.body, state)
-        if isinstance(node, cst.Try):
-            after = self._block(node.body.body, dict(state))
-            start = _merge([state, after])
-            branches = [self._block(handler.body.body, dict(start or {})) for handler in node.handlers]
-            if node.orelse is not None and after is not None:
-                after = self._block(node.orelse.body.body, after)
-            merged = _merge([after, *branches])
-            if node.finalbody is not None:
-                merged = self._block(node.finalbody.body.body, merged if merged is not None else dict(state))
-            return merged
-        if isinstance(node, cst.Match):
-            self._expression(node.subject, state)
-            return _merge([self._block(case.body.body, dict(state)) for case in node.cases] + [dict(state)])
+        if isinstance(node, (cst.Try, cst.Match)):
+            self._depth += 1
+            try:
+                return self._alternatives(node, state)
+            finally:
+                self._depth -= 1
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             state.pop(node.name.value, None)  # walked on its own (functions) or not at all (classes)
             return state
         return state
+
+    def _alternatives(self, node: cst.Try | cst.Match, state: State) -> State | None:
+        """A `try` (its body may stop anywhere) or a `match`: paths that may or may not run."""
+        if isinstance(node, cst.Try):
+            after = self._settled(self._block(node.body.body, dict(state)))
+            start = _merge([state, after])
+            branches = [self._settled(self._block(handler.body.body, dict(start or {}))) for handler in node.handlers]
+            if node.orelse is not None and after is not None:
+                after = self._settled(self._block(node.orelse.body.body, after))
+            merged = _merge([after, *branches])
+            if node.finalbody is not None:
+                merged = self._block(node.finalbody.body.body, merged if merged is not None else dict(state))
+            return self._settled(merged)
+        self._expression(node.subject, state)
+        return _merge([self._settled(self._block(case.body.body, dict(state))) for case in node.cases] + [dict(state)])
+
+    # -- where a draw's value goes -------------------------------------------------------
+
+    def _show(self, value: cst.BaseExpression, state: State) -> None:
+        """An expression statement: its value is dropped (or shown, as a notebook cell's last
+        line), and `print(...)` only shows its arguments: none of them meets other code."""
+        if type(value) is cst.Name:
+            return
+        if type(value) is cst.Call:
+            self._shown.add(id(value))
+            call: cst.Call = value
+            if type(call.func) is cst.Name and call.func.value == "print" and not self.facts.index.lookup(
+                    "print", self._body or self.facts.index.module_scope):
+                for arg in call.args:
+                    if not arg.star and type(arg.value) is cst.Call:
+                        self._shown.add(id(arg.value))
+                    if arg.star or type(arg.value) is not cst.Name:
+                        self._expression(arg.value, state)
+                return
+        self._expression(value, state)
+
+    def _target_reads(self, target: cst.BaseExpression, state: State) -> None:
+        """What an assignment's target reads (`x[f(key)] = ...`, `self.w = ...`); a plain name
+        reads nothing."""
+        kind = type(target)
+        if kind is cst.Name:
+            return
+        if kind is cst.Tuple or kind is cst.List:
+            for element in target.elements:  # type: ignore[attr-defined]
+                self._target_reads(element.value, state)
+        elif kind is cst.StarredElement:
+            self._target_reads(target.value, state)  # type: ignore[attr-defined]
+        else:
+            self._expression(target, state)
+
+    def _settled(self, state: State | None) -> State | None:
+        """Leaving a path that may not run (a branch, a handler, a loop): what it drew is taken
+        as used after it, since another path may leave the name unassigned."""
+        for name, held in list(self._holds.items()):
+            if held[1] >= self._depth:
+                del self._holds[name]
+                self._used.add(held[0])
+        return state
+
+    def _read(self, name: str) -> None:
+        held = self._holds.pop(name, None)
+        if held is not None:
+            self._used.add(held[0])
+
+    def _release(self, names: Iterable[str]) -> None:
+        """Names assigned anew: a draw a name held dies unread if nothing but `print` read it,
+        the assignment is on the draw's own path (not in a branch that may not run) and no
+        nested function or `global` declaration could read the old value."""
+        for name in names:
+            held = self._holds.pop(name, None)
+            if held is not None:
+                self._idle.add(held[0]) if held[1] == self._depth and not self._escapes(name) \
+                    else self._used.add(held[0])
+
+    def _escapes(self, name: str) -> bool:
+        scope = self._body
+        if scope is None or name in scope.global_names or name in scope.nonlocal_names:
+            return True
+        if self._closure_reads is None:
+            self._closure_reads = frozenset().union(*(  # the names nested code reads without binding them
+                names_read(inner.node) - inner.bindings.keys()
+                for inner in self.facts.index.body_scopes.values() if inner.parent is scope))
+        return name in self._closure_reads
+
+    def _meets_nothing(self, call: cst.Call) -> bool:
+        """Is this draw's value only displayed or dropped, or about to be overwritten unread by
+        the statement being walked?"""
+        if id(call) in self._idle:
+            return True
+        return any(held == (id(call), self._depth) and name in self._assigning and not self._escapes(name)
+                   for name, held in self._holds.items())
+
+    def _returns_nothing(self, call: cst.Call) -> bool:
+        """A function of this file with no `return <value>` (and no `yield`): called as a
+        statement, what it draws reaches only what it prints or writes."""
+        site = self._sites.get(id(call))
+        callee = self.facts.callee(call.func, site.scope) if site is not None else None
+        if callee is None:
+            return False
+        returns = (node.value is not None for node in own_nodes(callee.body, cst.Return))
+        return not any(returns) and not any(True for _ in own_nodes(callee.body, cst.Yield))
 
     def _note_binding(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         """Remember names bound by `a, b = split(...)` (a key stream the function manages) and
@@ -265,8 +399,10 @@ class KeyUses:
         self._repeats.append(isinstance(node, cst.While) or self._counting(node.iter))
         self._loop_splits.append(False)
         found = len(self.reuses)
+        self._depth += 1
         first = self._iteration(node, dict(state))
-        second = self._iteration(node, dict(first), again=True) if first is not None else None
+        second = self._settled(self._iteration(node, dict(first), again=True) if first is not None else None)
+        self._depth -= 1
         fresh = self._loop_splits.pop()
         if self._loop_splits and fresh:
             self._loop_splits[-1] = True
@@ -323,8 +459,12 @@ class KeyUses:
         `ABCMeta.__instancecheck__`, about ten times slower, and this runs for every node of
         every function that touches a key."""
         kind = type(node)
-        if node is None or kind is cst.Name or kind in _not_run_here():
-            return  # a name consumes nothing itself; a nested definition runs elsewhere
+        if kind is cst.Name:
+            if self._holds:
+                self._read(node.value)  # type: ignore[union-attr]
+            return  # a name consumes nothing itself
+        if node is None or kind in _not_run_here():
+            return  # a nested definition runs elsewhere
         if kind is cst.Call:
             call: cst.Call = node  # type: ignore[assignment]
             self._note_derived(call)
@@ -381,15 +521,22 @@ class KeyUses:
         if self._draws_from_key_expression(call):
             self._note_drawn_constant(call)  # `jax.random.normal(jax.random.PRNGKey(0))`
         for name, how in self.consumptions(call):
+            self._consuming.add(id(call))
             if how != PASS:
                 self._note_drawn_constant(call)
+            if id(call) in self._shown and (how != PASS or self._returns_nothing(call)):
+                self._idle.add(id(call))
             earlier = state.get(name)
             if earlier is None:
                 state[name] = (call, how)
-            elif id(call) not in self._seen:
+                continue
+            apart = self._meets_nothing(earlier[0]) or id(call) in self._idle
+            if id(call) not in self._seen:
                 self._seen.add(id(call))
-                self.reuses.append(KeyReuse(name, earlier[0], call, in_loop=False,
-                                            deliberate=self._deliberate(name, earlier, (call, how))))
+                why = _APART if apart else self._deliberate(name, earlier, (call, how))
+                self.reuses.append(KeyReuse(name, earlier[0], call, in_loop=False, deliberate=why))
+            if apart and id(call) not in self._idle:
+                state[name] = (call, how)  # later draws are compared with this one, which is kept
 
     def _draws_from_key_expression(self, call: cst.Call) -> bool:
         """A `jax.random` function that splits or draws from a key made in its argument."""

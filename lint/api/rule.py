@@ -156,6 +156,9 @@ class BaseRule:
     uses_versions: ClassVar[bool] = False
     examples: ClassVar[Sequence[Flag | Pass]] = ()
     expected_errors: ClassVar[str] = QUIET          # QUIET or UNFIXED (see above)
+    # Texts that show the hazard happened (its error message, a tracer printed, a truncated
+    # dtype): a finding in a notebook cell whose saved output shows one is not reported.
+    symptoms: ClassVar[tuple[str, ...]] = ()
     # In the opt-in set: off unless selected by its exact code, or `preview = true` / `--preview`
     # (a rule whose findings in real code are not at least 9 in 10 worth acting on).
     opt_in: ClassVar[bool] = False
@@ -169,6 +172,10 @@ class BaseRule:
         text = _dedent_doc(cls.__doc__ or "")
         if issubclass(cls, Rule):
             text += f"\n## Expected errors\n{_EXPECTED_ERRORS_DOC[cls.expected_errors]}\n"
+        if cls.symptoms:
+            shown = " or ".join(f"`{text}`" for text in cls.symptoms)
+            text += (f"\n## Notebooks\nNot reported in a cell whose saved output shows {shown}: the author "
+                     "has already seen the hazard happen there.\n")
         return text
 
     @classmethod

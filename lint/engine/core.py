@@ -15,7 +15,7 @@ import traceback
 import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
@@ -27,6 +27,9 @@ from odelint.engine import noqa
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
 from packaging.version import Version
+
+if TYPE_CHECKING:
+    from odelint.files.notebook import SavedCell  # a notebook's cells, handed in by the runner
 
 MAX_FIX_ROUNDS = 10
 TOO_DEEP = "the file is nested too deeply to parse"
@@ -146,7 +149,7 @@ def lint_source(source: str, path: str, codes: Collection[str] | None = None,
                 python: bool | None = None, apply_noqa: bool = True, *, gate: bool = True,
                 parser: IncrementalParser | None = None, versions: Mapping[str, Version | None] = NO_VERSIONS,
                 tree: ast.Module | None = None, options: frozenset[str] = NO_OPTIONS,
-                frozen: Sequence[tuple[int, int]] = ()) -> LintResult:
+                saved: Sequence[SavedCell] = ()) -> LintResult:
     """Findings for one file's text (noqa applied); `codes` are the enabled rule codes.
 
     `python` says whether the text is Python; by default it is guessed from the name.
@@ -155,26 +158,26 @@ def lint_source(source: str, path: str, codes: Collection[str] | None = None,
     `parser` keeps one document's previous tree (the editor) to re-parse only what changed.
     `versions` are the JAX stack's target versions rules may read (FileContext.versions).
     `tree` is CPython's `ast` of the text when a host already has it (flake8): the pre-checks
-    read it instead of parsing again. `frozen` are the lines of a notebook's demonstration
-    cells (their saved output shows the failure): code that expects its error."""
+    read it instead of parsing again. `saved` are a notebook's cells whose saved state shows
+    something: a failure they demonstrate (code that expects its error), or output text."""
     try:
-        return _lint_source(source, path, codes, python, apply_noqa, gate, parser, versions, tree, options, frozen)
+        return _lint_source(source, path, codes, python, apply_noqa, gate, parser, versions, tree, options, saved)
     except _TooDeep:
         return _with_room(lambda: _lint_source(source, path, codes, python, apply_noqa, gate, None, versions, tree,
-                                               options, frozen),
+                                               options, saved),
                           lambda: LintResult([too_deep(path)]))
 
 
 def _lint_source(source: str, path: str, codes: Collection[str] | None, python: bool | None, apply_noqa: bool,
                  gate: bool, parser: IncrementalParser | None, versions: Mapping[str, Version | None],
                  tree: ast.Module | None, options: frozenset[str],
-                 frozen: Sequence[tuple[int, int]] = ()) -> LintResult:
+                 saved: Sequence[SavedCell] = ()) -> LintResult:
     python = is_python_file(path) if python is None else python
     rules = rules_for(path, codes, python)
     unused = apply_noqa and _checks_unused_noqa(codes)  # ODL002 must see what the directives suppress
     if python:
         result = _lint_python(source, path, rules, codes is None or SyntaxErrorRule.code in codes,
-                              apply_noqa and not unused, gate, parser, versions, tree, options, frozen)
+                              apply_noqa and not unused, gate, parser, versions, tree, options, saved)
     else:
         result = _lint_text(source, path, rules, apply_noqa and not unused, gate, versions)
     if unused and codes is not None:
@@ -211,7 +214,7 @@ def _lint_text(source: str, path: str, rules: Sequence[type[BaseRule]], apply_no
 def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_syntax: bool,
                  apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
                  versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None,
-                 options: frozenset[str] = NO_OPTIONS, frozen: Sequence[tuple[int, int]] = ()) -> LintResult:
+                 options: frozenset[str] = NO_OPTIONS, saved: Sequence[SavedCell] = ()) -> LintResult:
     triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
     parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
     # The pre-check spares a LibCST parse. An editor's re-lint parses only what the edit
@@ -225,7 +228,7 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser, frozen, options=options)
+    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser, saved, options=options)
 
 
 def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
@@ -359,13 +362,14 @@ def _syntax_error(source: str, path: str) -> Finding | None:
 
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
               apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS,
-              parser: IncrementalParser | None = None, frozen: Sequence[tuple[int, int]] = (),
+              parser: IncrementalParser | None = None, saved: Sequence[SavedCell] = (),
               options: frozenset[str] = NO_OPTIONS) -> LintResult:
     """One traversal for facts, then every rule's visitors over the indexed nodes.
 
     `parser`, an editor document's, lends what it knows of the statements' lines and
-    positions. `frozen` are line ranges no fix may rewrite (a notebook cell whose saved output
-    is the error it demonstrates); their findings are reported without a fix."""
+    positions. `saved` are a notebook's cells with a saved state: findings in one that shows
+    the failure it demonstrates follow each rule's expected-errors policy (never with a fix),
+    and findings whose symptom a cell's output shows are dropped (`_respect_intent`)."""
     result = LintResult([], parsed=True)
     try:
         index = build_scope_index(module, all_node_types(rules) | model_node_types(),
@@ -400,7 +404,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
             _locate(module, source, result.findings, *_tops(index, result.findings, visited_at), parser)
         except RecursionError:
             raise _TooDeep from None
-        result.findings = _respect_intent(result.findings, facts, source, rules, frozen)
+        result.findings = _respect_intent(result.findings, facts, source, rules, saved)
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
@@ -490,10 +494,11 @@ def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list
 
 
 def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: Sequence[type[BaseRule]],
-                    frozen: Sequence[tuple[int, int]]) -> list[Finding]:
+                    saved: Sequence[SavedCell]) -> list[Finding]:
     """Apply each rule's `expected_errors` policy inside code that expects an error: a test's
-    `pytest.raises` block, or frozen lines (a notebook cell whose saved output shows the failure
-    it demonstrates)."""
+    `pytest.raises` block, or a notebook cell whose saved state shows the failure it
+    demonstrates. A finding in a cell whose saved output shows the rule's own symptom is one
+    the author has already seen: it is not reported."""
     from odelint.analysis import intent
 
     regions: list[tuple[int, int]] = []
@@ -502,13 +507,19 @@ def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: S
         if nodes:
             where = locate(facts.index.module, source, nodes)
             regions = [(r.start.line, r.end.line) for r in (where.get(node) for node, _ in nodes) if r is not None]
-    if not regions and not frozen:
+    regions += [(cell.first, cell.last) for cell in saved if cell.failed]
+    symptoms = {rule.code: rule.symptoms for rule in rules if rule.symptoms}
+    shown = [cell for cell in saved if cell.output] if symptoms else []
+    if not regions and not shown:
         return findings
     policies = {rule.code: rule.expected_errors for rule in rules}
     kept = []
     for finding in findings:
         line = finding.span.line
-        if any(first <= line <= last for first, last in (*regions, *frozen)):
+        if any(cell.first <= line <= cell.last and any(text in cell.output for text in symptoms.get(finding.code, ()))
+               for cell in shown):
+            continue
+        if any(first <= line <= last for first, last in regions):
             if policies.get(finding.code) == QUIET:
                 continue
             finding.fix = None
@@ -525,30 +536,31 @@ def _crash(code: str, path: str, error: BaseException) -> RuleCrash:
 def fix_source(source: str, path: str, codes: Collection[str] | None = None, *,
                unsafe: bool = False, only: Finding | None = None, python: bool | None = None,
                versions: Mapping[str, Version | None] = NO_VERSIONS,
-               frozen: Sequence[tuple[int, int]] = (), options: frozenset[str] = NO_OPTIONS) -> FixResult:
+               saved: Sequence[SavedCell] = (), options: frozenset[str] = NO_OPTIONS) -> FixResult:
     """Apply fixes until nothing fixable is left (at most MAX_FIX_ROUNDS rounds).
 
     `only` restricts the first round to the fix of one finding (an editor quick fix).
     A round whose result would not parse is dropped and reported as a crash.
-    `frozen` line ranges are never rewritten; they follow the text from round to round.
+    `saved` cells that show a failure are never rewritten; the cells follow the text from
+    round to round.
     Unused noqa codes (ODL002, when selected) are removed from the text once the tree's fixes
     are made.
     """
     try:
-        return _fix_source(source, path, codes, unsafe, only, python, versions, frozen, options)
+        return _fix_source(source, path, codes, unsafe, only, python, versions, saved, options)
     except _TooDeep:
-        return _with_room(lambda: _fix_source(source, path, codes, unsafe, only, python, versions, frozen, options),
+        return _with_room(lambda: _fix_source(source, path, codes, unsafe, only, python, versions, saved, options),
                           lambda: FixResult(source, [too_deep(path)]))
 
 
 def _fix_source(source: str, path: str, codes: Collection[str] | None, unsafe: bool, only: Finding | None,
-                python: bool | None, versions: Mapping[str, Version | None], frozen: Sequence[tuple[int, int]],
+                python: bool | None, versions: Mapping[str, Version | None], saved: Sequence[SavedCell],
                 options: frozenset[str]) -> FixResult:
     python = is_python_file(path) if python is None else python
     if only is not None and only.code == noqa.UNUSED_CODE:
         fixed = FixResult(source, [])
     else:
-        fixed = _fix_tree(source, path, codes, unsafe, only, python, versions, frozen, options)
+        fixed = _fix_tree(source, path, codes, unsafe, only, python, versions, saved, options)
     if not _checks_unused_noqa(codes) or (only is not None and only.code != noqa.UNUSED_CODE):
         return fixed
     assert codes is not None
@@ -565,7 +577,7 @@ def _fix_source(source: str, path: str, codes: Collection[str] | None, unsafe: b
 
 
 def _fix_tree(source: str, path: str, codes: Collection[str] | None, unsafe: bool, only: Finding | None,
-              python: bool, versions: Mapping[str, Version | None], frozen: Sequence[tuple[int, int]],
+              python: bool, versions: Mapping[str, Version | None], saved: Sequence[SavedCell],
               options: frozenset[str]) -> FixResult:
     from odelint.engine import fix as fixing  # only fixing needs it
 
@@ -573,7 +585,7 @@ def _fix_tree(source: str, path: str, codes: Collection[str] | None, unsafe: boo
     applied: Counter[str] = Counter()
     crashes: list[RuleCrash] = []
     for round_number in range(MAX_FIX_ROUNDS):
-        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen, options)
+        module, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, saved, options)
         crashes.extend(round_crashes)
         if module is None:
             return FixResult(current, findings, applied.total(), crashes, applied)
@@ -597,29 +609,35 @@ def _fix_tree(source: str, path: str, codes: Collection[str] | None, unsafe: boo
         if new_source == current:
             return FixResult(current, findings, applied.total(), crashes, applied)
         applied.update(finding.code for finding in chosen)
-        frozen = _follow(frozen, current, new_source)
+        saved = _follow(saved, current, new_source)
         current = new_source
-    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, frozen, options)
+    _, findings, round_crashes = _lint_for_fix(current, path, codes, python, versions, saved, options)
     return FixResult(current, findings, applied.total(), crashes + round_crashes, applied)
 
 
-def _follow(frozen: Sequence[tuple[int, int]], old: str, new: str) -> list[tuple[int, int]]:
-    """Frozen line ranges of `old`, moved to where the same lines are in `new` (fixes never
-    touch them, so each range is one unchanged block)."""
-    if not frozen:
+def _follow(saved: Sequence[SavedCell], old: str, new: str) -> list[SavedCell]:
+    """Saved cells' line ranges in `old`, moved to where the same lines are in `new` (a cell
+    that shows a failure is never rewritten, so its range moves as one unchanged block; a line a
+    fix replaced maps to the lines that replaced it)."""
+    if not saved:
         return []
     import difflib
 
-    moved: dict[int, int] = {}
+    starts: dict[int, int] = {}
+    ends: dict[int, int] = {}
     matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for offset in range(block.size):
-            moved[block.a + offset + 1] = block.b + offset + 1
-    return [(moved[first], moved[last]) for first, last in frozen if first in moved and last in moved]
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for line in range(i1, i2):
+            if tag == "equal":
+                starts[line + 1] = ends[line + 1] = j1 + line - i1 + 1
+            else:
+                starts[line + 1], ends[line + 1] = j1 + 1, max(j2, j1 + 1)
+    return [cell._replace(first=starts[cell.first], last=ends[cell.last]) for cell in saved
+            if cell.first in starts and cell.last in ends]
 
 
 def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python: bool,
-                  versions: Mapping[str, Version | None] = NO_VERSIONS, frozen: Sequence[tuple[int, int]] = (),
+                  versions: Mapping[str, Version | None] = NO_VERSIONS, saved: Sequence[SavedCell] = (),
                   options: frozenset[str] = NO_OPTIONS):
     """Like lint_source, but also hands back the parsed module the findings point into."""
     rules: list[type[BaseRule]] = [rule for rule in rules_for(path, codes, python)
@@ -631,5 +649,5 @@ def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python:
     parsed = parse(source, path)
     if isinstance(parsed, Finding):
         return None, [parsed], []
-    result = run_rules(parsed, source, path, rules, versions=versions, frozen=frozen, options=options)
+    result = run_rules(parsed, source, path, rules, versions=versions, saved=saved, options=options)
     return parsed, result.findings, result.crashes

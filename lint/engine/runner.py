@@ -194,14 +194,14 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     try:
         if task.mode in (FIX, DIFF):
             fixed = engine.fix_source(text, task.path, task.codes, unsafe=task.unsafe, python=python,
-                                      versions=task.versions, frozen=notebook.error_lines() if notebook else (),
+                                      versions=task.versions, saved=notebook.saved() if notebook else (),
                                       options=task.options)
             findings, crashes, new_text = fixed.findings, fixed.crashes, fixed.source
             outcome.applied = fixed.applied
             outcome.applied_codes = dict(fixed.applied_codes)
         else:
             result = engine.lint_source(text, task.path, task.codes, python=python, versions=task.versions,
-                                        options=task.options, frozen=notebook.error_lines() if notebook else ())
+                                        options=task.options, saved=notebook.saved() if notebook else ())
             findings, crashes, new_text = result.findings, result.crashes, text
             if task.mode == ADD_NOQA:
                 new_text = noqa.add_noqa(text, findings, python)

@@ -21,6 +21,7 @@ import json
 import re
 import tokenize
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from odelint.files import lines as text_lines
 
@@ -62,6 +63,7 @@ class Cell:
     header: int = 0         # leading lines that must stay first (a `%%time` line)
     foreign: bool = False   # a cell magic (`%%bash`, `%%writefile`): no Python line at all
     shows_error: bool = False  # its saved state shows a failure (`_demonstrates`): no fix may rewrite it
+    output: str = ""        # the text its saved outputs show (printed, displayed, the error's name and value)
 
     @property
     def number(self) -> int:
@@ -71,6 +73,17 @@ class Cell:
     @property
     def line_count(self) -> int:
         return len(lines(self.text))
+
+
+class SavedCell(NamedTuple):
+    """A cell's lines in the program (1-based, inclusive) and what its saved state shows:
+    whether it demonstrates a failure (no fix may rewrite it), and the text of its outputs
+    (a finding whose symptom that text shows is one the author has already seen)."""
+
+    first: int
+    last: int
+    failed: bool
+    output: str
 
 
 @dataclasses.dataclass
@@ -97,10 +110,10 @@ class Program:
             return 1, line
         return chosen.number, max(1, line - chosen.first_line + 1)
 
-    def error_lines(self) -> list[tuple[int, int]]:
-        """The program's line ranges (1-based, inclusive) of cells whose saved output is an error."""
-        return [(cell.first_line, cell.first_line + max(cell.line_count, 1) - 1) for cell in self.cells
-                if cell.shows_error]
+    def saved(self) -> list[SavedCell]:
+        """The cells whose saved state shows something: a failure, or output text."""
+        return [SavedCell(cell.first_line, cell.first_line + max(cell.line_count, 1) - 1, cell.shows_error,
+                          cell.output) for cell in self.cells if cell.shows_error or cell.output]
 
     def cell_lines(self, number: int) -> list[str]:
         for cell in self.cells:
@@ -243,37 +256,47 @@ def read(data: bytes) -> Notebook:
     code = [(index, _source(cell.get("source", ""), index)) for index, cell in enumerate(document["cells"])
             if isinstance(cell, dict) and cell.get("cell_type") == "code"]
     cells, program = join(code)
-    failed = {index for index, cell in enumerate(document["cells"]) if isinstance(cell, dict) and _demonstrates(cell)}
-    cells = [dataclasses.replace(cell, shows_error=True) if cell.index in failed else cell for cell in cells]
+    raw_cells = document["cells"]
+    cells = [dataclasses.replace(cell, shows_error=_demonstrates(raw_cells[cell.index]),
+                                 output=_output_text(raw_cells[cell.index])) for cell in cells]
     return Notebook(cells, program, raw=raw, document=document, bom=data.startswith(codecs.BOM_UTF8))
 
 
-# Printed text that shows a failure the author kept: a traceback, or a JAX tracer where a value
-# was meant to be (`print(x)` in a jitted function shows `Traced<ShapedArray(...)>`).
-_FAILURE_TEXTS = ("Traceback (most recent call last)", "Traced<")
+# Printed text that shows a failure the author kept: a traceback.
+_FAILURE_TEXT = "Traceback (most recent call last)"
 
 
 def _demonstrates(cell: dict) -> bool:
     """Does the cell's saved state show that it demonstrates a failure: an error output, the
-    `raises-exception` tag (Jupyter's mark for a cell meant to raise), or printed text that
-    shows one? A fix must not rewrite the lesson."""
+    `raises-exception` tag (Jupyter's mark for a cell meant to raise), or a printed traceback?
+    A fix must not rewrite the lesson."""
     metadata = cell.get("metadata")
     tags = metadata.get("tags") if isinstance(metadata, dict) else None
     if isinstance(tags, list) and "raises-exception" in tags:
         return True
+    return any(output.get("output_type") == "error" for output in _outputs(cell)) or \
+        _FAILURE_TEXT in _output_text(cell)
+
+
+def _outputs(cell: dict) -> list[dict]:
     outputs = cell.get("outputs")
-    for output in outputs if isinstance(outputs, list) else ():
-        if not isinstance(output, dict):
-            continue
-        if output.get("output_type") == "error":
-            return True
+    return [output for output in outputs if isinstance(output, dict)] if isinstance(outputs, list) else []
+
+
+def _output_text(cell: dict) -> str:
+    """What the cell's saved outputs show as text: printed streams, displayed values (their
+    plain-text form), an error's name and message."""
+    parts: list[str] = []
+    for output in _outputs(cell):
         data = output.get("data")
-        text = output.get("text", data.get("text/plain") if isinstance(data, dict) else None)
-        if isinstance(text, list):
-            text = "".join(part for part in text if isinstance(part, str))
-        if isinstance(text, str) and any(marker in text for marker in _FAILURE_TEXTS):
-            return True
-    return False
+        pieces = [output.get("text"), data.get("text/plain") if isinstance(data, dict) else None,
+                  output.get("ename"), output.get("evalue")]
+        for piece in pieces:
+            if isinstance(piece, list):
+                piece = "".join(part for part in piece if isinstance(part, str))
+            if isinstance(piece, str):
+                parts.append(piece)
+    return "\n".join(parts)
 
 
 def join(code_cells: Iterable[tuple[int, str]]) -> tuple[list[Cell], str]:

@@ -76,6 +76,7 @@ class Float64WithoutX64(Rule):
 
     code = "ODL707"
     name = "float64-without-x64"
+    symptoms = ("dtype float32", "dtype('float32')", "dtype=float32")  # the warning, a shown dtype, an array's repr
     summary = "float64 requested without jax_enable_x64, or x64 enabled after arrays were created"
     triggers = (("float64",), ("complex128",), (X64_FLAG,))
     fixtures = "tests/fixtures/ODL707"

@@ -61,6 +61,7 @@ class InPlaceArrayUpdate(Rule):
 
     code = "ODL701"
     name = "in-place-array-update"
+    symptoms = ("JAX arrays are immutable", "does not support item assignment")
     summary = "An element of a JAX array is assigned in place"
     triggers = (("jax", "]"),)
     fix_safety = Safety.SAFE

@@ -54,6 +54,7 @@ class PrintOfTracedValue(Rule):
 
     code = "ODL703"
     name = "print-of-traced-value"
+    symptoms = ("Traced<",)  # `Traced<ShapedArray(float32[])>with<DynamicJaxprTrace...>` printed
     summary = "print of a traced value inside traced code"
     triggers = traced_triggers("print")
     fix_safety = Safety.SAFE

@@ -35,8 +35,12 @@ class PrngKeyReuse(Rule):
     conditions, one shape for all) or beside a key the loop splits afresh (a fixed sample
     key for plots); one permutation for several arrays (their rows stay aligned);
     a constant key handed to a function inside a loop (it may draw nothing from it);
-    `fold_in(PRNGKey(0), i)`, a different key for every `i`. Uses in different branches of
-    an `if`/`else` are not reuse.
+    `fold_in(PRNGKey(0), i)`, a different key for every `i`; a draw whose value never meets
+    the other, because it is only displayed or dropped (`print(jax.random.normal(key))`, a
+    notebook cell's last line, a statement calling a function of the file that returns
+    nothing, like a decoding step that only logs) or is overwritten before anything but
+    `print` reads it (a notebook's `x = normal(key, (n, n))` timing inputs, one after the
+    other). Uses in different branches of an `if`/`else` are not reuse.
 
     Strict mode, `strict-key-reuse = true` in `[tool.odelint]` (or
     `--config "strict-key-reuse = true"`), reports every reuse, deliberate ones included, as
@@ -307,6 +311,44 @@ class PrngKeyReuse(Rule):
                 train_key, val_key = jr.split(rng_key)
                 return (train_key, data[:n_train]), (val_key, data[n_train:])
         """),
+        # a draw only printed, then a new timing input in its place: no two draws ever meet;
+        # evaluation that only logs what it decodes shares the training key harmlessly
+        Pass("""
+            import jax
+            import jax.numpy as jnp
+
+            key = jax.random.PRNGKey(0)
+            print(jax.random.normal(key, (3,)))
+            x = jax.random.normal(key, (10,))
+            print(x)
+            x = jax.random.normal(key, (3000, 3000))
+            y = jnp.dot(x, x.T).block_until_ready()
+
+            def train_step(model, batch, key):
+                noise = jax.random.normal(jax.random.fold_in(key, model.step), batch.shape)
+                return model.update(batch + noise)
+
+            def decode_batch(model, batch, key):
+                tokens = model.sample(batch, key=jax.random.fold_in(key, model.step))
+                print(tokens)
+
+            def train(model, batches, key):
+                for batch in batches:
+                    model = train_step(model, batch, key)
+                    decode_batch(model, batch, key)
+                return model
+        """),
+        # only what meets counts: a printed draw does not hide the two draws that do meet
+        Flag("""
+            import jax
+
+            key = jax.random.PRNGKey(0)
+            print(jax.random.normal(key, (3,)))
+            w = jax.random.normal(key, (3, 3))
+            b = jax.random.normal(key, (3,))
+            y = w @ b
+        """, message="`jax.random.normal` gets the key `key` after `jax.random.normal` already consumed it",
+            span="6:5-6:33"),
         # a constant key handed to a method in a loop over rounds: the callee decides what it draws
         Pass("""
             import jax.random as jr

@@ -63,6 +63,8 @@ class TracedValueInPythonControlFlow(Rule):
 
     code = "ODL702"
     name = "traced-value-in-python-control-flow"
+    symptoms = ("TracerBoolConversionError", "ConcretizationTypeError", "Abstract value passed to `bool`",
+                "Abstract tracer value encountered where concrete value is expected")  # older jax's texts too
     summary = "Python control flow or bool()/int() on a traced value"
     triggers = traced_triggers()
     fixtures = "tests/fixtures/ODL702"
