@@ -94,6 +94,8 @@ class KeyUses:
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
         self._sites = {id(call): site for call, site in facts.index.of_type(cst.Call)}
+        self._qualnames: dict[int, str | None] = {}
+        self._consumptions: dict[int, list[tuple[str, str]]] = {}
         self.reuses: list[KeyReuse] = []
         self.constant_keys_in_loops: list[cst.Call] = []
         self.drawn_constant_keys: set[int] = set()  # constant keys in loops that a jax.random call receives
@@ -141,7 +143,7 @@ class KeyUses:
                 scope = scope.parent  # a comprehension runs in the body around it
             if scope in bodies or scope.kind not in (FUNCTION, MODULE):
                 continue
-            qualname = self.facts.qualname(call.func, site.scope)
+            qualname = self._qualname(call)
             if (jax_api.consumes_key(qualname) or jax_api.makes_key(qualname) or jax_api.derives_key(qualname)
                     or self.consumptions(call)):
                 bodies.add(scope)
@@ -154,10 +156,16 @@ class KeyUses:
 
     def consumptions(self, call: cst.Call) -> list[tuple[str, str]]:
         """(name, how) for each key `call` consumes: SPLIT, DRAW, or PASS (handed to a callee)."""
+        found = self._consumptions.get(id(call))
+        if found is None:
+            found = self._consumptions[id(call)] = self._find_consumptions(call)
+        return found
+
+    def _find_consumptions(self, call: cst.Call) -> list[tuple[str, str]]:
         site = self._sites.get(id(call))
         if site is None:
             return []
-        qualname = self.facts.qualname(call.func, site.scope)
+        qualname = self._qualname(call)
         if qualname is not None and qualname.startswith("jax.random."):
             if not jax_api.consumes_key(qualname):
                 return []
@@ -175,10 +183,13 @@ class KeyUses:
 
     def _passed_by_position(self, call: cst.Call, scope: Scope) -> list[str]:
         """Names given by position to a function of this file that consumes that parameter."""
+        consuming = self._parameters_consumed()
+        if not consuming or not call.args:
+            return []  # no function of the file draws from a parameter, or nothing is passed
         callee = self.facts.callee(call.func, scope)
         if callee is None:
             return []
-        consumed = self._parameters_consumed().get(id(callee), set())
+        consumed = consuming.get(id(callee), set())
         parameters = [param.name.value for param in (*callee.params.posonly_params, *callee.params.params)]
         names = []
         for position, arg in enumerate(call.args):
@@ -197,7 +208,7 @@ class KeyUses:
                 function = site.scope.node
                 if site.scope.kind != FUNCTION or not isinstance(function, cst.FunctionDef):
                     continue
-                qualname = self.facts.qualname(call.func, site.scope)
+                qualname = self._qualname(call)
                 uses_key = jax_api.consumes_key(qualname) or jax_api.derives_key(qualname)
                 argument = argument_at(call, "key", 0) if uses_key else None
                 if argument is not None and isinstance(argument.value, cst.Name):
@@ -389,8 +400,14 @@ class KeyUses:
             self._constant_names[target.value] = id(value)
 
     def _qualname(self, call: cst.Call) -> str | None:
-        site = self._sites.get(id(call))
-        return self.facts.qualname(call.func, site.scope) if site is not None else None
+        """The qualified name of what `call` calls, resolved once per call: the walk asks for it
+        from several places, and twice for each call of a loop body."""
+        key = id(call)
+        if key in self._qualnames:
+            return self._qualnames[key]
+        site = self._sites.get(key)
+        found = self._qualnames[key] = self.facts.qualname(call.func, site.scope) if site is not None else None
+        return found
 
     def _loop(self, node: cst.For | cst.While, state: State) -> State | None:
         """The body twice: what the first iteration consumed is consumed again by the second."""
@@ -544,7 +561,7 @@ class KeyUses:
         argument = argument_at(call, "key", 0)
         if site is None or argument is None or not isinstance(argument.value, cst.Call):
             return False
-        return jax_api.consumes_key(self.facts.qualname(call.func, site.scope))
+        return jax_api.consumes_key(self._qualname(call))
 
     def _note_drawn_constant(self, call: cst.Call) -> None:
         argument = argument_at(call, "key", 0)
@@ -574,7 +591,7 @@ class KeyUses:
         """`fold_in(PRNGKey(0), i)` with data that is not a constant: the constant key is only
         the root of a key that differs for every `i`, not a key drawn from in the loop."""
         site = self._sites.get(id(call))
-        if site is None or not jax_api.derives_key(self.facts.qualname(call.func, site.scope)):
+        if site is None or not jax_api.derives_key(self._qualname(call)):
             return
         key, data = argument_at(call, "key", 0), argument_at(call, "data", 1)
         if key is not None and data is not None and not _constant(data.value):
@@ -596,7 +613,7 @@ class KeyUses:
         """`PRNGKey(0)`: constant arguments, not the root of a `fold_in` with varying data."""
         site = self._sites.get(id(call))
         return (site is not None and id(call) not in self._derived
-                and jax_api.makes_key(self.facts.qualname(call.func, site.scope))
+                and jax_api.makes_key(self._qualname(call))
                 and all(_constant(arg.value) for arg in call.args))
 
 
