@@ -353,18 +353,25 @@ class KeyUses:
         nested function or `global` declaration could read the old value."""
         for name in names:
             held = self._holds.pop(name, None)
-            if held is not None:
-                self._idle.add(held[0]) if held[1] == self._depth and not self._escapes(name) \
-                    else self._used.add(held[0])
+            if held is None:
+                continue
+            dies = held[1] == self._depth and not self._escapes(name)
+            (self._idle if dies else self._used).add(held[0])
 
     def _escapes(self, name: str) -> bool:
         scope = self._body
         if scope is None or name in scope.global_names or name in scope.nonlocal_names:
             return True
         if self._closure_reads is None:
-            self._closure_reads = frozenset().union(*(  # the names nested code reads without binding them
-                names_read(inner.node) - inner.bindings.keys()
-                for inner in self.facts.index.body_scopes.values() if inner.parent is scope))
+            reads: set[str] = set()  # what nested code may read of this body's names
+            for inner in self.facts.index.body_scopes.values():
+                if inner.parent is not scope:
+                    continue
+                if isinstance(inner.node, (cst.FunctionDef, cst.Lambda)):
+                    reads.update(name.value for name in self.facts.free_names(inner.node))
+                else:  # a class body or a comprehension: every name it mentions
+                    reads.update(names_read(inner.node))
+            self._closure_reads = frozenset(reads)
         return name in self._closure_reads
 
     def _meets_nothing(self, call: cst.Call) -> bool:
