@@ -75,6 +75,7 @@ class Facts:
         self._qualnames: dict[int, str | None] = {}
         self._starred: dict[str, str | None] = {}  # a name no binding defines -> the star import giving it
         self._attribute_qualnames: dict[tuple[int, int], tuple[cst.Attribute, str | None]] = {}
+        self._callees: dict[tuple[int, int], tuple[cst.BaseExpression, cst.FunctionDef | None]] = {}
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
         self._binding_classes: dict[int, ModuleClass | None] = {}
@@ -918,14 +919,30 @@ class Facts:
     # -- calls between functions of the file ------------------------------------------
 
     def callee(self, func: cst.BaseExpression, scope: Scope) -> cst.FunctionDef | None:
-        """The function of this file that calling `func` runs (seeing through jit/grad wrappers)."""
-        if isinstance(func, cst.Call):
-            qualname = self.qualname(func.func, scope)
-            if qualname in function_wrappers() and func.args and func.args[0].keyword is None:
-                return self.callee(func.args[0].value, scope)
+        """The function of this file that calling `func` runs (seeing through jit/grad wrappers).
+
+        Asked about most calls by several analyses, so each answer is remembered (but not one
+        found while another is being worked out: `a = jit(b); b = jit(a)` answers None then)."""
+        kind = type(func)
+        if kind is not cst.Call and kind is not cst.Name:
             return None
-        if not isinstance(func, cst.Name):
+        key = (id(func), id(scope))
+        known = self._callees.get(key)
+        if known is not None and known[0] is func:  # the node itself is kept: an id outlives no node
+            return known[1]
+        found = self._find_callee(func, scope)
+        if not self._in_progress:
+            self._callees[key] = (func, found)
+        return found
+
+    def _find_callee(self, func: cst.BaseExpression, scope: Scope) -> cst.FunctionDef | None:
+        if type(func) is cst.Call:
+            call = cast(cst.Call, func)
+            qualname = self.qualname(call.func, scope)
+            if qualname in function_wrappers() and call.args and call.args[0].keyword is None:
+                return self.callee(call.args[0].value, scope)
             return None
+        func = cast(cst.Name, func)
         # `step = jax.jit(step)` rebinds the name to the same function, wrapped
         bindings = [b for b in self.lookup(func.value, scope) if not self._rewraps(b)]
         if len(bindings) != 1:
@@ -933,7 +950,7 @@ class Facts:
         binding = bindings[0]
         if binding.kind == "def":
             return binding.node  # type: ignore[return-value]
-        if binding.kind == "assign" and not binding.path and isinstance(binding.value, cst.Call):
+        if binding.kind == "assign" and not binding.path and type(binding.value) is cst.Call:
             key = id(binding)
             if key in self._in_progress:
                 return None
@@ -947,10 +964,10 @@ class Facts:
     def _rewraps(self, binding: Binding) -> bool:
         """Is this `name = wrapper(name, ...)`, a function wrapper applied to the name it rebinds?"""
         value = binding.value
-        if binding.kind != "assign" or binding.path or not isinstance(value, cst.Call) or not value.args:
+        if binding.kind != "assign" or binding.path or type(value) is not cst.Call or not value.args:
             return False
         first = value.args[0]
-        return (first.keyword is None and not first.star and isinstance(first.value, cst.Name)
+        return (first.keyword is None and not first.star and type(first.value) is cst.Name
                 and first.value.value == binding.name
                 and self.qualname(value.func, binding.scope) in function_wrappers())
 

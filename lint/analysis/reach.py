@@ -7,7 +7,7 @@ nested inside them. Shared by the traced and differentiated contexts.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 from odelint.analysis.calls import argument_for, positional_args
@@ -52,22 +52,25 @@ class Reach:
     def function_via(self, node: cst.BaseExpression, scope: Scope) -> tuple[Function, int, str | None] | None:
         """`function`, and the parameter the function crossed to get here, for messages:
         `passed as `f` to `hessian`` for `f` in `def hessian(f): return jax.jacfwd(f)`."""
-        if isinstance(node, cst.Lambda):
-            return node, 0, None
-        if isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == "functools.partial":
-            args = positional_args(node, before_star=True)
+        kind = type(node)  # exact types: LibCST's classes are ABCs, whose isinstance is slow
+        if kind is cst.Lambda:
+            return cast(cst.Lambda, node), 0, None
+        if kind is cst.Attribute:
+            attribute = cast(cst.Attribute, node)
+            cls = instance_class(self.facts, attribute.value, scope)
+            method = method_of(self.facts, cls, attribute.attr.value) if cls is not None else None
+            return (method, 1, None) if method is not None else None
+        call = cast(cst.Call, node) if kind is cst.Call else None
+        if call is not None and self.facts.qualname(call.func, scope) == "functools.partial":
+            args = positional_args(call, before_star=True)
             inner = self.function_via(args[0].value, scope) if args else None
             return (inner[0], inner[1] + len(args) - 1, inner[2]) if inner else None
-        if isinstance(node, cst.Attribute):
-            cls = instance_class(self.facts, node.value, scope)
-            method = method_of(self.facts, cls, node.attr.value) if cls is not None else None
-            return (method, 1, None) if method is not None else None
         function = self.facts.callee(node, scope)
-        if function is None and isinstance(node, cst.Name):
-            return self._passed_function(node, scope)
-        if (function is None and isinstance(node, cst.Call) and node.args and node.args[0].keyword is None
-                and self.facts.qualname(node.func, scope) in function_wrappers()):
-            inner = self.function_via(node.args[0].value, scope)  # `jax.jit(f)` with `f` a parameter
+        if function is None and kind is cst.Name:
+            return self._passed_function(cast(cst.Name, node), scope)
+        if (function is None and call is not None and call.args and call.args[0].keyword is None
+                and self.facts.qualname(call.func, scope) in function_wrappers()):
+            inner = self.function_via(call.args[0].value, scope)  # `jax.jit(f)` with `f` a parameter
             return inner if inner is not None and inner[1] == 0 else None
         return (function, 0, None) if function is not None else None
 

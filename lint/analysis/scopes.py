@@ -327,14 +327,21 @@ def own_nodes(root: cst.CSTNode, node_type: type[_Node]) -> Iterator[_Node]:
 def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     """`node.children` minus layout nodes, without rebuilding the node as `.children` does."""
     found: list[cst.CSTNode] = []
-    not_nodes = leaves()
+    not_nodes = _leaf_types()
     for name in child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, (list, tuple)):
+        kind = type(value)
+        if kind is list or kind is tuple:
             found.extend(value)
-        elif not isinstance(value, not_nodes):
+        elif kind not in not_nodes:
             found.append(value)
     return found
+
+
+@functools.cache
+def _leaf_types() -> frozenset[type]:
+    """`leaves()` as a set of exact types (children_of runs for every node a walk visits)."""
+    return frozenset(leaves())
 
 
 def _module_name(node: cst.BaseExpression | None, dots: int) -> str:
