@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import libcst as cst
+import pytest
 from odelint.analysis.facts import Facts
 from odelint.analysis.keys import key_uses
 from odelint.analysis.scopes import build_scope_index
@@ -312,3 +313,20 @@ def test_a_statement_calling_a_function_that_returns_nothing_drops_its_draws() -
             trainer.fit(key=key)
     """) == [("log_samples(model, key)", True), ("trainer.init(key=key)", False),
              ("trainer.fit(key=key)", False)]
+
+
+@pytest.mark.parametrize(("flag", "apart"), [("enable_dropout=False", True), ("inference=True", True),
+                                            ("deterministic=True", True), ("enable_dropout=True", False),
+                                            ("inference=False", False)])
+def test_a_model_with_its_randomness_switched_off_draws_nothing(flag: str, apart: bool) -> None:
+    """`vmap(partial(model, enable_dropout=False))(xs, key=split(key, n))` after the model was
+    built from `key`: the split keys reach no dropout, so they meet nothing."""
+    assert _judged(f"""
+        import functools
+        import jax
+        import jax.random as jr
+        def evaluate(make, xs):
+            key = jr.PRNGKey(0)
+            model = make(key=key)
+            return jax.vmap(functools.partial(model, {flag}))(xs, key=jr.split(key, len(xs)))
+    """) == [("jr.split(key, len(xs))", apart)]

@@ -267,6 +267,11 @@ def derives_key(qualname: str | None) -> bool:
     return qualname in _api()["keys"]["derivers"]
 
 
+def switches_randomness_off(keyword: str, value: bool) -> bool:
+    """Does `keyword=value` in a model call turn its dropout (its draws) off?"""
+    return _api()["keys"]["inference_flags"].get(keyword) is value
+
+
 def shape_position(qualname: str | None) -> int | None:
     """Where a `jax.random` sampler takes the shape of the numbers it makes (-1: only as
     `shape=`), or None for a function without one (`permutation`, `split`)."""

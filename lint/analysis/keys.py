@@ -382,6 +382,24 @@ class KeyUses:
         return any(held == (id(call), self._depth) and name in self._assigning and not self._escapes(name)
                    for name, held in self._holds.items())
 
+    def _randomness_off(self, call: cst.Call) -> bool:
+        """Is the call made with a keyword that switches the model's randomness off
+        (`model(x, key=k, inference=True)`), or does it call a function wrapped with one
+        (`jax.vmap(partial(model, enable_dropout=False))(xs, key=keys)`)?"""
+        pending = [call]
+        while pending:
+            node = pending.pop()
+            for arg in node.args:
+                value = arg.value
+                if arg.keyword is not None and type(value) is cst.Name and value.value in ("True", "False"):
+                    if jax_api.switches_randomness_off(arg.keyword.value, value.value == "True"):
+                        return True
+                elif node is not call and arg.keyword is None and type(value) is cst.Call:
+                    pending.append(value)  # the function a wrapper wraps
+            if type(node.func) is cst.Call:
+                pending.append(node.func)
+        return False
+
     def _returns_nothing(self, call: cst.Call) -> bool:
         """A function of this file with no `return <value>` (and no `yield`): called as a
         statement, what it draws reaches only what it prints or writes."""
@@ -492,6 +510,9 @@ class KeyUses:
         if kind is cst.Call:
             call: cst.Call = node  # type: ignore[assignment]
             self._note_derived(call)
+            if self._randomness_off(call):  # it draws nothing from the keys it is given
+                self._idle.update(id(arg.value) for arg in call.args if type(arg.value) is cst.Call)
+                self._idle.add(id(call))
             self._expression(call.func, state)
             for arg in call.args:
                 self._expression(arg.value, state)

@@ -40,7 +40,10 @@ class PrngKeyReuse(Rule):
     notebook cell's last line, a statement calling a function of the file that returns
     nothing, like a decoding step that only logs) or is overwritten before anything but
     `print` reads it (a notebook's `x = normal(key, (n, n))` timing inputs, one after the
-    other). Uses in different branches of an `if`/`else` are not reuse.
+    other); a key handed to a model whose randomness is switched off (`inference=True`,
+    `deterministic=True`, `training=False`, `enable_dropout=False`, also through
+    `vmap(partial(model, ...))`), which draws nothing from it. Uses in different branches of
+    an `if`/`else` are not reuse.
 
     Strict mode, `strict-key-reuse = true` in `[tool.odelint]` (or
     `--config "strict-key-reuse = true"`), reports every reuse, deliberate ones included, as
@@ -337,6 +340,33 @@ class PrngKeyReuse(Rule):
                     model = train_step(model, batch, key)
                     decode_batch(model, batch, key)
                 return model
+        """),
+        # a key handed to a model whose randomness is switched off draws nothing from it
+        Pass("""
+            import functools
+
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+            import jax.random as jr
+
+            class Classifier(eqx.Module):
+                dropout: eqx.nn.Dropout
+                linear: eqx.nn.Linear
+
+                def __init__(self, key):
+                    self.dropout = eqx.nn.Dropout(0.1)
+                    self.linear = eqx.nn.Linear(8, 2, key=key)
+
+                def __call__(self, x, enable_dropout, key):
+                    return self.linear(self.dropout(x, inference=not enable_dropout, key=key))
+
+            def accuracy(images, labels):
+                key = jr.PRNGKey(0)
+                model = Classifier(key=key)
+                logits = jax.vmap(functools.partial(model, enable_dropout=False))(
+                    images, key=jr.split(key, len(images)))
+                return jnp.mean(jnp.argmax(logits, axis=-1) == labels)
         """),
         # only what meets counts: a printed draw does not hide the two draws that do meet
         Flag("""
