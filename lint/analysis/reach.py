@@ -13,7 +13,7 @@ import libcst as cst
 from odelint.analysis.calls import argument_for, positional_args
 from odelint.analysis.classes import instance_class, method_of
 from odelint.analysis.facts import Facts, function_wrappers
-from odelint.analysis.scopes import CLASS, FUNCTION, LAMBDA, Scope, Site
+from odelint.analysis.scopes import CLASS, FUNCTION, LAMBDA, Binding, Scope, Site
 
 if TYPE_CHECKING:
     Function = cst.FunctionDef | cst.Lambda
@@ -28,6 +28,7 @@ class Reach:
         self.root_reasons: dict[int, str] = {}   # function reached -> the root reason behind it
         self._never_into = frozenset(never_into)  # callees given these functions run elsewhere
         self._following: set[int] = set()         # parameters being followed to their callers
+        self._passed: dict[int, tuple[Function, int, str | None] | None] = {}  # parameter -> the function passed
 
     def why(self, site: Site) -> str | None:
         """Why the context holds for code at `site` (or in a function around it), else None."""
@@ -81,22 +82,28 @@ class Reach:
         if len(bindings) != 1 or bindings[0].kind != "param" or not bindings[0].path:
             return None
         binding = bindings[0]
+        if id(binding) in self._passed:
+            return self._passed[id(binding)]
         owner = binding.scope.node
         if not isinstance(owner, cst.FunctionDef) or binding.scope.parent is None or id(binding) in self._following:
             return None
         self._following.add(id(binding))
-        try:
-            bound = 1 if binding.scope.parent.kind == CLASS else 0
-            found: tuple[Function, int] | None = None
-            for call, site in self.facts.calls_of(owner):
-                argument = argument_for(call, binding, bound)
-                passed = self.function(argument, site.scope) if argument is not None else None
-                if passed is None or (found is not None and passed != found):
-                    return None  # a call passes something else, or two calls disagree
-                found = passed
-            return (*found, f"passed as `{binding.name}` to `{owner.name.value}`") if found is not None else None
-        finally:
-            self._following.discard(id(binding))
+        found = self._passed_for(binding, owner)
+        self._following.discard(id(binding))
+        if not self._following:  # an answer found while following another parameter may be provisional
+            self._passed[id(binding)] = found
+        return found
+
+    def _passed_for(self, binding: Binding, owner: cst.FunctionDef) -> tuple[Function, int, str | None] | None:
+        bound = 1 if binding.scope.parent is not None and binding.scope.parent.kind == CLASS else 0
+        found: tuple[Function, int] | None = None
+        for call, site in self.facts.calls_of(owner):
+            argument = argument_for(call, binding, bound)
+            passed = self.function(argument, site.scope) if argument is not None else None
+            if passed is None or (found is not None and passed != found):
+                return None  # a call passes something else, or two calls disagree
+            found = passed
+        return (*found, f"passed as `{binding.name}` to `{owner.name.value}`") if found is not None else None
 
     def spread(self) -> None:
         """Functions that code in the context calls or hands on are in the context too."""
