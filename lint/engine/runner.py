@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from odelint.analysis import project
 from odelint.api.finding import Finding, Safety
 from odelint.api.registry import SyntaxErrorRule, file_patterns, uses_versions
-from odelint.engine.collector import fewer_collections
+from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
@@ -128,10 +128,12 @@ def process(task: Task) -> Outcome:
     outcome = Outcome(task.path)
     with project.recording() as outcome.depends, _time_limit(task.max_seconds):
         try:
-            return _process(task, outcome)
+            outcome = _process(task, outcome)
         except _TooSlow:
-            return Outcome(task.path, error=f"took longer than {task.max_seconds:g} s to lint; stopped "
-                                            "(raise the limit with --file-timeout)")
+            outcome = Outcome(task.path, error=f"took longer than {task.max_seconds:g} s to lint; stopped "
+                                               "(raise the limit with --file-timeout)")
+    sweeper.linted(_size(task), project.forget)
+    return outcome
 
 
 @contextlib.contextmanager
