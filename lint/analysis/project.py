@@ -77,7 +77,7 @@ def read_text(path: str) -> str:
 def stamp(path: str) -> list[int] | None:
     """What a result that read `path` depends on: (modification time, size) on disk, or a
     digest of an open buffer's text (-1 first, so it never equals a file's stamp)."""
-    text = _buffers.get(os.path.abspath(path))
+    text = _buffers.get(os.path.abspath(path)) if _buffers else None
     if text is not None:
         return [-1, zlib.crc32(text.encode("utf-8", "surrogatepass")), len(text)]
     try:
