@@ -18,6 +18,7 @@ from odelint.api.rule import Rule
 from odelint.engine import core as engine
 from odelint.engine import runner
 from odelint.faces import cli
+from odelint.files import fileio
 
 HAZARD = ("import equinox as eqx\nimport optax\n\n"
           "model = eqx.nn.MLP(2, 2, 8, 1, key=None)\nstate = optax.adam(1e-3).init(model)\n")
@@ -218,7 +219,7 @@ def test_a_file_deleted_or_made_unreadable_after_discovery(scratch: Path, monkey
         os.remove("gone.py")
         return found
 
-    real_open = open
+    real_open = fileio.nonblocking  # files are read through it (root ignores a chmod)
 
     def guarded_open(path, *args, **kwargs):
         if os.path.basename(str(path)) == "locked.py":
@@ -226,7 +227,7 @@ def test_a_file_deleted_or_made_unreadable_after_discovery(scratch: Path, monkey
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(runner, "discover", discover_then_delete)
-    monkeypatch.setattr(runner, "open", guarded_open, raising=False)
+    monkeypatch.setattr(fileio, "nonblocking", guarded_open)
     code, out, err = _in_process(["--fix", "."], capsys)
     assert code == 2
     assert sorted(err.splitlines()) == ["odelint: error: gone.py: No such file or directory",

@@ -1,10 +1,14 @@
 """When Python's cyclic collector runs (odelint.engine.collector): never in the middle of the
-language server's re-lints, but soon after, and at once when garbage piles up."""
+language server's re-lints, but soon after, and at once when garbage piles up; between the
+files of a run, once enough source was linted."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import sys
+import types
+import weakref
 
 import pytest
 from odelint.engine import collector
@@ -54,3 +58,41 @@ def test_the_idle_collector_collects_at_once_past_its_limit(restored_gc) -> None
         return count
 
     assert asyncio.run(scenario()) < 50
+
+
+def _cyclic_garbage() -> weakref.ref:
+    """An object only the cyclic collector can free (as a file's scopes and bindings)."""
+    class Node:
+        pass
+
+    node = Node()
+    node.self = node  # type: ignore[attr-defined]
+    return weakref.ref(node)
+
+
+def test_the_sweeper_collects_once_enough_source_was_linted(restored_gc) -> None:
+    gc.disable()  # only the sweeper collects here
+    sweeper = collector.Sweeper(every=1000)
+    sweeper.linted(10, forget=lambda: None)  # the first file: what it imported is frozen
+    garbage = _cyclic_garbage()
+    sweeper.linted(600, forget=lambda: None)
+    assert garbage() is not None  # 600 bytes since: not yet
+    sweeper.linted(600, forget=lambda: None)
+    assert garbage() is None
+
+
+def test_the_sweeper_freezes_newly_imported_modules_and_forgets_kept_facts_first(restored_gc) -> None:
+    gc.disable()
+    forgotten: list[int] = []
+    sweeper = collector.Sweeper(every=10**9)
+    sweeper.linted(10, forget=lambda: forgotten.append(1))
+    assert forgotten == [1] and gc.get_freeze_count() > 0
+    garbage = _cyclic_garbage()
+    sweeper.linted(10, forget=lambda: forgotten.append(2))
+    assert forgotten == [1] and garbage() is not None  # no module was imported: nothing to do
+    sys.modules["odelint_test_imported_late"] = types.ModuleType("odelint_test_imported_late")
+    try:
+        sweeper.linted(10, forget=lambda: forgotten.append(3))
+    finally:
+        del sys.modules["odelint_test_imported_late"]
+    assert forgotten == [1, 3] and garbage() is None  # collected before the freeze, not frozen

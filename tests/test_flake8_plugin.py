@@ -116,3 +116,17 @@ def test_stdin_uses_the_display_name(tmp_path):
                           cwd=tmp_path, input=ADAMW + "u, s = optim.update({}, None)\n", capture_output=True,
                           text=True, timeout=120)
     assert done.stdout.startswith("piped.py:4:8: ODL203 "), done.stderr
+
+
+def test_the_engine_is_loaded_before_flake8_forks_its_workers():
+    """flake8 calls `parse_options` in its main process: the rules and LibCST loaded there
+    are shared by every forked worker instead of loaded again in each."""
+    script = ("import sys, types\n"
+              "from odelint.faces.flake8_plugin import Flake8Plugin\n"
+              "assert not any(name.startswith('odelint.rules.') for name in sys.modules)\n"
+              "assert 'libcst._nodes' not in sys.modules\n"
+              "Flake8Plugin.parse_options(types.SimpleNamespace(disable_noqa=False))\n"
+              "assert any(name.startswith('odelint.rules.') for name in sys.modules)\n"
+              "assert 'libcst._nodes' in sys.modules\n")
+    done = _run([sys.executable, "-c", script], Path.cwd())
+    assert done.returncode == 0, done.stderr

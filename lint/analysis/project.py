@@ -5,8 +5,9 @@ is an Equinox module (and which of its leaves are not arrays) is decided in mode
 editor, an open buffer of such a file answers with its unsaved text (`set_buffer`). An
 imported name that no library table knows is looked up as a Python file: beside the linted
 file, then under the project root (the nearest folder above it with a pyproject.toml,
-setup.py, setup.cfg or .git) and its `src/`. Each such file is parsed once per process and
-kept while its size and modification time stay the same; its facts answer for its classes.
+setup.py, setup.cfg or .git) and its `src/`. Each such file is parsed once and kept while
+its size and modification time stay the same and it is among the files used last; its facts
+answer for its classes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ _MAX_FILE_BYTES = 2_000_000
 NEVER_PROJECT = frozenset({"jax", "jaxlib", "equinox", "optax", "diffrax", "lineax", "optimistix", "numpy",
                            "scipy", "typing", "collections", "functools", "dataclasses", "abc", "math", "os",
                            "sys", "jaxtyping", "flax", "torch", "haiku"})
-_parsed: dict[str, tuple[list[int], Facts | None]] = {}
+# Other files' facts are kept, the most recently used, up to this many characters of their
+# source in all (about 35 bytes of memory per character, more once queried): kept for good,
+# the 24 files a run over the library corpus imported held 250,000 objects to its end, and a
+# server's grew without bound. Files import the same few modules again and again: on both
+# corpora, 128,000 characters would have parsed no file twice.
+KEPT_CHARACTERS = 256_000
+_parsed: dict[str, tuple[list[int], Facts | None, int]] = {}  # path -> (stamp, facts, characters), oldest use first
 _buffers: dict[str, str] = {}  # absolute path -> the text of an editor's open buffer of that file
 _recording: list[dict[str, list[int] | None]] = []
 
@@ -70,7 +77,7 @@ def read_text(path: str) -> str:
 def stamp(path: str) -> list[int] | None:
     """What a result that read `path` depends on: (modification time, size) on disk, or a
     digest of an open buffer's text (-1 first, so it never equals a file's stamp)."""
-    text = _buffers.get(os.path.abspath(path))
+    text = _buffers.get(os.path.abspath(path)) if _buffers else None
     if text is not None:
         return [-1, zlib.crc32(text.encode("utf-8", "surrogatepass")), len(text)]
     try:
@@ -179,15 +186,24 @@ def facts_of(path: str, seen: frozenset[str]) -> Facts | None:
     current = noted(path)
     if current is None:
         return None
-    cached = _parsed.get(path)
+    cached = _parsed.pop(path, None)
     if cached is not None and cached[0] == current:
+        _parsed[path] = cached  # now the most recently used
         return cached[1]
-    facts = _build(path, seen)
-    _parsed[path] = (current, facts)
+    facts, characters = _build(path, seen)
+    _parsed[path] = (current, facts, characters)
+    while len(_parsed) > 1 and sum(entry[2] for entry in _parsed.values()) > KEPT_CHARACTERS:
+        del _parsed[next(iter(_parsed))]
     return facts
 
 
-def _build(path: str, seen: frozenset[str]) -> Facts | None:
+def forget() -> None:
+    """Drop the other files' facts kept so far (they are built again when asked for)."""
+    _parsed.clear()
+
+
+def _build(path: str, seen: frozenset[str]) -> tuple[Facts | None, int]:
+    """The file's facts and how many characters its source has (what keeping it costs)."""
     import libcst as cst
     from odelint.analysis.facts import Facts, model_node_types
     from odelint.analysis.scopes import build_scope_index
@@ -195,9 +211,9 @@ def _build(path: str, seen: frozenset[str]) -> Facts | None:
     try:
         source = read_text(path)
         if len(source) > _MAX_FILE_BYTES:
-            return None
+            return None, 0
         module = cst.parse_module(source)
         index = build_scope_index(module, model_node_types())
     except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError, ValueError):
-        return None
-    return Facts(index, path, seen | {os.path.abspath(path)})
+        return None, 0
+    return Facts(index, path, seen | {os.path.abspath(path)}), len(source)

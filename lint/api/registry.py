@@ -188,6 +188,7 @@ def opt_in_codes() -> frozenset[str]:
     return frozenset(info.code for info in rule_infos() if info.opt_in)
 
 
+@functools.cache  # asked once per file with the same few sets of codes
 def uses_versions(codes: frozenset[str]) -> bool:
     """Does any of these rules read the target versions of the JAX stack? (From the index, so
     a warm run imports no rule.)"""

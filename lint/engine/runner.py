@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from odelint.analysis import project
 from odelint.api.finding import Finding, Safety
 from odelint.api.registry import SyntaxErrorRule, file_patterns, uses_versions
-from odelint.engine.collector import fewer_collections
+from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
@@ -34,8 +34,7 @@ from odelint.files.fileio import (
     decode,
     display,
     encode,
-    ensure_regular,
-    nonblocking,
+    read_regular,
 )
 from odelint.files.kinds import NOT_LINTED, NOTEBOOK, PYTHON, TEXT, kind_of
 from odelint.files.notebook import SUFFIX, Notebook, NotebookError, NotPythonNotebook
@@ -128,10 +127,12 @@ def process(task: Task) -> Outcome:
     outcome = Outcome(task.path)
     with project.recording() as outcome.depends, _time_limit(task.max_seconds):
         try:
-            return _process(task, outcome)
+            outcome = _process(task, outcome)
         except _TooSlow:
-            return Outcome(task.path, error=f"took longer than {task.max_seconds:g} s to lint; stopped "
-                                            "(raise the limit with --file-timeout)")
+            outcome = Outcome(task.path, error=f"took longer than {task.max_seconds:g} s to lint; stopped "
+                                               "(raise the limit with --file-timeout)")
+    sweeper.linted(_size(task), project.forget)
+    return outcome
 
 
 @contextlib.contextmanager
@@ -248,10 +249,11 @@ def _read(path: str, regular: bool = True) -> bytes:
     """A file's bytes; `regular=False` reads whatever the path is (a pipe named on the
     command line), which must then be read only once."""
     try:
-        with open(path, "rb", opener=nonblocking if regular else None) as handle:
-            if regular:
-                ensure_regular(handle.fileno())
-            data = handle.read(_MAX_READ_BYTES + 1)
+        if regular:
+            data = read_regular(path, _MAX_READ_BYTES)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(_MAX_READ_BYTES + 1)
     except NotRegular as error:
         raise SourceError(f"{error}; skipped") from None
     except OSError as error:
@@ -423,6 +425,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
 
     tasks: list[Task] = []
     cached: list[tuple[str, list[dict]]] = []
+    described: dict[tuple[int, bool], str] = {}  # the versions and options in cache keys, per settings
     for target in targets:
         try:
             settings = resolver.for_path(target.path if target.path != "-" else resolver.cwd)
@@ -454,8 +457,10 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
             except SourceError as error:
                 result.errors.append((target.path, str(error)))
                 continue
-            described = describe(versions) + _described(settings.options)
-            hit = cache.get(result_cache.key(read, target.path, kind or PYTHON, described), codes)
+            settings_key = (id(settings), bool(versions))  # the resolver keeps every settings object alive
+            if settings_key not in described:
+                described[settings_key] = describe(versions) + _described(settings.options)
+            hit = cache.get(result_cache.key(read, target.path, kind or PYTHON, described[settings_key]), codes)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue

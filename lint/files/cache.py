@@ -42,8 +42,10 @@ def key(data: bytes, filename: str, kind: str, versions: str = "") -> str:
     return digest.hexdigest()
 
 
-def _subkey(codes: Iterable[str]) -> str:
-    return ",".join(sorted(codes))
+def _subkey(codes: Iterable[str], relevant: Iterable[str]) -> str:
+    """The enabled codes among the relevant ones (a file's few, looked up in the many enabled)."""
+    enabled = codes if isinstance(codes, (set, frozenset)) else set(codes)
+    return ",".join(sorted(code for code in relevant if code in enabled))
 
 
 _FINDING_FIELDS: dict[str, tuple[type, ...]] = {
@@ -71,25 +73,16 @@ def _valid_findings(findings: object) -> bool:
         for finding in findings)
 
 
-def _unchanged(depends: object, stamp: Stamp) -> bool:
-    """Do the project files a cached result depends on still have the stamps it was made with?
-    A path recorded as absent (None) must still be absent: a module created since would now answer."""
-    if not isinstance(depends, dict):
-        return False
-    return all(isinstance(path, str) and _still(stamp(path), recorded) for path, recorded in depends.items())
-
-
-def _still(found: list[int] | None, recorded: object) -> bool:
-    """[] records only that a path existed (a root marker, a module found but not read)."""
-    return found is not None if recorded == [] else found == recorded
-
-
 class Cache:
     def __init__(self, folder: str, stamp: Stamp) -> None:
         """`stamp` is how the model stamped the project files a result read (the engine
         passes `odelint.analysis.project.stamp`: this layer knows nothing of the model)."""
         self.folder = folder
         self._stamp = stamp
+        # Stamps taken once per run: the files of a project depend on the same few (its root
+        # markers, its shared modules); a warm run over the users corpus asked for 12,883
+        # stamps of 2,979 paths.
+        self._stamps: dict[str, list[int] | None] = {}
         self.file = os.path.join(folder, f"results-{__version__}.json")
         self._entries: dict[str, dict] = {}
         self._dirty = False
@@ -110,10 +103,10 @@ class Cache:
         entry = self._entries.get(cache_key)
         if not _well_formed(entry):
             return None
-        if not _unchanged(entry.get("depends", {}), self._stamp):
+        if not self._unchanged(entry.get("depends", {})):
             return None
         relevant = entry["relevant"]
-        findings = entry["results"].get(_subkey(code for code in codes if code in relevant))
+        findings = entry["results"].get(_subkey(codes, relevant))
         if not _valid_findings(findings):
             return None
         now = int(time.time())
@@ -121,6 +114,25 @@ class Cache:
             entry["used"] = now
             self._dirty = True
         return findings
+
+    def _unchanged(self, depends: object) -> bool:
+        """Do the project files a cached result depends on still have the stamps it was made
+        with? A path recorded as absent (None) must still be absent: a module created since
+        would now answer; [] records only that a path existed (a root marker, a module found
+        but not read). (One loop, no call per path: a warm run checks every file's paths.)"""
+        if not isinstance(depends, dict):
+            return False
+        stamps = self._stamps
+        for path, recorded in depends.items():
+            if path in stamps:
+                found = stamps[path]
+            elif isinstance(path, str):
+                found = stamps[path] = self._stamp(path)
+            else:
+                return False
+            if (found is None) if recorded == [] else (found != recorded):
+                return False
+        return True
 
     def put(self, cache_key: str, relevant: Iterable[str], codes: Iterable[str], findings: list[dict],
             depends: dict[str, list[int] | None] | None = None) -> None:
@@ -136,7 +148,7 @@ class Cache:
             recorded = entry.get("depends")
             entry["depends"] = {**(recorded if isinstance(recorded, dict) else {}), **depends}
         stored = [{k: v for k, v in finding.items() if k != "path"} for finding in findings]
-        entry["results"][_subkey(code for code in codes if code in relevant)] = stored
+        entry["results"][_subkey(codes, relevant)] = stored
         entry["used"] = int(time.time())
         self._dirty = True
 

@@ -246,6 +246,8 @@ def parse_config_options(values: Sequence[str], codes: Sequence[str]) -> tuple[s
 
     Returns (the file or None, the validated overrides); an unknown key, a bad value or a
     second file raises ConfigError naming the option."""
+    if not values:
+        return None, {}
     import tomllib
 
     path: str | None = None

@@ -76,6 +76,10 @@ class GitIgnore:
             self._chains[folder] = [*above, (folder, spec)] if spec is not None else above
         return self._chains[folder]
 
+    def applies(self, folder: str) -> bool:
+        """Does any .gitignore apply to the entries of `folder`?"""
+        return bool(self._chain(os.path.abspath(folder)))
+
     def ignored(self, path: str, is_dir: bool) -> bool:
         path = os.path.abspath(path)
         decision = False
@@ -163,10 +167,18 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             continue
         base = settings.relative(folder)
         inside = not base.startswith("..")
+        # Outside the root and not above it (`../other/pkg`), `exclude` matches a path by its
+        # name, as `Settings.excluded` would find after a relpath per file.
+        beside = not inside and any(part != ".." for part in base.split("/"))
 
-        def relative(name: str, base: str = base, inside: bool = inside) -> str | None:
+        def relative(name: str, base: str = base, inside: bool = inside, beside: bool = beside) -> str | None:
             """`name` relative to the settings' root, without a relpath per file."""
+            if beside:
+                return name
             return (name if base == "." else f"{base}/{name}") if inside else None
+
+        # Most trees have no .gitignore above or in them: then no entry needs asking.
+        ignoring = settings.respect_gitignore and gitignore.applies(folder)
 
         included = _inclusion(settings.include_patterns(patterns))
         kept = []
@@ -174,7 +186,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             path = os.path.join(folder, name)
             if settings.excluded(path, is_dir=True, relative=relative(name)):
                 continue
-            if settings.respect_gitignore and gitignore.ignored(path, is_dir=True):
+            if ignoring and gitignore.ignored(path, is_dir=True):
                 continue
             kept.append(name)
         dirs[:] = kept
@@ -186,7 +198,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
                 continue
             path = os.path.join(folder, name)
             if settings.excluded(path, relative=relative(name)) or (
-                    settings.respect_gitignore and gitignore.ignored(path, is_dir=False)):
+                    ignoring and gitignore.ignored(path, is_dir=False)):
                 continue
             yield path
 

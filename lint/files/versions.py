@@ -2,8 +2,8 @@
 
 Each package's version comes from, in order: `--target-version jax==0.4.33` (or the
 `target-version` setting), an exact pin (`==`) in the project's dependency files next to its
-configuration, and the distribution installed here (read with importlib.metadata; the
-package is never imported). A package found nowhere maps to None.
+configuration, and the distribution installed here (its metadata, read as
+importlib.metadata reads it; the package is never imported). A package found nowhere maps to None.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import re
+import sys
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
@@ -26,10 +28,10 @@ class TargetError(ValueError):
 
 
 def parse_targets(values: Iterable[str], where: str) -> dict[str, Version]:
-    from packaging.utils import canonicalize_name  # imports packaging.tags: only for target versions
-
     targets: dict[str, Version] = {}
     for value in values:
+        from packaging.utils import canonicalize_name  # imports packaging.tags: only for target versions
+
         name, sep, version = value.partition("==")
         name = canonicalize_name(name.strip())
         if not sep or name not in PACKAGES:
@@ -44,16 +46,19 @@ def parse_targets(values: Iterable[str], where: str) -> dict[str, Version]:
 
 def pinned(folder: str) -> dict[str, Version]:
     """Exact, unconditional pins (`jax==0.4.33`) in the dependency files directly in `folder`."""
-    from odelint.api import dependency_files  # the parser ODL501 uses
-
     pins: dict[str, Version] = {}
     for pattern in PIN_FILES:
         for path in sorted(glob.glob(os.path.join(glob.escape(folder), pattern))):
             try:
                 with open(path, encoding="utf-8") as handle:
-                    declared = dependency_files.read(os.path.basename(path), handle.read())
+                    text = handle.read()
             except (OSError, UnicodeDecodeError):
                 continue
+            if not _may_pin(text):
+                continue
+            from odelint.api import dependency_files  # the parser ODL501 uses (20 ms to import)
+
+            declared = dependency_files.read(os.path.basename(path), text)
             for item in declared:
                 specs = list(item.specifier)
                 if item.name in PACKAGES and not item.conditional and len(specs) == 1 \
@@ -65,13 +70,81 @@ def pinned(folder: str) -> dict[str, Version]:
     return pins
 
 
+def _may_pin(text: str) -> bool:
+    """An exact pin needs `==` and a package's name (whose canonical form has no separator to
+    vary): most dependency files have neither together, and are not parsed."""
+    lowered = text.lower()
+    return "==" in lowered and any(name in lowered for name in PACKAGES)
+
+
 def installed(name: str) -> Version | None:
-    from importlib import metadata  # only when a rule asks for versions
+    """The installed distribution's version, as importlib.metadata reads it. Its `.dist-info`
+    folder is found here on `sys.path` the way importlib.metadata's path finder looks;
+    importlib.metadata itself (20 ms to import, with the e-mail parser, on every run that
+    answers from the cache) only where that look cannot be sure."""
+    found = _dist_info(name)
+    if found is not _UNSURE:
+        try:
+            return Version(found) if found is not None else None
+        except InvalidVersion:
+            return None
+    from importlib import metadata
 
     try:
         return Version(metadata.version(name))
     except (metadata.PackageNotFoundError, InvalidVersion):
         return None
+
+
+_UNSURE = "unsure"
+
+
+def _dist_info(name: str) -> str | None:
+    """The `Version:` of the first `.dist-info` folder on `sys.path` named for `name` (None
+    when there is none), or _UNSURE when importlib.metadata might answer otherwise: another
+    finder of distributions, an archive or an egg on the path, an `.egg-info`, odd metadata."""
+    import importlib.machinery
+
+    if any(hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder
+           for finder in sys.meta_path):
+        return _UNSURE
+    wanted = _normalized(name)
+    for entry in sys.path:
+        folder = entry or "."
+        if os.path.isfile(folder) or folder.lower().endswith(".egg"):
+            return _UNSURE
+        try:
+            children = os.listdir(folder)
+        except OSError:
+            continue
+        for child in children:
+            low = child.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            if _normalized(low.rpartition(".")[0].partition("-")[0]) != wanted:
+                continue
+            return _version_in(os.path.join(folder, child, "METADATA")) if low.endswith(".dist-info") else _UNSURE
+    return None
+
+
+def _normalized(name: str) -> str:
+    """importlib.metadata's normalisation of a distribution's name (PEP 503, with `_`)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _version_in(path: str) -> str | None:
+    """The `Version:` header of a METADATA file (_UNSURE when it has none or cannot be read)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break
+                key, colon, value = line.partition(":")
+                if colon and key.lower() == "version":
+                    return value.strip()
+    except (OSError, UnicodeDecodeError):
+        pass
+    return _UNSURE
 
 
 @functools.cache
