@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
-import difflib
-import hashlib
 import json
 import re
 import tokenize
@@ -136,6 +134,8 @@ class Program:
                   for cell in self.cells for number, line in enumerate(lines(cell.text)) if number in cell.masked}
         placed: dict[int, list[str]] = {cell.index: [] for cell in self.cells}
         heads: dict[int, list[str]] = {cell.index: [] for cell in self.cells}  # lines for a cell's top
+        import difflib  # only a fix writing back needs it
+
         matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
         for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
             if tag == "equal":
@@ -400,6 +400,8 @@ _cell_lines_cache: dict[str, Notebook | None] = {}
 def cell_lines(source: str | bytes, number: int) -> list[str] | None:
     """The lines of cell `number` of a notebook file (a path) or of a notebook's bytes;
     None when it cannot be read. Each notebook is parsed once per process."""
+    import hashlib  # only a cache key of bytes needs it
+
     name = source if isinstance(source, str) else hashlib.sha256(source).hexdigest()
     if name not in _cell_lines_cache:
         try:
