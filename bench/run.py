@@ -198,7 +198,10 @@ def _output(command: list[str]) -> str:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"unavailable ({error})"
-    return " ".join((done.stdout or done.stderr).split())
+    if done.returncode != 0:  # the tool is not installed there: its error's last line says why
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return f"unavailable ({lines[-1] if lines else f'exit {done.returncode}'})"
+    return " ".join(done.stdout.split())
 
 
 _VERSION_OF_LIBCST = "import importlib.metadata as m; print(m.version('libcst'))"
