@@ -49,7 +49,6 @@ class IdleCollector:
         self.handle = self.loop.call_later(self.idle, gc.collect)
 
 
-
 # A file's trees are freed only by a full collection: its scopes and their bindings refer to
 # each other, and every node hangs from them. With the thresholds above a full collection
 # seldom comes, so files' garbage piled up and fragmented the heap: a run over the library

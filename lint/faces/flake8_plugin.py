@@ -16,9 +16,10 @@ import sys
 from collections.abc import Iterator
 
 from odelint import __version__
+from odelint.analysis import project
 from odelint.api.registry import SyntaxErrorRule, all_rules
 from odelint.engine import noqa
-from odelint.engine.collector import fewer_collections
+from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.core import lint_source
 from odelint.files.config import ConfigResolver, Overrides
 
@@ -66,6 +67,7 @@ class Flake8Plugin:
         tree = self.tree if isinstance(self.tree, ast.Module) else None
         result = lint_source(source, self.filename, codes, python=True, apply_noqa=False, tree=tree,
                              options=settings.options)
+        sweeper.linted(len(source), project.forget)  # as the runner does: files' garbage freed as it comes
         findings = (result.findings if self.disable_noqa
                     else noqa.unsuppressed(result.findings, source, line_level=False))
         for crash in result.crashes:
