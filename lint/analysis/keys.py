@@ -30,7 +30,9 @@ does not), so a rule can report only the bugs by default and every reuse in a st
 - a draw whose value never meets the other: it is only displayed or dropped (`print(...)` of
   it, a bare expression statement, a call whose result is thrown away), or the name holding
   it is assigned again before anything but a `print` read it (`x = normal(key); print(x)`,
-  then `x = normal(key, (n, n))` for a timing input).
+  then `x = normal(key, (n, n))` for a timing input), or the key goes to a model whose
+  randomness is switched off (`inference=True`, `enable_dropout=False`: the table's
+  `keys.inference_flags`), which draws nothing from it.
 A key that was split (or handed to a constructor that splits it) and is then used again is
 never deliberate: the later draws equal the subkeys' draws. A key is also consumed when it is
 passed by position to a function of this file that splits or draws from that parameter.
@@ -41,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 from odelint.analysis import jax_api
@@ -60,7 +62,8 @@ from odelint.analysis.scopes import (
 )
 
 SPLIT, DRAW, PASS = "split", "draw", "pass"  # how a call consumes a key
-_APART = "one draw's value is only displayed, dropped or overwritten unread: the two never meet"
+_APART = ("one draw's value never meets the other: it is only displayed, dropped or overwritten unread, "
+          "or handed to a model whose randomness is switched off")
 _SPLIT = "jax.random.split"
 
 if TYPE_CHECKING:
@@ -110,9 +113,9 @@ class KeyUses:
         self._derived: set[int] = set()  # constant keys that `fold_in` turns into per-iteration keys
         self._repeats: list[bool] = []  # for each loop around: does it repeat one computation?
         # a draw's value, followed within its body: whether it ever meets anything else
-        self._holds: dict[str, tuple[int, int]] = {}  # name -> (id of the consuming call it holds, depth)
-        self._used: set[int] = set()       # consuming calls whose value reached other code
-        self._idle: set[int] = set()       # consuming calls whose value was only displayed or dropped
+        # name -> (id of the consuming call whose value it holds, unread but by `print`; its depth)
+        self._holds: dict[str, tuple[int, int]] = {}
+        self._idle: set[int] = set()       # consuming calls whose value meets nothing (shown, dropped, unread)
         self._shown: set[int] = set()      # calls that stand alone as a statement, or inside `print`
         self._consuming: set[int] = set()  # calls that consume a key
         self._assigning: frozenset[str] = frozenset()  # the names the statement being walked assigns
@@ -308,7 +311,7 @@ class KeyUses:
             return
         if type(value) is cst.Call:
             self._shown.add(id(value))
-            call: cst.Call = value
+            call = cast(cst.Call, value)
             if type(call.func) is cst.Name and call.func.value == "print" and not self.facts.index.lookup(
                     "print", self._body or self.facts.index.module_scope):
                 for arg in call.args:
@@ -339,13 +342,7 @@ class KeyUses:
         for name, held in list(self._holds.items()):
             if held[1] >= self._depth:
                 del self._holds[name]
-                self._used.add(held[0])
         return state
-
-    def _read(self, name: str) -> None:
-        held = self._holds.pop(name, None)
-        if held is not None:
-            self._used.add(held[0])
 
     def _release(self, names: Iterable[str]) -> None:
         """Names assigned anew: a draw a name held dies unread if nothing but `print` read it,
@@ -353,10 +350,8 @@ class KeyUses:
         nested function or `global` declaration could read the old value."""
         for name in names:
             held = self._holds.pop(name, None)
-            if held is None:
-                continue
-            dies = held[1] == self._depth and not self._escapes(name)
-            (self._idle if dies else self._used).add(held[0])
+            if held is not None and held[1] == self._depth and not self._escapes(name):
+                self._idle.add(held[0])
 
     def _escapes(self, name: str) -> bool:
         scope = self._body
@@ -502,8 +497,7 @@ class KeyUses:
         every function that touches a key."""
         kind = type(node)
         if kind is cst.Name:
-            if self._holds:
-                self._read(node.value)  # type: ignore[union-attr]
+            self._holds.pop(node.value, None)  # type: ignore[union-attr]  # its draw met other code
             return  # a name consumes nothing itself
         if node is None or kind in _not_run_here():
             return  # a nested definition runs elsewhere
