@@ -257,8 +257,9 @@ def read(data: bytes) -> Notebook:
             if isinstance(cell, dict) and cell.get("cell_type") == "code"]
     cells, program = join(code)
     raw_cells = document["cells"]
-    cells = [dataclasses.replace(cell, shows_error=_demonstrates(raw_cells[cell.index]),
-                                 output=_output_text(raw_cells[cell.index])) for cell in cells]
+    outputs = {cell.index: _output_text(raw_cells[cell.index]) for cell in cells}
+    cells = [dataclasses.replace(cell, shows_error=_demonstrates(raw_cells[cell.index], outputs[cell.index]),
+                                 output=outputs[cell.index]) for cell in cells]
     return Notebook(cells, program, raw=raw, document=document, bom=data.startswith(codecs.BOM_UTF8))
 
 
@@ -266,16 +267,16 @@ def read(data: bytes) -> Notebook:
 _FAILURE_TEXT = "Traceback (most recent call last)"
 
 
-def _demonstrates(cell: dict) -> bool:
+def _demonstrates(cell: dict, output: str) -> bool:
     """Does the cell's saved state show that it demonstrates a failure: an error output, the
     `raises-exception` tag (Jupyter's mark for a cell meant to raise), or a printed traceback?
-    A fix must not rewrite the lesson."""
+    A fix must not rewrite the lesson. `output` is the text of its outputs (`_output_text`)."""
     metadata = cell.get("metadata")
     tags = metadata.get("tags") if isinstance(metadata, dict) else None
     if isinstance(tags, list) and "raises-exception" in tags:
         return True
     return any(output.get("output_type") == "error" for output in _outputs(cell)) or \
-        _FAILURE_TEXT in _output_text(cell)
+        _FAILURE_TEXT in output
 
 
 def _outputs(cell: dict) -> list[dict]:
