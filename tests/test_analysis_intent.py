@@ -290,6 +290,21 @@ def test_a_finding_whose_symptom_the_cell_shows_is_not_reported(
     assert found == ["ODL703 cell 3", "ODL707 cell 4"]
 
 
+def test_a_cell_that_shows_a_symptom_keeps_it_through_a_fix_of_its_own_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fix that rewrites the first line of a cell whose output shows ODL707's symptom (the
+    cell is not a failure, so other rules' fixes apply there): the cell's range follows the
+    rewritten line into the next round, and ODL707 stays unreported after the fix."""
+    shown = {"output_type": "execute_result", "execution_count": 2, "metadata": {},
+             "data": {"text/plain": ["dtype('float32')"]}}
+    cells = [_cell("import jax\nimport jax.numpy as jnp\n", []),
+             _cell("y = jax.tree_map(lambda v: v + 1, [1.0])\n"
+                   "x = jax.random.uniform(jax.random.PRNGKey(0), (3,), dtype=jnp.float64)\nx.dtype\n", [shown])]
+    after, out = _fixed_notebook(tmp_path, monkeypatch, capsys, cells, "ODL707,ODL901")
+    assert after[1]["source"][0] == "y = jax.tree.map(lambda v: v + 1, [1.0])\n"  # the other rule's fix applies
+    assert "Found 1 finding (1 fixed, 0 remaining)" in out                        # ODL707 never reported
+
+
 # ---- x64 switched on elsewhere in the project (odelint.analysis.x64), honoured by ODL707
 
 REQUEST = "import jax.numpy as jnp\n\nx = jnp.zeros(3, dtype=jnp.float64)\n"
