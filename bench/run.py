@@ -306,20 +306,25 @@ def _linear_fit(points: list[tuple[int, float]]) -> str:
 
 def _gate_one(path: str) -> tuple[str, int, int, bool, bool]:
     from odelint.engine.core import lint_source
+    from odelint.files.config import RULE_OPTIONS
 
     text = Path(path).read_text(encoding="utf-8")
     gated, ungated = lint_source(text, path), lint_source(text, path, gate=False)
+    every = frozenset(RULE_OPTIONS)  # a declaration may read the settings (`Needs.setting`)
+    gated_set, ungated_set = lint_source(text, path, options=every), lint_source(text, path, gate=False, options=every)
 
     def key(result) -> list[tuple]:
         return sorted((f.code, f.span.line, f.span.column, f.message) if f.code != "ODL000" else ("ODL000",)
                       for f in result.findings)
 
-    same = key(gated) == key(ungated) and not gated.crashes and not ungated.crashes
+    same = all(key(with_gate) == key(without) and not with_gate.crashes and not without.crashes
+               for with_gate, without in ((gated, ungated), (gated_set, ungated_set)))
     return path, len(gated.findings), len(ungated.findings), gated.parsed, same
 
 
 def check_gate(part: Slice, jobs: int) -> int:
-    """Lint every file with and without the gate; any difference is a missed finding."""
+    """Lint every file with and without the gate, with the default settings and with every
+    setting rules read on; any difference is a missed finding."""
     from concurrent.futures import ProcessPoolExecutor
 
     files = [str(path) for path in _python_files(part.folder)]

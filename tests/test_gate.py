@@ -14,6 +14,7 @@ from odelint.analysis.scopes import build_scope_index, children_of, trivia
 from odelint.api.registry import all_rules, file_patterns
 from odelint.api.rule import Rule
 from odelint.engine.core import lint_source
+from odelint.files.config import RULE_OPTIONS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -77,10 +78,12 @@ def _comparable(findings) -> list[tuple]:
                   for f in findings)
 
 
+@pytest.mark.parametrize("options", [frozenset(), frozenset(RULE_OPTIONS)], ids=["default", "every-setting"])
 @pytest.mark.parametrize(("path", "text"), INPUTS, ids=[path for path, _ in INPUTS])
-def test_gate_misses_nothing(path: str, text: str) -> None:
-    gated = lint_source(text, path)
-    ungated = lint_source(text, path, gate=False)
+def test_gate_misses_nothing(path: str, text: str, options: frozenset[str]) -> None:
+    """With every setting rules read on too: a declaration may read them (`Needs.setting`)."""
+    gated = lint_source(text, path, options=options)
+    ungated = lint_source(text, path, gate=False, options=options)
     assert gated.crashes == [] and ungated.crashes == []
     assert _comparable(gated.findings) == _comparable(ungated.findings)
 

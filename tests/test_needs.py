@@ -13,7 +13,7 @@ from odelint.analysis.sketch import Sketch
 from odelint.analysis.sketch_facts import FACTS
 from odelint.api.registry import all_rules
 from odelint.api.rule import Rule
-from odelint.engine.core import lint_source
+from odelint.engine.core import candidates, lint_source
 
 
 def sketch(source: str) -> Sketch:
@@ -96,3 +96,149 @@ def test_a_key_passed_by_position_to_two_functions_that_consume_it_may_be_reused
     once = KEY_THROUGH_HELPERS.replace("    decode_batch(state, rng)\n", "")
     assert not Needs.fact("reused_key").holds(sketch(once))
     assert lint_source(KEY_THROUGH_HELPERS, "train.py", {"ODL704"}).findings  # the rule agrees
+
+
+def test_a_keyword_row_opens_the_gate_only_for_a_call_given_the_keyword() -> None:
+    """ODL911's rows for `eqx.filter_jit(fn=...)`: nearly every Equinox file calls
+    `eqx.filter_jit`, and only a call passing a removed keyword can be reported."""
+    rule = next(rule for rule in all_rules() if rule.code == "ODL911")
+    plain = "import equinox as eqx\n\n@eqx.filter_jit\ndef step(model, x):\n    return model(x)\n"
+    old = "import equinox as eqx\n\nstep = eqx.filter_jit(fn=lambda model, x: model(x))\n"
+    assert not rule.needs.holds(sketch(plain))
+    assert rule.needs.holds(sketch(old))
+    assert lint_source(old, "train.py", {"ODL911"}, versions={"equinox": None}).findings  # the rule agrees
+
+
+def test_a_call_row_opens_the_gate_for_a_call_through_an_alias() -> None:
+    """ODL905 reports calls of `eqx.static_field`, also under another local name."""
+    rule = next(rule for rule in all_rules() if rule.code == "ODL905")
+    aliased = ("import equinox as eqx\nstatic = eqx.static_field\n\n"
+               "class Net(eqx.Module):\n    size: int = static()\n")
+    assert rule.needs.holds(sketch(aliased))
+    assert not rule.needs.holds(sketch("import equinox as eqx\n\nclass Net(eqx.Module):\n    size: int\n"))
+    assert lint_source(aliased, "net.py", {"ODL905"}).findings
+
+
+REUSE_MAYBE = {  # a key that may be consumed twice: the pre-check must let ODL704 run
+    "no fresh value between": "a = jax.random.normal(key)\nb = jax.random.uniform(key)\n",
+    "fresh on one branch only": ("a = jax.random.normal(key)\nif flag:\n    key = jax.random.key(1)\n"
+                                 "b = jax.random.uniform(key)\n"),
+    "fresh before the second, not before the next iteration's first": (
+        "for i in range(3):\n    a = jax.random.normal(key)\n    key = jax.random.key(i)\n"
+        "    b = jax.random.uniform(key)\n"),
+    "a lambda reads the name when called": ("draw = lambda: jax.random.normal(key)\nkey = jax.random.key(1)\n"
+                                            "a = draw()\nb = jax.random.uniform(key)\n"),
+    "given twice in one call": "pair = combine(jax.random.normal(key), jax.random.uniform(key))\n",
+}
+
+REUSE_APART = {  # every consumption sees a fresh key: the pre-check may keep the parse away
+    "split between": ("key, sub = jax.random.split(key)\na = jax.random.normal(sub)\n"
+                      "key, sub = jax.random.split(key)\nb = jax.random.uniform(sub)\n"),
+    "two branches of one if": "if flag:\n    a = jax.random.normal(key)\nelse:\n    a = jax.random.uniform(key)\n",
+    "a seed checked and made a key": ("if isinstance(key, int):\n    key = jax.random.PRNGKey(key)\n"
+                                      "a = jax.random.normal(key)\n"),
+    "split between, both ways round a loop": (
+        "for i in range(3):\n    key, sub = jax.random.split(key)\n    a = jax.random.normal(sub)\n"
+        "    key, sub = jax.random.split(key)\n    b = jax.random.uniform(sub)\n"),
+}
+
+
+def _in_function(body: str) -> str:
+    return "import jax\n\ndef sample(key, flag, combine):\n" + textwrap.indent(body, "    ") + "    return key\n"
+
+
+@pytest.mark.parametrize("body", REUSE_MAYBE.values(), ids=REUSE_MAYBE.keys())
+def test_two_uses_of_a_key_with_no_fresh_value_surely_between_may_be_a_reuse(body: str) -> None:
+    assert Needs.fact("reused_key").holds(sketch(_in_function(body)))
+
+
+@pytest.mark.parametrize("body", REUSE_APART.values(), ids=REUSE_APART.keys())
+def test_uses_of_a_key_a_fresh_value_separates_are_no_reuse(body: str) -> None:
+    """The KeyUses way of following statements: an assignment between two uses gives the name
+    a fresh value; the rule, strict mode too, agrees that nothing is reused."""
+    code = _in_function(body)
+    assert not Needs.fact("reused_key").holds(sketch(code))
+    strict = frozenset({"strict-key-reuse"})
+    assert lint_source(code, "sample.py", {"ODL704"}, gate=False, options=strict).findings == []
+
+
+BOUND_METHOD = """
+import jax
+
+
+class Trainer:
+    def draw(self, rng_key, params):
+        return jax.random.normal(rng_key) + params
+
+    def fit(self, params):
+        for step in range(3):
+            key = jax.random.key(step)
+            loss = self.draw(key, params)
+        return loss
+"""
+
+
+def test_a_call_on_self_passes_its_first_argument_to_the_second_parameter() -> None:
+    """`self.draw(key, params)` gives `draw` its key as `rng_key`: `params`, passed on every
+    iteration, is not a key (the shift by `self` was once taken both ways)."""
+    assert not Needs.fact("reused_key").holds(sketch(BOUND_METHOD))
+    static = BOUND_METHOD.replace("    def draw(self, rng_key", "    @staticmethod\n    def draw(self, rng_key")
+    assert Needs.fact("reused_key").holds(sketch(static))  # `self.draw(key, params)` gives `params` as `rng_key`
+    strict = frozenset({"strict-key-reuse"})
+    assert lint_source(BOUND_METHOD, "trainer.py", {"ODL704"}, gate=False, options=strict).findings == []
+
+
+def test_key_reuse_in_a_test_is_parsed_for_only_in_strict_mode() -> None:
+    """Every reuse in a test module is deliberate (`KeyUses.in_test`), so only strict mode can
+    report one there: the pre-check reads the setting (`Needs.setting`)."""
+    rule = next(rule for rule in all_rules() if rule.code == "ODL704")
+    code = _in_function(REUSE_MAYBE["no fresh value between"])
+    strict = frozenset({"strict-key-reuse"})
+    assert candidates(code, "tests/test_sample.py", [rule]) == []
+    assert candidates(code, "tests/test_sample.py", [rule], strict) == [rule]
+    assert candidates(code, "sample.py", [rule]) == [rule]
+    assert lint_source(code, "tests/test_sample.py", {"ODL704"}, gate=False).findings == []
+    assert lint_source(code, "tests/test_sample.py", {"ODL704"}, options=strict).findings
+
+
+THROUGH_JIT = """
+import jax
+
+
+def train_step(state, rng):
+    return state + jax.random.normal(rng)
+
+
+def train(state, rng):
+    step = jax.jit(train_step)
+    for _ in range(3):
+        state = step(state, rng)
+    return state
+"""
+
+THROUGH_AN_ATTRIBUTE = """
+import functools
+import jax
+
+
+def train_step(state, rng):
+    return state + jax.random.normal(rng)
+
+
+class Trainer:
+    def __init__(self):
+        self.step = functools.partial(train_step, 0.0)
+
+    def fit(self, rng):
+        return self.step(rng) + self.step(rng)
+"""
+
+
+def test_a_key_given_to_a_wrapped_consuming_function_may_be_reused() -> None:
+    """`step = jax.jit(train_step)` then `step(state, rng)` on every iteration (flax's lm1b
+    example): the rule follows the wrapper to `train_step` and strict mode reports the reuse,
+    so the pre-check must let it run; so too through an attribute holding a partial."""
+    assert Needs.fact("reused_key").holds(sketch(THROUGH_JIT))
+    strict = frozenset({"strict-key-reuse"})
+    assert lint_source(THROUGH_JIT, "train.py", {"ODL704"}, gate=False, options=strict).findings
+    assert Needs.fact("reused_key").holds(sketch(THROUGH_AN_ATTRIBUTE))

@@ -49,7 +49,7 @@ import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, keyword_arg
 from odelint.analysis.facts import Facts, Kind
-from odelint.analysis.project import is_benchmark_file, is_test_module
+from odelint.analysis.project import is_test_or_benchmark
 from odelint.analysis.scopes import (
     COMPREHENSION,
     FUNCTION,
@@ -104,7 +104,7 @@ class KeyUses:
         self.drawn_constant_keys: set[int] = set()  # constant keys in loops that a jax.random call receives
         # tests and benchmarks make inputs and compare key derivations: their reuse is throwaway
         # a test or benchmark: fixed keys there are reproducible inputs, not independent draws
-        self.in_test = bool(facts.path) and (is_test_module(facts.path) or is_benchmark_file(facts.path))  # type: ignore[arg-type]
+        self.in_test = is_test_or_benchmark(facts.path)
         self._consumed_parameters: dict[int, set[str]] | None = None
         self._from_split: set[str] = set()       # names bound by `a, b = split(...)`: a key stream
         self._constant_names: dict[str, int] = {}  # name -> the constant key call it holds

@@ -117,6 +117,11 @@ class Needs:
         return Need(f"imports({name})", lambda sketch: sketch.imports(name))
 
     @staticmethod
+    def setting(name: str) -> Need:
+        """The setting is on (`strict-key-reuse = true`, FileContext.options)."""
+        return Need(f"setting({name})", lambda sketch: name in sketch.options)
+
+    @staticmethod
     def may_hold_modules() -> Need:
         """A value of the file may be an Equinox module (Sketch.may_hold_modules)."""
         return Need("may_hold_modules()", lambda sketch: sketch.may_hold_modules(), costly=True)

@@ -119,6 +119,11 @@ def is_benchmark_file(path: str) -> bool:
     return "benchmarks" in folders or "bench" in folders
 
 
+def is_test_or_benchmark(path: str | None) -> bool:
+    """A test module or a benchmark, whose random inputs are made up: one key reused there is deliberate."""
+    return bool(path) and (is_test_module(path) or is_benchmark_file(path))  # type: ignore[arg-type]
+
+
 def project_root(path: str) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
     while True:

@@ -37,9 +37,10 @@ _Third = TypeVar("_Third", bound=ast.AST)
 class Sketch:
     """What a file may hold, from its `ast`: every answer may say yes too often, never too rarely."""
 
-    def __init__(self, tree: ast.Module, path: str | None = None) -> None:
+    def __init__(self, tree: ast.Module, path: str | None = None, options: frozenset[str] = frozenset()) -> None:
         self.tree = tree
         self.path = path
+        self.options = options  # the settings rules read (FileContext.options)
         self._aliases: dict[str, list[str]] = {}        # name -> the dotted names it may stand for
         self._assigned: dict[str, list[ast.expr]] = {}  # name -> values assigned to it anywhere
         # name -> functions (methods too) of that name
@@ -57,6 +58,7 @@ class Sketch:
         self._collect()
         self._by_name: dict[str, frozenset[str]] = {}
         self._by_attr: dict[str, list[ast.Attribute]] | None = None
+        self._assigned_attributes: dict[str, list[ast.expr]] | None = None
         self._modules: bool | None = None
         self._reach: SketchReach | None = None
         self._arrays: SketchArrays | None = None
@@ -138,6 +140,16 @@ class Sketch:
     def assigned(self, name: str) -> list[ast.expr]:
         """The values assigned to `name` anywhere in the file (`x = ...`, tuple targets included)."""
         return self._assigned.get(name, [])
+
+    def assigned_attribute(self, attr: str) -> list[ast.expr]:
+        """The values assigned to an attribute of this name anywhere in the file (`self.attr = ...`)."""
+        if self._assigned_attributes is None:
+            self._assigned_attributes = {}
+            for node in self.of_type(ast.Assign, ast.AnnAssign):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(target, ast.Attribute) and node.value is not None:
+                        self._assigned_attributes.setdefault(target.attr, []).append(node.value)
+        return self._assigned_attributes.get(attr, [])
 
     def qualnames(self, node: ast.expr) -> frozenset[str]:
         """The dotted names `node` may refer to (`jnp.where` -> jax.numpy.where)."""

@@ -5,6 +5,7 @@ the model (never in a rule) and, like every Sketch answer, erring towards "maybe
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Callable, Iterator
 
 import libcst as cst
@@ -25,7 +26,7 @@ from odelint.analysis.sketch_calls import (
     only_defined,
     positional,
 )
-from odelint.analysis.sketch_reach import rebinds_each_iteration, repeating_loop
+from odelint.analysis.sketch_reach import bound_between, rebinds_each_iteration, repeating_loop
 
 FACTS: dict[str, Callable[[Sketch], bool]] = {}
 
@@ -206,32 +207,72 @@ def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
 
 @fact("reused_key")
 def reused_key(sketch: Sketch) -> bool:
-    """A key that may be consumed twice (in one function, or again on a loop's next
-    iteration), or a constant key made in a loop that repeats."""
+    """A key that may be consumed twice (in one function, with no fresh value between the two
+    uses, or again on a loop's next iteration), or a constant key made in a loop that repeats."""
+    uses: dict[tuple[int, str], list[ast.Call]] = {}      # calls a name is given to, in order
     consumers: dict[tuple[int, str], int] = {}
     passed: dict[tuple[int, str], int] = {}  # names given by position (a function may split them)
     for call in sketch.calls:
+        if _never_consumes(sketch, call):
+            continue
         for arg in call.args:
             if isinstance(arg, ast.Name):
                 where = (id(sketch.enclosing_function(call)), arg.id)
                 passed[where] = passed.get(where, 0) + 1
+                uses.setdefault(where, []).append(call)
     consuming = _key_parameters(sketch)
+    suspects: set[tuple[int, str]] = set()
     for call in sketch.calls:
         key = _key_argument(sketch, call)
-        for consumed in [key] if key is not None else _passed_to_key_parameters(call, consuming):
+        for consumed in [key] if key is not None else _passed_to_key_parameters(sketch, call, consuming):
             loop = repeating_loop(sketch, call)
             if loop is not None and not rebinds_each_iteration(loop, consumed):
                 return True  # consumed again on the next iteration
             where = (id(sketch.enclosing_function(call)), consumed)
             consumers[where] = consumers.get(where, 0) + 1
+            if key is not None and not any(arg is call for arg in uses.get(where, ())):
+                uses.setdefault(where, []).append(call)  # given as `key=`
             if consumers[where] > 1 or (key is not None and passed.get(where, 0) > 1):
-                return True
+                suspects.add(where)
         makes_key = any(jax_api.makes_key(name) for name in sketch.qualnames(call.func))
         if key is None and makes_key and _constant_args(call):
             loop = repeating_loop(sketch, call)
             if loop is not None and _counting(loop):
                 return True
-    return False
+    return any(_meet(sketch, uses[where], where[1]) for where in suspects)
+
+
+@fact("not_a_test")
+def not_a_test(sketch: Sketch) -> bool:
+    """Neither a test module nor a benchmark (`KeyUses.in_test`: a key reused there is deliberate)."""
+    from odelint.analysis.project import is_test_or_benchmark
+
+    return not is_test_or_benchmark(sketch.path)
+
+
+def _meet(sketch: Sketch, calls: list[ast.Call], name: str) -> bool:
+    """May two of these calls get the same value of `name`: no assignment of it between them
+    (`key, sub = split(key)` between two draws), as `KeyUses` follows a function's statements?"""
+    if len(calls) > _PAIRS_JUDGED:
+        return True
+    ordered = sorted({id(call): call for call in calls}.values(), key=lambda call: (call.lineno, call.col_offset))
+    return len(ordered) < len(calls) or any(not bound_between(sketch, first, second, name)
+                                            for number, first in enumerate(ordered) for second in ordered[number + 1:])
+
+
+def _never_consumes(sketch: Sketch, call: ast.Call) -> bool:
+    """A call `KeyUses` never finds consuming a key it is given by position: a Python builtin
+    the file does not shadow (`isinstance(key, int)`, `print(key)`), or a `jax.random`
+    function that takes no key (`jax.random.PRNGKey(seed)`)."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in _BUILTINS and not sketch.binds(func.id):
+        return True
+    names = sketch.qualnames(func)
+    return bool(names) and all(name.startswith("jax.random.") and not jax_api.consumes_key(name) for name in names)
+
+
+_BUILTINS = frozenset(dir(builtins))
+_PAIRS_JUDGED = 40  # uses of one name in one function beyond which the pre-check just says "maybe"
 
 
 def _key_parameters(sketch: Sketch) -> dict[str, set[int]]:
@@ -251,14 +292,33 @@ def _key_parameters(sketch: Sketch) -> dict[str, set[int]]:
     return found
 
 
-def _passed_to_key_parameters(call: ast.Call, consuming: dict[str, set[int]]) -> list[str]:
-    """Names a call gives by position to a parameter that a function of that name consumes
-    (a method's `self` may shift the position by one: both are taken)."""
+def _passed_to_key_parameters(sketch: Sketch, call: ast.Call, consuming: dict[str, set[int]]) -> list[str]:
+    """Names a call gives by position to a parameter that a function of that name consumes.
+    A method's `self` shifts the position by one, and both are taken, except for a call on
+    `self` of a name that only methods bound to their instance carry (`self.step(key, params)`)."""
     func = call.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    positions = consuming.get(name or "", set())
+    if not isinstance(func, (ast.Name, ast.Attribute)):
+        return []
+    name = func.id if isinstance(func, ast.Name) else func.attr
+    positions = consuming.get(name, set())
+    if not positions:
+        # `step = jax.jit(train_step)`, `self.step = partial(train_step, config)`: `Facts.callee`
+        # follows the wrapper to the function, with positions a partial may shift
+        wrapped = sketch.assigned(name) if isinstance(func, ast.Name) else sketch.assigned_attribute(name)
+        if any(sketch.names_in(value) & consuming.keys() for value in wrapped):
+            return [arg.id for arg in call.args if isinstance(arg, ast.Name)]
+        return []
+    bound = (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+             and _only_instance_methods(sketch, func.attr))
     return [arg.id for position, arg in enumerate(call.args) if isinstance(arg, ast.Name)
-            and (position in positions or position + 1 in positions)]
+            and ((position in positions and not bound) or position + 1 in positions)]
+
+
+def _only_instance_methods(sketch: Sketch, name: str) -> bool:
+    """Is every function of this name in the file a plain method, undecorated (a decorator's
+    object may not bind to the instance), so that `self.name(a, b)` passes `a` second?"""
+    return all(isinstance(sketch.parent(function), ast.ClassDef) and not function.decorator_list
+               for function in sketch.defs.get(name, ()))
 
 
 def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:

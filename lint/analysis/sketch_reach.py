@@ -562,6 +562,76 @@ def rebinds_each_iteration(loop: ast.AST, name: str) -> bool:
     return any(_binds_name(target, name) for target in targets)
 
 
+def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) -> bool:
+    """Is `name` surely given a fresh value after `first` runs and before `second` does (`first`
+    comes first in the file), the way `KeyUses` follows statements? That is an assignment of it
+    among the statements of the block holding both, from `first`'s own statement (`first` in
+    the assigned value) up to `second`'s; or the two sit in the two branches of one `if`. In a
+    loop, `second` runs before `first` too, on the next iteration: the value must be fresh on
+    that way round as well. A use inside a lambda may run later: nothing separates it."""
+    up, down = _path_up(sketch, first), _path_up(sketch, second)
+    if up is None or down is None:
+        return False
+    depth = {id(node): number for number, node in enumerate(up)}
+    meeting = next((number for number, node in enumerate(down) if id(node) in depth), None)
+    if meeting is None or meeting == 0 or depth[id(down[meeting])] == 0:
+        return False  # one holds the other
+    common, early, late = down[meeting], up[depth[id(down[meeting])] - 1], down[meeting - 1]
+    if isinstance(common, ast.If) and _holds(common.body, early) and _holds(common.orelse, late):
+        return _repeated_part(sketch, common, "body") is None
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(common, field, None)
+        if not isinstance(block, list) or not _holds(block, early) or not _holds(block, late):
+            continue
+        start = next(number for number, statement in enumerate(block) if statement is early)
+        end = next(number for number, statement in enumerate(block) if statement is late)
+        after_first = block[start + (0 if _in_value(up, early) else 1):end]
+        if not any(_assigns(statement, name) for statement in after_first):
+            return False
+        if _repeated_part(sketch, common, field) is None:
+            return True
+        round_again = [*block[end + (0 if _in_value(down, late) else 1):], *block[:start]]
+        return any(_assigns(statement, name) for statement in round_again)
+    return False
+
+
+def _path_up(sketch: Sketch, node: ast.AST) -> list[ast.AST] | None:
+    """`node` and the nodes around it, innermost first (None inside a lambda)."""
+    path = [node]
+    while (above := sketch.parent(path[-1])) is not None:
+        if isinstance(above, ast.Lambda):
+            return None
+        path.append(above)
+    return path
+
+
+def _in_value(path: list[ast.AST], statement: ast.AST) -> bool:
+    """Is the node the path starts from inside the statement's assigned value?"""
+    value = getattr(statement, "value", None)
+    below = next(number for number, node in enumerate(path) if node is statement) - 1
+    return value is not None and below >= 0 and path[below] is value
+
+
+def _repeated_part(sketch: Sketch, node: ast.AST, field: str) -> ast.AST | None:
+    """The loop that runs `node`'s `field` block again and again, if any (`repeating_loop`)."""
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and field == "body":
+        return node
+    return repeating_loop(sketch, node)
+
+
+def _holds(block: list[ast.stmt], node: ast.AST) -> bool:
+    return any(statement is node for statement in block)
+
+
+def _assigns(statement: ast.AST, name: str) -> bool:
+    """Does the statement assign `name` (`key = ...`, `key, sub = ...`, `key: T = ...`, `key += ...`)?"""
+    if isinstance(statement, ast.Assign):
+        return any(_binds_name(target, name) for target in statement.targets)
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        return statement.value is not None and _binds_name(statement.target, name)
+    return False
+
+
 def _binds_name(target: ast.AST, name: str) -> bool:
     """`name`, or `name` inside a tuple or starred target (`_rebind`); not `x[i]` or `x.a`."""
     if isinstance(target, ast.Name):

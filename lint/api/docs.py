@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,8 +25,13 @@ def pages_url() -> str | None:
     """The rules' pages: the configured base URL, else docs/rules.md beside the installed rules
     (a checkout installed in editable mode), else None."""
     configured = os.environ.get(DOCS_URL_VARIABLE, "").strip()
-    if configured:
-        return configured
+    return configured or _checkout_page()
+
+
+@functools.cache
+def _checkout_page() -> str | None:
+    """docs/rules.md of the checkout, looked for once per process: the language server links
+    every diagnostic of every re-lint to it (a path resolved and a file stat-ed each time)."""
     import odelint.rules as package  # its __init__ is a docstring: importing it imports no rule
 
     page = Path(package.__file__ or "").resolve().parent.parent / "docs" / "rules.md"

@@ -247,6 +247,23 @@ class TextRule(BaseRule):
         self.findings.append(Finding(self.code, self.name, message, span, self.context.path))
 
 
+def triggered(rules: Iterable[type[BaseRule]], text: str) -> list[type[BaseRule]]:
+    """The rules whose trigger words the text holds: rules share words (`jax`, `random`), so
+    each word is looked for once (a search of the whole text each)."""
+    present: dict[str, bool] = {}
+
+    def holds(word: str) -> bool:
+        found = present.get(word)
+        if found is None:
+            found = present[word] = word in text
+        return found
+
+    base = BaseRule.triggered_by.__func__  # type: ignore[attr-defined]
+    return [rule for rule in rules
+            if (rule.triggered_by(text) if rule.triggered_by.__func__ is not base  # type: ignore[attr-defined]
+                else not rule.triggers or any(all(holds(word) for word in group) for group in rule.triggers))]
+
+
 def _dedent_doc(text: str) -> str:
     lines = text.expandtabs().splitlines()
     indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]

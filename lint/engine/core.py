@@ -22,7 +22,17 @@ from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import IoErrorRule, SyntaxErrorRule, all_rules, is_python_file
-from odelint.api.rule import NO_OPTIONS, NO_VERSIONS, QUIET, BaseRule, FileContext, Rule, TextRule, all_node_types
+from odelint.api.rule import (
+    NO_OPTIONS,
+    NO_VERSIONS,
+    QUIET,
+    BaseRule,
+    FileContext,
+    Rule,
+    TextRule,
+    all_node_types,
+    triggered,
+)
 from odelint.engine import noqa
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
@@ -215,32 +225,33 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
                  apply_noqa: bool = True, gate: bool = True, parser: IncrementalParser | None = None,
                  versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None,
                  options: frozenset[str] = NO_OPTIONS, saved: Sequence[SavedCell] = ()) -> LintResult:
-    triggered = [rule for rule in rules if not gate or rule.triggered_by(source)]
+    chosen = triggered(rules, source) if gate else list(rules)
     parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
     # The pre-check spares a LibCST parse. An editor's re-lint parses only what the edit
     # touched, so there the pre-check would cost more than the rules it drops (which could
     # not report anything anyway): it runs on a document's first lint only.
     if gate and (parser is None or not parser.has_tree):
-        triggered, parses = _candidates(source, path, triggered, tree)
-    if not triggered:
+        chosen, parses = _candidates(source, path, chosen, tree, options)
+    if not chosen:
         error = _syntax_error(source, path) if check_syntax and not parses else None
         return LintResult([error] if error else [])
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, triggered, apply_noqa, versions, parser, saved, options=options)
+    return run_rules(parsed, source, path, chosen, apply_noqa, versions, parser, saved, options=options)
 
 
-def candidates(source: str, path: str, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
+def candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
+               options: frozenset[str] = NO_OPTIONS) -> list[type[BaseRule]]:
     """The rules whose declared needs the file holds (odelint.analysis.needs, evaluated on
     the file's Sketch of CPython's `ast`).
 
     Files CPython cannot parse keep every rule: LibCST, which judges newer syntax, decides."""
-    return _candidates(source, path, rules)[0]
+    return _candidates(source, path, rules, options=options)[0]
 
 
-def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
-                tree: ast.Module | None = None) -> tuple[list[type[BaseRule]], bool]:
+def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]], tree: ast.Module | None = None,
+                options: frozenset[str] = NO_OPTIONS) -> tuple[list[type[BaseRule]], bool]:
     """The candidates, and whether CPython parsed the text (then it holds no syntax error)."""
     if not any(issubclass(rule, Rule) and rule.needs is not None for rule in rules):
         return list(rules), False
@@ -253,7 +264,7 @@ def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
                 return list(rules), False
     from odelint.analysis.sketch import Sketch
 
-    sketch = Sketch(tree, path)
+    sketch = Sketch(tree, path, options)
     maybe = [rule for rule in rules if not _declares(rule) or rule.needs.holds(sketch, settle=False)]  # type: ignore[attr-defined]
     # Settle declarations, cheapest first, only until one holds: then the file is parsed with
     # LibCST anyway, and running a rule whose declaration may hold costs less than settling it.
@@ -640,9 +651,9 @@ def _lint_for_fix(source: str, path: str, codes: Collection[str] | None, python:
                   versions: Mapping[str, Version | None] = NO_VERSIONS, saved: Sequence[SavedCell] = (),
                   options: frozenset[str] = NO_OPTIONS):
     """Like lint_source, but also hands back the parsed module the findings point into."""
-    rules: list[type[BaseRule]] = [rule for rule in rules_for(path, codes, python)
-                                   if issubclass(rule, Rule) and rule.triggered_by(source)]
-    rules = candidates(source, path, rules) if python else rules
+    rules: list[type[BaseRule]] = [rule for rule in triggered(rules_for(path, codes, python), source)
+                                   if issubclass(rule, Rule)]
+    rules = candidates(source, path, rules, options) if python else rules
     if not python or not rules:
         result = lint_source(source, path, codes, python, versions=versions, options=options)
         return None, result.findings, result.crashes

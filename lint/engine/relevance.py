@@ -5,32 +5,19 @@ report on.
 A rule that does not look at this kind of file, or whose trigger words the file lacks, is
 never run on it (`odelint.engine.core`), so whether it is on cannot change the findings;
 the syntax check (ODL000) runs on every Python file. This is the engine's own gate, asked
-of every rule at once when a file is linted; rules share trigger words, so each word is
-looked for once.
+of every rule at once when a file is linted (`odelint.api.rule.triggered`).
 """
 
 from __future__ import annotations
 
 from odelint.api.registry import SyntaxErrorRule
-from odelint.api.rule import BaseRule
+from odelint.api.rule import triggered
 from odelint.engine.core import rules_for
 from odelint.engine.noqa import UNUSED_CODE
 
 
 def relevant_codes(text: str, path: str, python: bool) -> frozenset[str]:
-    present: dict[str, bool] = {}
-
-    def holds(word: str) -> bool:
-        if word not in present:
-            present[word] = word in text
-        return present[word]
-
-    def triggered(rule: type[BaseRule]) -> bool:
-        if rule.triggered_by.__func__ is not BaseRule.triggered_by.__func__:  # type: ignore[attr-defined]
-            return rule.triggered_by(text)  # a gate of its own
-        return not rule.triggers or any(all(holds(word) for word in group) for group in rule.triggers)
-
-    codes = {rule.code for rule in rules_for(path, None, python) if triggered(rule)}
+    codes = {rule.code for rule in triggered(rules_for(path, None, python), text)}
     if python:
         codes.add(SyntaxErrorRule.code)
     if "noqa" in text.lower():

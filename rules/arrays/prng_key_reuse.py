@@ -81,7 +81,8 @@ class PrngKeyReuse(Rule):
     fixtures = "tests/fixtures/ODL704"
     expected_errors = UNFIXED  # a silent wrong value, not the error the test expects
 
-    needs = Needs.fact("reused_key")
+    # in a test or benchmark every reuse is deliberate (KeyUses.in_test): only strict mode reports it
+    needs = Needs.fact("reused_key") & (Needs.setting("strict-key-reuse") | Needs.fact("not_a_test"))
 
     def visit_Module(self, node: cst.Module, site) -> None:
         uses = key_uses(self.facts)

@@ -6,9 +6,20 @@ from __future__ import annotations
 import functools
 
 import libcst as cst
-from odelint.analysis import DefinedAs, DeprecatedApi, Needs, Site, Standing, dotted_name, rows_for, source_of
+from odelint.analysis import DefinedAs, DeprecatedApi, Need, Needs, Site, Standing, dotted_name, rows_for, source_of
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Callees, Rule
+
+
+def _need(row: DeprecatedApi) -> Need:
+    """What a file must hold for the row to be found in it (what the visitors below match)."""
+    if row.match == "import":
+        return Needs.imports(row.name)
+    if row.match == "keyword":
+        return Needs.calls_to(row.name, keywords=(row.keyword,))
+    if row.match == "call":
+        return Needs.calls_to(row.name)
+    return Needs.imports(row.name) | Needs.mentions(row.name)
 
 
 class DeprecatedApiRule(Rule):
@@ -19,10 +30,11 @@ class DeprecatedApiRule(Rule):
     uses_versions = True
 
     def __init_subclass__(cls, **kwargs: object) -> None:
-        """A serving rule needs a file that imports or names one of its rows' old spellings."""
+        """A serving rule needs a file that imports or names one of its rows' old spellings, or
+        for a row of a call or a keyword, that calls the name (with the keyword): most JAX
+        code calls `eqx.filter_jit`, little passes it `fn=`."""
         super().__init_subclass__(**kwargs)
-        cls.needs = Needs.any_of(Needs.imports(row.name) if row.match == "import"
-                                 else Needs.imports(row.name) | Needs.mentions(row.name) for row in rows_for(cls.code))
+        cls.needs = Needs.any_of(_need(row) for row in rows_for(cls.code))
 
     def __init__(self, context) -> None:
         super().__init__(context)
