@@ -59,6 +59,7 @@ class Sketch:
         self._by_name: dict[str, frozenset[str]] = {}
         self._by_attr: dict[str, list[ast.Attribute]] | None = None
         self._assigned_attributes: dict[str, list[ast.expr]] | None = None
+        self._call_groups: dict[str | None, list[tuple[int, ast.Call]]] | None = None
         self._modules: bool | None = None
         self._reach: SketchReach | None = None
         self._arrays: SketchArrays | None = None
@@ -206,13 +207,26 @@ class Sketch:
         return self._by_attr
 
     def calls_to(self, names: Iterable[str]) -> list[ast.Call]:
-        """Calls whose function may be one of these dotted names."""
+        """Calls whose function may be one of these dotted names, in the file's order: a call of
+        a bare name (which may be an alias of anything) or of an attribute of the name's last part."""
         wanted = frozenset(names)
-        lasts = {name.rpartition(".")[2] for name in wanted}
-        return [call for call in self.calls
-                if (isinstance(call.func, ast.Name)
-                        or (isinstance(call.func, ast.Attribute) and call.func.attr in lasts))
-                and self.qualnames(call.func) & wanted]
+        groups = self._calls_by_last()
+        candidates = [*groups.get(None, ()), *(call for last in {name.rpartition(".")[2] for name in wanted}
+                                                for call in groups.get(last, ()))]
+        found = [(number, call) for number, call in candidates if self.qualnames(call.func) & wanted]
+        return [call for _, call in sorted(found, key=lambda pair: pair[0])]
+
+    def _calls_by_last(self) -> dict[str | None, list[tuple[int, ast.Call]]]:
+        """Calls (with their place among `calls`) by the attribute they call (None: a bare name);
+        built once, as every rule's declaration asks `calls_to` of the same file."""
+        if self._call_groups is None:
+            self._call_groups = {}
+            for number, call in enumerate(self.calls):
+                func = call.func
+                last = None if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                if last != "":
+                    self._call_groups.setdefault(last, []).append((number, call))
+        return self._call_groups
 
     def names_in(self, node: ast.AST) -> frozenset[str]:
         """Every Name and attribute name inside `node` (itself included)."""

@@ -15,11 +15,12 @@ def _need(row: DeprecatedApi) -> Need:
     """What a file must hold for the row to be found in it (what the visitors below match)."""
     if row.match == "import":
         return Needs.imports(row.name)
+    named = Needs.imports(row.name) | Needs.mentions(row.name)  # cheap, and implied by a call
     if row.match == "keyword":
-        return Needs.calls_to(row.name, keywords=(row.keyword,))
+        return named & Needs.calls_to(row.name, keywords=(row.keyword,))
     if row.match == "call":
-        return Needs.calls_to(row.name)
-    return Needs.imports(row.name) | Needs.mentions(row.name)
+        return named & Needs.calls_to(row.name)
+    return named
 
 
 class DeprecatedApiRule(Rule):
