@@ -51,6 +51,15 @@ CASES: list[tuple[Need, str, bool]] = [
     (Needs.refers_to("optax.adamw") & Needs.may_hold_modules(), "import optax\nopt = optax.adamw(1e-3)\n", False),
     (Needs.refers_to("optax.adamw") | Needs.may_hold_modules(), "import optax\nopt = optax.adamw(1e-3)\n", True),
     (Needs.any_of([]), "import jax\n", False),
+    (Needs.transforms_own_function("jax.jit"), "import jax\ndef loss(m, x): ...\nv = jax.jit(loss)(m, 1.0)\n", True),
+    (Needs.transforms_own_function("jax.jit"), "import jax\n@jax.jit\ndef loss(m, x): ...\n", True),
+    (Needs.transforms_own_function("jax.jit"),
+     "import functools, jax\ndef loss(c, m): ...\nf = jax.jit(functools.partial(loss, 1))\n", True),
+    (Needs.transforms_own_function("jax.vmap"), "import jax\nys = jax.vmap(lambda x: x + 1)(xs)\n", True),
+    (Needs.transforms_own_function("jax.vmap"),
+     "import jax\nclass Net:\n    def __call__(self, x):\n        return jax.vmap(self.layer)(x)\n", False),
+    (Needs.transforms_own_function("jax.jit"), "import jax\nimport optax\nupdate = jax.jit(optax.sgd(1.0).update)\n",
+     False),
 ]
 
 

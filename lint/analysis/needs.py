@@ -117,6 +117,15 @@ class Needs:
         return Need(f"imports({name})", lambda sketch: sketch.imports(name))
 
     @staticmethod
+    def transforms_own_function(*names: str) -> Need:
+        """One of these transforms applied to a function of the file, called (`jax.jit(loss)`,
+        `jax.vmap(lambda x: ...)`) or as a decorator: not only to a value from elsewhere
+        (`jax.vmap(self.layer)`, a module)."""
+        wanted = frozenset(names)
+        return Need(f"transforms_own_function({', '.join(sorted(wanted))})",
+                    lambda sketch: sketch.reach.transforms_own_function(wanted), costly=True)
+
+    @staticmethod
     def setting(name: str) -> Need:
         """The setting is on (`strict-key-reuse = true`, FileContext.options)."""
         return Need(f"setting({name})", lambda sketch: name in sketch.options)

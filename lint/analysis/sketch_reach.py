@@ -220,6 +220,15 @@ class SketchReach:
                 pending.extend(self._called_instances(function))
         return list(reached.values())
 
+    def transforms_own_function(self, transforms: frozenset[str]) -> bool:
+        """Is one of these transforms applied to a function of the file: `T(f, ...)` with `f` a
+        lambda, a def, a method, or one wrapped by `partial` or another transform, or `@T` on a
+        def (what `transformed.applied` and `decorations` find through `Reach.function`)?"""
+        for call in self.sketch.calls_to(transforms):
+            if any(next(self.function_targets(target), None) is not None for target in _given(call, ("fun", "f"), 0)):
+                return True
+        return next(self._decorated(set(transforms)), None) is not None
+
     def _decorated(self, transforms: set[str]) -> Iterator[FunctionNode]:
         for functions in self.sketch.defs.values():
             for function in functions:

@@ -77,7 +77,7 @@ class NormNanGradientAtZero(Rule):
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL713"
 
-    needs = Needs.fact("differentiated_code")
+    needs = Needs.differentiated_calls_to(*jax_api.norm_functions())
 
     @classmethod
     def callees(cls) -> Callees:
