@@ -1,7 +1,7 @@
 """The editor path through the real language server: wall time from a `didChange` to its
 `publishDiagnostics`, in a ~1,000-line buffer, every rule on.
 
-    python bench/editor_server.py [--edits 40]
+    python bench/editor_server.py [--edits 40] [--open-after SECONDS]
 
 Starts `odelint server --debounce 0` over stdio, opens bench/training_script.py (a real JAX
 training script with findings in it), then types one digit at a time into a float
@@ -74,6 +74,9 @@ class Client:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=40)
+    parser.add_argument("--open-after", type=float, default=0.0, metavar="SECONDS",
+                        help="wait this long after `initialized` before opening the buffer (an editor's "
+                             "start-up; the server loads the engine meanwhile)")
     args = parser.parse_args()
     command = [sys.executable, "-m", "odelint", "server", "--debounce", "0"]
     lines = buffer()
@@ -84,6 +87,7 @@ def main() -> int:
         while client.receive().get("id") != 1:
             pass
         client.send({"method": "initialized", "params": {}})
+        time.sleep(args.open_after)
         opened = time.monotonic()
         client.send({"method": "textDocument/didOpen", "params": {"textDocument": {
             "uri": URI, "languageId": "python", "version": 0, "text": "".join(lines)}}})

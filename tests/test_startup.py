@@ -80,3 +80,24 @@ def test_an_extra_command_still_parses_its_own_options() -> None:
     code, modules, _, stdout = imports_of("doctor", "--format", "json", "--path", "/nonexistent")
     assert code == 0 and isinstance(json.loads(stdout), dict)
     assert "odelint.proof.confirm" not in modules  # another extra command's module
+
+
+PRELOAD = """
+import gc, json, sys
+from odelint.engine.preload import load_linting
+before = gc.get_freeze_count()
+load_linting()
+print(json.dumps({"modules": sorted(sys.modules), "libcst": type(sys.modules["libcst"]).__name__,
+                  "frozen": gc.get_freeze_count() - before}))
+"""
+
+
+def test_preloading_loads_the_model_the_rules_and_libcst_and_freezes_them() -> None:
+    """What the server loads once the editor has started it, and flake8 before it forks: the
+    first lint then imports nothing more of its own."""
+    result = subprocess.run([sys.executable, "-c", PRELOAD], capture_output=True, text=True, timeout=120)
+    report = json.loads(result.stdout)
+    modules = set(report["modules"])
+    assert "odelint.analysis.facts" in modules
+    assert rule_modules(modules) and report["libcst"] == "module"  # the real package, not the stand-in
+    assert report["frozen"] > 0

@@ -21,6 +21,7 @@ from odelint.api.registry import SyntaxErrorRule, all_rules
 from odelint.engine import noqa
 from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.core import lint_source
+from odelint.engine.preload import load_linting
 from odelint.files.config import ConfigResolver, Overrides
 
 
@@ -30,15 +31,10 @@ def _resolver(cwd: str) -> ConfigResolver:
 
 
 def _load_before_fork() -> None:
-    """Load the rules, the model and LibCST in flake8's main process (it calls `parse_options`
-    there, before it forks its workers), and freeze them out of the collector's scans: each
-    worker loaded them again for itself, about 0.4 s of CPU per worker."""
-    from odelint.analysis import facts  # noqa: F401  (what every lint that parses needs)
-    from odelint.engine.deferred import load
-
-    _resolver(os.getcwd())  # imports every rule
-    load("libcst")
-    fewer_collections()
+    """flake8 calls `parse_options` in its main process, before it forks its workers: the
+    configuration and what every lint needs are loaded there once (odelint.engine.preload)."""
+    _resolver(os.getcwd())
+    load_linting()
 
 
 class Flake8Plugin:

@@ -28,6 +28,7 @@ from odelint.engine import noqa
 from odelint.engine.collector import IdleCollector
 from odelint.engine.core import fix_source, lint_source
 from odelint.engine.incremental import IncrementalParser
+from odelint.engine.preload import load_linting
 from odelint.faces import server_notebook
 from odelint.faces.server_text import Lines, minimal_edit
 from odelint.files.config import ConfigError, ConfigResolver, Overrides
@@ -391,6 +392,7 @@ def build(debounce: float) -> OdelintServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OdelintServer, params: types.InitializedParams) -> None:
+        ls.worker.submit(load_linting)  # before the first document arrives, on the lint thread
         capability = ls.client_capabilities.workspace
         watch = capability.did_change_watched_files if capability is not None else None
         if watch is None or not watch.dynamic_registration:
