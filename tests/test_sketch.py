@@ -39,13 +39,15 @@ def test_names_resolve_through_imports_and_aliases() -> None:
     assert all(s.mentions(name) for name in ("jax.numpy.where", "jax.random.normal", "equinox.Module"))
     assert s.mentions("jax.numpy") and not s.mentions("jax.random.uniform")
     assert s.refers_to("jax.numpy") and s.refers_to("equinox") and not s.refers_to("optax")
+    assert s.refers_to("jax") and not s.refers_to("jax.num") and not s.mentions("jax")  # whole parts only
     assert [ast.unparse(c) for c in s.calls_to({"jax.numpy.where"})] == ["where(x > 0, x, 0)"]
 
 
 def test_imports_name_modules_and_what_is_inside_them() -> None:
     s = sketch("from jax.experimental import host_callback\nimport jax.config\n")
     assert s.imports("jax.experimental.host_callback") and s.imports("jax.config")
-    assert not s.imports("jax.tree_map")
+    assert s.imports("jax.experimental") and s.imports("jax")  # something inside them is imported
+    assert not s.imports("jax.tree_map") and not s.imports("jax.exp") and not s.imports("jax.experimental.host")
 
 
 # -- traced and differentiated code ---------------------------------------------------------

@@ -472,7 +472,8 @@ class Facts:
 
         if self.path is None or module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
             return None
-        where = project.module_file(module, self.path)
+        path = self.path
+        where = self.part(lambda _: project.ImportsOf(path), project.ImportsOf).file(module)
         if (where is None or os.path.abspath(where) in self._seen
                 or os.path.abspath(where) == os.path.abspath(self.path)):
             return None

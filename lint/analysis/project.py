@@ -13,6 +13,7 @@ answer for its classes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import zlib
 from collections.abc import Iterator
@@ -139,24 +140,41 @@ def module_file(qualname_module: str, importer: str, program: str | None = None)
     """The file that `import <module>` means for the file `importer` (relative imports
     start with dots), or None when no file of the project defines it. `program`: the folder
     of the script being run, first on Python's path, so its packages are found from anywhere."""
-    here = os.path.dirname(os.path.abspath(importer))
-    dots = len(qualname_module) - len(qualname_module.lstrip("."))
-    parts = [part for part in qualname_module.lstrip(".").split(".") if part]
-    if dots:
-        base = here
-        for _ in range(dots - 1):
-            base = os.path.dirname(base)
-        bases = [base]
-    else:
-        root = project_root(importer)
-        bases = [here] + ([program] if program else []) + ([root, os.path.join(root, "src")] if root else [])
-    for base in bases:
-        stem = os.path.join(base, *parts)
-        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if parts and noted(candidate, contents=False) is not None and (
-                    os.path.isfile(candidate) or os.path.abspath(candidate) in _buffers):
-                return candidate
-    return None
+    return ImportsOf(importer, program).file(qualname_module)
+
+
+class ImportsOf:
+    """`module_file` for the many imports of one file: its project root is looked up once
+    (a walk up its folders, four stats a level), not once per import."""
+
+    def __init__(self, importer: str, program: str | None = None) -> None:
+        self.here = os.path.dirname(os.path.abspath(importer))
+        self.importer = importer
+        self.program = program
+
+    @functools.cached_property
+    def root(self) -> str | None:
+        return project_root(self.importer)
+
+    def file(self, qualname_module: str) -> str | None:
+        dots = len(qualname_module) - len(qualname_module.lstrip("."))
+        parts = [part for part in qualname_module.lstrip(".").split(".") if part]
+        if dots:
+            base = self.here
+            for _ in range(dots - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        else:
+            root = self.root
+            bases = [self.here] + ([self.program] if self.program else []) + (
+                [root, os.path.join(root, "src")] if root else [])
+        for base in bases:
+            stem = os.path.join(base, *parts)
+            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if parts and noted(candidate, contents=False) is not None and (
+                        os.path.isfile(candidate) or os.path.abspath(candidate) in _buffers):
+                    return candidate
+        return None
 
 
 def imported_files(facts: Facts, program: str | None = None) -> list[str]:
@@ -169,6 +187,7 @@ def imported_files(facts: Facts, program: str | None = None) -> list[str]:
     if facts.path is None:
         return []
     found: dict[str, None] = {}
+    imports = ImportsOf(facts.path, program)
     for binding in facts.index.all_bindings():
         if binding.kind != "import":
             continue
@@ -179,7 +198,7 @@ def imported_files(facts: Facts, program: str | None = None) -> list[str]:
         for name in names:
             if not name.strip(".") or name.lstrip(".").split(".")[0] in NEVER_PROJECT:
                 continue
-            where = module_file(name, facts.path, program)
+            where = imports.file(name)
             if where is not None:
                 found.setdefault(os.path.abspath(where))
                 break

@@ -52,7 +52,7 @@ class Sketch:
         self.has_loops = False                            # a `for`, `while` or comprehension
         self.imported_modules: list[str] = []           # `import m`, `from m import n`: m and m.n
         self._qualnames: dict[int, frozenset[str]] = {}
-        self._identifiers_in: dict[int, frozenset[str]] = {}
+        self._contained: dict[int, tuple[frozenset[str], tuple[FunctionNode, ...]]] = {}
         self._nodes: dict[type, list[ast.AST]] = {}
         self._parents: dict[int, ast.AST] = {}
         self._collect()
@@ -60,6 +60,8 @@ class Sketch:
         self._by_attr: dict[str, list[ast.Attribute]] | None = None
         self._assigned_attributes: dict[str, list[ast.expr]] | None = None
         self._call_groups: dict[str | None, list[tuple[int, ast.Call]]] | None = None
+        self._meanings: tuple[frozenset[str], frozenset[str]] | None = None
+        self._imported: frozenset[str] | None = None
         self._modules: bool | None = None
         self._reach: SketchReach | None = None
         self._arrays: SketchArrays | None = None
@@ -193,11 +195,21 @@ class Sketch:
         def matches(found: str) -> bool:
             return found == name or (inside and found.startswith(name + "."))
 
-        bound = self._aliases.keys() | self._assigned.keys()
-        if any(matches(found) for ident in bound & self.identifiers for found in self._name_qualnames(ident)):
+        exact, within = self._bound_meanings()
+        if name in (within if inside else exact):
             return True
         last = name.rpartition(".")[2]
         return any(matches(found) for node in self._attributes().get(last, ()) for found in self.qualnames(node))
+
+    def _bound_meanings(self) -> tuple[frozenset[str], frozenset[str]]:
+        """What the names the file binds and uses may mean, and every leading part of those
+        meanings (`jax.numpy.where`: jax, jax.numpy): built once, as declarations ask
+        `refers_to` and `mentions` dozens of times per file."""
+        if self._meanings is None:
+            used = (self._aliases.keys() | self._assigned.keys()) & self.identifiers
+            exact = frozenset(found for ident in used for found in self._name_qualnames(ident))
+            self._meanings = exact, _with_leading_parts(exact)
+        return self._meanings
 
     def _attributes(self) -> dict[str, list[ast.Attribute]]:
         if self._by_attr is None:
@@ -230,16 +242,28 @@ class Sketch:
 
     def names_in(self, node: ast.AST) -> frozenset[str]:
         """Every Name and attribute name inside `node` (itself included)."""
+        return self._contents(node)[0]
+
+    def functions_in(self, node: ast.AST) -> tuple[FunctionNode, ...]:
+        """The `def`s and lambdas inside `node` (itself included)."""
+        return self._contents(node)[1]
+
+    def _contents(self, node: ast.AST) -> tuple[frozenset[str], tuple[FunctionNode, ...]]:
+        """`names_in` and `functions_in`, from one walk of `node`, remembered."""
         key = id(node)
-        if key not in self._identifiers_in:
-            found = set()
+        found = self._contained.get(key)
+        if found is None:
+            names, functions = set(), []
             for inner in ast.walk(node):
-                if isinstance(inner, ast.Name):
-                    found.add(inner.id)
-                elif isinstance(inner, ast.Attribute):
-                    found.add(inner.attr)
-            self._identifiers_in[key] = frozenset(found)
-        return self._identifiers_in[key]
+                kind = type(inner)
+                if kind is ast.Name:
+                    names.add(inner.id)  # type: ignore[attr-defined]
+                elif kind is ast.Attribute:
+                    names.add(inner.attr)  # type: ignore[attr-defined]
+                elif kind in _FUNCTIONS:
+                    functions.append(inner)
+            found = self._contained[key] = (frozenset(names), tuple(functions))  # type: ignore[arg-type]
+        return found
 
     def binds(self, name: str) -> bool:
         """Does the file bind `name` itself (import, assignment, def or class)?"""
@@ -247,7 +271,9 @@ class Sketch:
 
     def imports(self, name: str) -> bool:
         """Does an import statement name `name`, or something inside it?"""
-        return any(found == name or found.startswith(name + ".") for found in self.imported_modules)
+        if self._imported is None:
+            self._imported = _with_leading_parts(self.imported_modules)
+        return name in self._imported
 
     # -- where a node is -------------------------------------------------------------------
 
@@ -332,6 +358,19 @@ class Sketch:
 
             self._arrays = SketchArrays(self)
         return self._arrays
+
+
+def _with_leading_parts(names: Iterable[str]) -> frozenset[str]:
+    """The dotted names and every leading part of each (`a.b.c`: a, a.b, a.b.c): `x` is in it
+    exactly when some name equals `x` or starts with `x + "."`."""
+    found: set[str] = set()
+    for name in names:
+        found.add(name)
+        dot = name.find(".")
+        while dot != -1:
+            found.add(name[:dot])
+            dot = name.find(".", dot + 1)
+    return frozenset(found)
 
 
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}

@@ -32,10 +32,11 @@ def may_hold_modules(sketch: Sketch) -> bool:
 def _project_files(sketch: Sketch) -> Iterator[str]:
     from odelint.analysis import project
 
+    imports = project.ImportsOf(sketch.path)  # type: ignore[arg-type]
     for module in sketch.imported_modules:
         if module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
             continue
-        found = project.module_file(module, sketch.path)  # type: ignore[arg-type]
+        found = imports.file(module)
         if found is not None:
             yield found
 

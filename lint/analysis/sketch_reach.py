@@ -160,11 +160,10 @@ class SketchReach:
         names: set[str] = set()
         for value in self.sketch.assigned(name):
             if isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.Lambda)):
-                functions.extend(inner for inner in ast.walk(value)
-                                 if isinstance(inner, FUNCTIONS) and inner is not value)
+                functions.extend(inner for inner in self.sketch.functions_in(value) if inner is not value)
                 names |= self.sketch.names_in(value)
         for value in self._arguments_for(name):  # a parameter: what the calls may pass (`Reach.function`)
-            functions.extend(inner for inner in ast.walk(value) if isinstance(inner, FUNCTIONS))
+            functions.extend(self.sketch.functions_in(value))
             names |= self.sketch.names_in(value)
         return functions, names
 
@@ -246,8 +245,8 @@ class SketchReach:
 
     def _named_functions(self, node: ast.AST) -> Iterator[FunctionNode]:
         """Functions `node` may stand for or call: lambdas in it, and functions of the names in it."""
-        for inner in ast.walk(node):
-            if isinstance(inner, FUNCTIONS) and inner is not node:
+        for inner in self.sketch.functions_in(node):
+            if inner is not node:
                 yield inner
         for name in self.sketch.names_in(node):
             yield from self.functions_named(name)
