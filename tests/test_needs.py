@@ -251,3 +251,35 @@ def test_a_key_given_to_a_wrapped_consuming_function_may_be_reused() -> None:
     strict = frozenset({"strict-key-reuse"})
     assert lint_source(THROUGH_JIT, "train.py", {"ODL704"}, gate=False, options=strict).findings
     assert Needs.fact("reused_key").holds(sketch(THROUGH_AN_ATTRIBUTE))
+
+
+FIELDS = """
+import equinox as eqx
+
+
+class Config:
+    def __init__(self, width):
+        self.width = width
+
+
+class Net(eqx.Module):
+    width: int
+
+    def __init__(self, config):
+        self.width = config.width
+
+    def __post_init__(self):
+        self.width = max(self.width, 1)
+"""
+
+
+def test_fields_set_while_a_class_initialises_are_judged_by_that_class() -> None:
+    """`self.width = ...` in a plain class's `__init__`, and in a module's `__post_init__` or for
+    a declared field, cannot be reported by ODL604, even with a module in the file; an
+    undeclared field in a module's `__init__` can."""
+    assert not Needs.fact("module_field_assigned").holds(sketch(FIELDS))
+    assert lint_source(FIELDS, "net.py", {"ODL604"}, gate=False).findings == []
+    undeclared = FIELDS.replace("        self.width = config.width\n",
+                                "        self.width = config.width\n        self.depth = 2\n")
+    assert Needs.fact("module_field_assigned").holds(sketch(undeclared))
+    assert lint_source(undeclared, "net.py", {"ODL604"}).findings

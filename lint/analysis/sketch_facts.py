@@ -391,34 +391,50 @@ def compiled_repeatedly(sketch: Sketch) -> bool:
 
 @fact("module_field_assigned")
 def module_field_assigned(sketch: Sketch) -> bool:
-    """`name.field = ...` (or `+=`) where the name may hold a module; `self` in `__init__` of
-        a class that may be a module is one such name (a parameter of a method of that class)."""
+    """`name.field = ...` (or `+=`) where the name may hold a module; or `self.field = ...` in
+    the `__init__` of a class that may be a module, the field not declared in its body."""
     if not sketch.may_hold_modules():
         return False
-    owners = {target.value.id for target in _targets(sketch)
-              if isinstance(target.value, ast.Name) and not _initialised(sketch, target)}
+    owners: set[str] = set()
+    for target in _targets(sketch):
+        if not isinstance(target.value, ast.Name):
+            continue
+        initialising = _initialising(sketch, target)
+        if initialising is None:
+            owners.add(target.value.id)
+        elif _undeclared(sketch, target, *initialising) and may_be_module_class(sketch, initialising[1]):
+            return True
     called = called_names(sketch)
     return any(may_name_module(sketch, owner, called) for owner in owners)
 
 
-def _initialised(sketch: Sketch, target: ast.Attribute) -> bool:
-    """`self.<field> += ...`, or `self.<field> = ...` with the field annotated in the class body,
-    directly in the `__init__` of a class: `ModuleMutation` leaves both alone (an initialising
-    method may set the fields its class declares), whatever the class and its bases are."""
+def _initialising(sketch: Sketch, target: ast.Attribute) -> tuple[ast.FunctionDef, ast.ClassDef] | None:
+    """The `__init__` or `__post_init__` and its class, when `target` is `<instance>.field` directly
+    in one (the method's first parameter, never rebound there). `ModuleMutation` lets such a
+    method set its class's fields; in `__init__` it reports only a field the class does not
+    declare, and only when the class is a module."""
     statement = sketch.parent(target)
     method = sketch.parent(statement) if statement is not None else None
     while method is not None and not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
                                                          ast.ClassDef)):
         method = sketch.parent(method)
-    cls = sketch.parent(method) if isinstance(method, ast.FunctionDef) and method.name == "__init__" else None
+    if not isinstance(method, ast.FunctionDef) or method.name not in ("__init__", "__post_init__"):
+        return None
+    cls = sketch.parent(method)
     if not isinstance(cls, ast.ClassDef) or not isinstance(target.value, ast.Name):
-        return False
-    arguments = [*method.args.posonlyargs, *method.args.args]  # type: ignore[union-attr]
+        return None
+    arguments = [*method.args.posonlyargs, *method.args.args]
     if not arguments or arguments[0].arg != target.value.id or any(
             isinstance(node, ast.Name) and node.id == target.value.id and not isinstance(node.ctx, ast.Load)
-            for node in ast.walk(method)):  # type: ignore[arg-type]
-        return False  # not the instance, or a name rebound in the method
-    return isinstance(statement, ast.AugAssign) or any(
+            for node in ast.walk(method)):
+        return None  # not the instance, or a name rebound in the method
+    return method, cls
+
+
+def _undeclared(sketch: Sketch, target: ast.Attribute, method: ast.FunctionDef, cls: ast.ClassDef) -> bool:
+    """`self.field = ...` in `__init__` with the field not annotated in the class body (`+=`, and
+    anything in `__post_init__`, is left alone)."""
+    return method.name == "__init__" and isinstance(sketch.parent(target), ast.Assign) and not any(
         isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == target.attr
         for item in cls.body)
 
