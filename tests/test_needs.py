@@ -283,3 +283,31 @@ def test_fields_set_while_a_class_initialises_are_judged_by_that_class() -> None
                                 "        self.width = config.width\n        self.depth = 2\n")
     assert Needs.fact("module_field_assigned").holds(sketch(undeclared))
     assert lint_source(undeclared, "net.py", {"ODL604"}).findings
+
+
+STORED = """
+import equinox as eqx
+import jax
+
+
+class Net(eqx.Module):
+    layer: eqx.nn.Linear
+    step: object
+
+    def __init__(self, key):
+        self.layer = eqx.nn.Linear(2, 2, key=key)
+        self.step = eqx.filter_jit(self.layer)
+
+    def __call__(self, x):
+        return jax.vmap(self.layer)(x)
+"""
+
+
+def test_a_transform_stored_in_a_modules_init_is_what_odl602_needs() -> None:
+    """`jax.vmap(self.layer)` applied in `__call__`, and `eqx.filter_jit` stored in `__init__`,
+    cannot be reported; `self.step = jax.vmap(layer)` in `__init__` can."""
+    assert not Needs.fact("transform_stored_in_init").holds(sketch(STORED))
+    assert lint_source(STORED, "net.py", {"ODL602"}, gate=False).findings == []
+    stored = STORED.replace("self.step = eqx.filter_jit(self.layer)", "self.step = jax.vmap(self.layer)")
+    assert Needs.fact("transform_stored_in_init").holds(sketch(stored))
+    assert lint_source(stored, "net.py", {"ODL602"}).findings

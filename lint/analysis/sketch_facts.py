@@ -446,6 +446,25 @@ def _targets(sketch: Sketch) -> list[ast.Attribute]:
     return [t for t in found if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
 
 
+@fact("transform_stored_in_init")
+def transform_stored_in_init(sketch: Sketch) -> bool:
+    """`self.field = T(...)` directly in the `__init__` of a class that may be a module, `T` a
+    transform whose result is no pytree (`jax.vmap`, `jax.jit`, ...: `stored_transforms`)."""
+    for call in sketch.calls_to(jax_api.names("stored_transforms")):
+        statement = sketch.parent(call)
+        if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+            continue
+        target = statement.targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "self"):
+            continue
+        method = sketch.enclosing_function(statement)
+        cls = sketch.parent(method) if method is not None and method.name == "__init__" else None
+        if isinstance(cls, ast.ClassDef) and may_be_module_class(sketch, cls):
+            return True
+    return False
+
+
 @fact("static_array_field")
 def static_array_field(sketch: Sketch) -> bool:
     """A static field of a class that may be a module, annotated with what may be an array

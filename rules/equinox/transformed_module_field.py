@@ -56,7 +56,7 @@ class TransformedModuleField(Rule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL602"
 
-    needs = Needs.defines("__init__") & Needs.calls_to(*_STORED) & Needs.may_hold_modules()
+    needs = Needs.fact("transform_stored_in_init") & Needs.may_hold_modules()
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         value = node.value
