@@ -559,15 +559,10 @@ def rebinds_each_iteration(loop: ast.AST, name: str) -> bool:
     """Does every iteration of `loop` bind `name` afresh: as a loop target, or by an assignment
     among the body's own statements (not one inside an `if`)?"""
     if isinstance(loop, _COMPREHENSIONS):
-        targets: list[ast.AST] = [generator.target for generator in loop.generators]
-    else:
-        targets = [loop.target] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
-        for statement in loop.body:  # type: ignore[attr-defined]
-            if isinstance(statement, ast.Assign):
-                targets.extend(statement.targets)
-            elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
-                targets.append(statement.target)
-    return any(_binds_name(target, name) for target in targets)
+        return any(_binds_name(generator.target, name) for generator in loop.generators)
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and _binds_name(loop.target, name):
+        return True
+    return any(_assigns(statement, name) for statement in loop.body)  # type: ignore[attr-defined]
 
 
 def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) -> bool:
@@ -585,14 +580,16 @@ def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) ->
     if meeting is None or meeting == 0 or depth[id(down[meeting])] == 0:
         return False  # one holds the other
     common, early, late = down[meeting], up[depth[id(down[meeting])] - 1], down[meeting - 1]
-    if isinstance(common, ast.If) and _holds(common.body, early) and _holds(common.orelse, late):
+    if isinstance(common, ast.If) and _place(common.body, early) is not None \
+            and _place(common.orelse, late) is not None:
         return _repeated_part(sketch, common, "body") is None
     for field in ("body", "orelse", "finalbody"):
         block = getattr(common, field, None)
-        if not isinstance(block, list) or not _holds(block, early) or not _holds(block, late):
+        if not isinstance(block, list):
             continue
-        start = next(number for number, statement in enumerate(block) if statement is early)
-        end = next(number for number, statement in enumerate(block) if statement is late)
+        start, end = _place(block, early), _place(block, late)
+        if start is None or end is None:
+            continue
         after_first = block[start + (0 if _in_value(up, early) else 1):end]
         if not any(_assigns(statement, name) for statement in after_first):
             return False
@@ -627,12 +624,14 @@ def _repeated_part(sketch: Sketch, node: ast.AST, field: str) -> ast.AST | None:
     return repeating_loop(sketch, node)
 
 
-def _holds(block: list[ast.stmt], node: ast.AST) -> bool:
-    return any(statement is node for statement in block)
+def _place(block: list[ast.stmt], node: ast.AST) -> int | None:
+    """Where `node` is among the block's statements (None: not one of them)."""
+    return next((number for number, statement in enumerate(block) if statement is node), None)
 
 
 def _assigns(statement: ast.AST, name: str) -> bool:
-    """Does the statement assign `name` (`key = ...`, `key, sub = ...`, `key: T = ...`, `key += ...`)?"""
+    """Does the statement give `name` a value (`key = ...`, `key, sub = ...`, `key: T = ...`,
+    `key += ...`; a bare annotation `key: T` gives none)?"""
     if isinstance(statement, ast.Assign):
         return any(_binds_name(target, name) for target in statement.targets)
     if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
