@@ -235,8 +235,8 @@ class Sketch:
             self._call_groups = {}
             for number, call in enumerate(self.calls):
                 func = call.func
-                last = None if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-                if last != "":
+                if isinstance(func, (ast.Name, ast.Attribute)):
+                    last = func.attr if isinstance(func, ast.Attribute) else None
                     self._call_groups.setdefault(last, []).append((number, call))
         return self._call_groups
 

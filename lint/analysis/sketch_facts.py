@@ -230,7 +230,7 @@ def reused_key(sketch: Sketch) -> bool:
                 return True  # consumed again on the next iteration
             where = (id(sketch.enclosing_function(call)), consumed)
             consumers[where] = consumers.get(where, 0) + 1
-            if key is not None and not any(arg is call for arg in uses.get(where, ())):
+            if key is not None and not any(use is call for use in uses.get(where, ())):
                 uses.setdefault(where, []).append(call)  # given as `key=`
             if consumers[where] > 1 or (key is not None and passed.get(where, 0) > 1):
                 suspects.add(where)
