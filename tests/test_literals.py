@@ -25,16 +25,22 @@ def test_integer(text: str, expected: int | None) -> None:
     ("(0, n)", None), ("n", None), ("(0, '1')", None),
 ])
 def test_integers(text: str, expected: set[int] | None) -> None:
-    found = literals.integers(cst.parse_expression(text))
-    assert (None if found is None else set(found)) == expected
+    """Both trees: the Sketch reads `static_argnums=` as the rules do."""
+    for found in (literals.integers(cst.parse_expression(text)), literals.ast_integers(_ast(text))):
+        assert (None if found is None else set(found)) == expected
 
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("'a'", {"a"}), ("('a', \"b\")", {"a", "b"}), ("['a' 'b']", {"ab"}), ("('a', n)", None), ("f'{a}'", None),
 ])
 def test_strings(text: str, expected: set[str] | None) -> None:
-    found = literals.strings(cst.parse_expression(text))
-    assert (None if found is None else set(found)) == expected
+    """Both trees: the Sketch reads `static_argnames=` as the rules do."""
+    for found in (literals.strings(cst.parse_expression(text)), literals.ast_strings(_ast(text))):
+        assert (None if found is None else set(found)) == expected
+
+
+def _ast(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -149,6 +149,10 @@ REUSE_APART = {  # every consumption sees a fresh key: the pre-check may keep th
     "split between, both ways round a loop": (
         "for i in range(3):\n    key, sub = jax.random.split(key)\n    a = jax.random.normal(sub)\n"
         "    key, sub = jax.random.split(key)\n    b = jax.random.uniform(sub)\n"),
+    "a loop's target gives each run a fresh key": (
+        "keys = jax.random.split(key, 3)\nfor key in keys:\n    a = jax.random.normal(key)\n"),
+    "a lambda's own parameter": ("keys = jax.random.split(key, 3)\n"
+                                 "a = jax.vmap(lambda key, x: jax.random.normal(key) * x)(keys, flag)\n"),
 }
 
 
@@ -169,6 +173,32 @@ def test_uses_of_a_key_a_fresh_value_separates_are_no_reuse(body: str) -> None:
     assert not Needs.fact("reused_key").holds(sketch(code))
     strict = frozenset({"strict-key-reuse"})
     assert lint_source(code, "sample.py", {"ODL704"}, gate=False, options=strict).findings == []
+
+
+CONSTANT_KEY = """
+import jax
+
+
+def run(model, data):
+    for epoch in range(3):
+        model = model.fit(jax.random.PRNGKey(0), data)
+    return model
+"""
+
+
+def test_a_constant_key_made_in_a_loop_is_parsed_for_when_drawn_from_or_in_strict_mode() -> None:
+    """`KeyUses` reports a constant key made in a counting loop only when a `jax.random` call
+    draws from it (directly or through a name), unless strict mode is on."""
+    strict = frozenset({"strict-key-reuse"})
+    assert not Needs.fact("reused_key").holds(sketch(CONSTANT_KEY))
+    assert lint_source(CONSTANT_KEY, "run.py", {"ODL704"}, gate=False).findings == []
+    assert Needs.fact("reused_key").holds(Sketch(ast.parse(CONSTANT_KEY), "run.py", strict))
+    assert lint_source(CONSTANT_KEY, "run.py", {"ODL704"}, options=strict).findings
+    for drawn in ("model.fit(jax.random.normal(jax.random.PRNGKey(0)), data)",
+                  "key = jax.random.PRNGKey(0)\n        model = model.fit(jax.random.normal(key), data)"):
+        code = CONSTANT_KEY.replace("model.fit(jax.random.PRNGKey(0), data)", drawn)
+        assert Needs.fact("reused_key").holds(sketch(code))
+        assert lint_source(code, "run.py", {"ODL704"}).findings
 
 
 BOUND_METHOD = """
@@ -311,3 +341,34 @@ def test_a_transform_stored_in_a_modules_init_is_what_odl602_needs() -> None:
     stored = STORED.replace("self.step = eqx.filter_jit(self.layer)", "self.step = jax.vmap(self.layer)")
     assert Needs.fact("transform_stored_in_init").holds(sketch(stored))
     assert lint_source(stored, "net.py", {"ODL602"}).findings
+
+
+STATIC_BY_NAME = """
+import jax
+import jax.numpy as jnp
+
+def solve(h, ops, options):
+    return h * len(ops)
+
+fast = jax.jit(solve, static_argnames=("options",))
+fast(jnp.ones(2), [1, 2], OPTIONS)
+"""
+
+
+def test_only_what_the_static_options_can_reach_is_asked_to_be_hashable() -> None:
+    """A list given for a traced parameter is no static argument; with `static_argnames`
+    any positional argument may be the static one (the signature decides), with
+    `static_argnums` only those at the positions it names, and a keyword argument either way."""
+    assert not Needs.fact("unhashable_static_argument").holds(sketch(STATIC_BY_NAME))
+    assert lint_source(STATIC_BY_NAME, "solve.py", {"ODL708"}, gate=False).findings == []
+    by_position = STATIC_BY_NAME.replace('static_argnames=("options",)', "static_argnums=2")
+    decorated = STATIC_BY_NAME.replace("def solve", '@partial(jax.jit, static_argnames="options")\ndef solve').replace(
+        "import jax\n", "from functools import partial\nimport jax\n").replace(
+        'fast = jax.jit(solve, static_argnames=("options",))\nfast', "solve")
+    for quiet in (by_position, decorated):
+        assert not Needs.fact("unhashable_static_argument").holds(sketch(quiet))
+    assert lint_source(decorated.replace("OPTIONS", "[3]"), "solve.py", {"ODL708"}).findings
+    for flagged in (STATIC_BY_NAME.replace("OPTIONS", "[3]"), by_position.replace("OPTIONS", "[3]"),
+                    by_position.replace("OPTIONS)", "options=[3])"), by_position.replace("argnums=2", "argnums=-2")):
+        assert Needs.fact("unhashable_static_argument").holds(sketch(flagged))
+        assert lint_source(flagged, "solve.py", {"ODL708"}).findings

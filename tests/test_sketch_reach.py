@@ -33,6 +33,40 @@ FIRES = [
         def f(x):
             return clip(x)
     """),
+    # ODL702: a helper given a traced value by keyword
+    ("ODL702", """
+        import jax
+
+        def pick(x, dim):
+            return x if dim > 1 else -x
+
+        @jax.jit
+        def f(x, n):
+            return pick(x, dim=n)
+    """),
+    # ODL702: a call the pre-check cannot map (a `*args`) makes every parameter maybe traced
+    ("ODL702", """
+        import jax
+
+        def pick(x, dim):
+            return x if dim > 1 else -x
+
+        @jax.jit
+        def f(x, n):
+            pair = (x, n)
+            return pick(*pair)
+    """),
+    # ODL702: `static_argnames` names another parameter; this one is traced
+    ("ODL702", """
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnames="n")
+        def f(x, n):
+            if x > n:
+                return x
+            return -x
+    """),
     # ODL703: print of a traced value
     ("ODL703", """
         import jax
@@ -110,6 +144,39 @@ DROPPED = [
                 if self.flag:
                     return x
                 return x
+    """),
+    # ODL702: a helper that traced code gives only constants for the tested parameter, and
+    # a parameter named like a traced one elsewhere, given only through an alias or a parameter
+    ("ODL702", """
+        import jax
+
+        def pick(x, dim):
+            return x * 2 if dim > 1 else x
+
+        def run(fn, x):
+            return fn(x)
+
+        @jax.jit
+        def f(x):
+            return pick(x, 2) + pick(x, dim=1) + run(pick, x)
+    """),
+    # ODL702: parameters a transform's options mark static, by name or by position
+    ("ODL702", """
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnames=("n", "mode"))
+        def f(x, n, mode):
+            if n > 2 and mode:
+                return x
+            return -x
+
+        def g(x, flag, steps):
+            if flag or steps > 3:
+                return x
+            return -x
+
+        fast = jax.jit(g, static_argnums=(1, -1))
     """),
     # ODL703: print of constants inside traced code
     ("ODL703", """

@@ -76,6 +76,14 @@ def integers(node: cst.BaseExpression | None) -> frozenset[int] | None:
     return None if any(value is None for value in found) else frozenset(found)  # type: ignore[arg-type]
 
 
+def ast_integers(node: ast.expr | None) -> frozenset[int] | None:
+    """`integers` on CPython's `ast` (the Sketch's tree)."""
+    if node is None:
+        return None
+    found = [ast_integer(element) for element in (node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node])]
+    return None if any(value is None for value in found) else frozenset(found)  # type: ignore[arg-type]
+
+
 def positions(node: cst.BaseExpression | None, count: int) -> frozenset[int] | None:
     """`static_argnums=`/`argnums=` as positions among `count` parameters: jax counts a
     negative one from the end (`-1` is the last); None when not a literal."""
@@ -97,6 +105,15 @@ def strings(node: cst.BaseExpression | None) -> frozenset[str] | None:
         return None
     elements = [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
     found = [string(element) for element in elements]
+    return None if any(value is None for value in found) else frozenset(found)  # type: ignore[arg-type]
+
+
+def ast_strings(node: ast.expr | None) -> frozenset[str] | None:
+    """`strings` on CPython's `ast`: a string constant or a tuple/list of them as a set."""
+    if node is None:
+        return None
+    found = [element.value if isinstance(element, ast.Constant) and isinstance(element.value, str) else None
+             for element in (node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node])]
     return None if any(value is None for value in found) else frozenset(found)  # type: ignore[arg-type]
 
 

@@ -29,6 +29,7 @@ from odelint.analysis.sketch_calls import (
 from odelint.analysis.sketch_reach import bound_between, rebinds_each_iteration, repeating_loop
 
 FACTS: dict[str, Callable[[Sketch], bool]] = {}
+_PARTIAL = "functools.partial"
 
 
 def fact(name: str) -> Callable[[Callable[[Sketch], bool]], Callable[[Sketch], bool]]:
@@ -136,29 +137,76 @@ def unhashable_static_argument(sketch: Sketch) -> bool:
     options = [call for call in sketch.calls if keyword(call, *STATIC_KEYWORDS) is not None]
     if any(configures(sketch, call, jax_api.names("filtered_compilers")) for call in options):
         return True
-    static = {id(call) for call in options if configures(sketch, call, jax_api.names("static_compilers"))}
+    static = {id(call): call for call in options if configures(sketch, call, jax_api.names("static_compilers"))}
     if not static:
         return False
     modules = any(_may_be_array_module(sketch, c) for classes in sketch.classes.values() for c in classes)
     return any(_may_be_unhashable(sketch, value, modules) for call in sketch.calls
-               if _may_call_static(sketch, call.func, static)
-               for value in (*call.args, *(given.value for given in call.keywords)))
+               for value in _static_arguments(call, _static_options_run(sketch, call.func, static)))
 
 
-def _may_call_static(sketch: Sketch, func: ast.expr, static: set[int]) -> bool:
-    """Does calling `func` run a function compiled with static keywords (`jitted_callee`): the
-    options call itself, or a name defined under one as decorator (directly or through a name
-    assigned it: `@jit_static`) or assigned one?"""
+# functions an options call may compile, each with its bound parameters (None: unknown)
+_Compiled = list[tuple[ast.AST, int]] | None
+
+
+def _static_options_run(sketch: Sketch, func: ast.expr,
+                        static: dict[int, ast.Call]) -> list[tuple[ast.Call, _Compiled]]:
+    """The calls with static keywords that calling `func` may run a function compiled by
+    (`jitted_callee`), each with the functions it may compile and how many of their leading
+    parameters are bound (None: unknown): the options call itself, or one a name is defined
+    under as decorator (directly or through a name assigned it: `@jit_static`) or assigned."""
     if isinstance(func, ast.Call):
-        return id(func) in static
+        return [(static[id(func)], _compiled(sketch, static[id(func)]))] if id(func) in static else []
     if not isinstance(func, ast.Name):
-        return False
-    decorators = [decorator for function in sketch.defs.get(func.id, ()) if not isinstance(function, ast.Lambda)
-                  for decorator in function.decorator_list]
-    decorators += [value for decorator in decorators if isinstance(decorator, ast.Name)
-                   for value in sketch.assigned(decorator.id)]
-    return (any(id(value) in static for value in sketch.assigned(func.id))
-            or any(id(decorator) in static for decorator in decorators))
+        return []
+    found = [(static[id(value)], _compiled(sketch, static[id(value)]))
+             for value in sketch.assigned(func.id) if id(value) in static]
+    for function in sketch.defs.get(func.id, ()):
+        decorators = list(function.decorator_list)
+        decorators += [value for decorator in decorators if isinstance(decorator, ast.Name)
+                       for value in sketch.assigned(decorator.id)]
+        bound = int(isinstance(sketch.parent(function), ast.ClassDef))  # a method's `self`
+        found += [(static[id(decorator)], [(function, bound)]) for decorator in decorators if id(decorator) in static]
+    return found
+
+
+def _compiled(sketch: Sketch, options: ast.Call) -> _Compiled:
+    """The functions `jax.jit(f, static_argnums=...)` may compile, with their bound parameters;
+    None when the call does not name them (`partial(jax.jit, ...)`)."""
+    given = positional(options, 0)
+    if given is None or _PARTIAL in sketch.qualnames(options.func):
+        return None
+    return list(sketch.reach.function_targets(given)) or None
+
+
+def _static_arguments(call: ast.Call, options: list[tuple[ast.Call, _Compiled]]) -> list[ast.expr]:
+    """The arguments of `call` that these options may make static (`Jitted.static_arguments`,
+    which reads literals only): those at a position `static_argnums` names or that a name of
+    `static_argnames` has in the compiled function's signature (any position when the function
+    is unknown), and any keyword argument."""
+    numbers: set[int] = set()
+    named = anywhere = False
+    for option, functions in options:
+        for given in option.keywords:
+            if given.arg in STATIC_KEYWORDS and given.arg.endswith("argnames"):
+                names = literals.ast_strings(given.value) or frozenset()
+                named = named or bool(names)
+                anywhere = anywhere or (bool(names) and functions is None)
+                numbers |= {index - bound for function, bound in functions or ()
+                            for index, name in enumerate(_positional_names(function)) if name in names}
+            elif given.arg in STATIC_KEYWORDS:
+                numbers |= literals.ast_integers(given.value) or set()
+    if not (numbers or named):
+        return []
+    count = len(call.args)
+    positional_args = [arg for position, arg in enumerate(call.args)
+                       if anywhere or position in numbers or position - count in numbers]
+    return positional_args + [given.value for given in call.keywords]
+
+
+def _positional_names(function: ast.AST) -> list[str]:
+    arguments = function.args  # type: ignore[attr-defined]
+    return [arg.arg for arg in (*arguments.posonlyargs, *arguments.args)]
 
 
 def _may_be_array_module(sketch: Sketch, cls: ast.ClassDef) -> bool:
@@ -217,10 +265,11 @@ def reused_key(sketch: Sketch) -> bool:
             continue
         for arg in call.args:
             if isinstance(arg, ast.Name):
-                where = (id(sketch.enclosing_function(call)), arg.id)
+                where = (_key_scope(sketch, call, arg.id), arg.id)
                 passed[where] = passed.get(where, 0) + 1
                 uses.setdefault(where, []).append(call)
     consuming = _key_parameters(sketch)
+    strict = "strict-key-reuse" in sketch.options
     suspects: set[tuple[int, str]] = set()
     for call in sketch.calls:
         key = _key_argument(sketch, call)
@@ -228,18 +277,55 @@ def reused_key(sketch: Sketch) -> bool:
             loop = repeating_loop(sketch, call)
             if loop is not None and not rebinds_each_iteration(loop, consumed):
                 return True  # consumed again on the next iteration
-            where = (id(sketch.enclosing_function(call)), consumed)
+            where = (_key_scope(sketch, call, consumed), consumed)
             consumers[where] = consumers.get(where, 0) + 1
             if key is not None and not any(use is call for use in uses.get(where, ())):
                 uses.setdefault(where, []).append(call)  # given as `key=`
             if consumers[where] > 1 or (key is not None and passed.get(where, 0) > 1):
                 suspects.add(where)
         makes_key = any(jax_api.makes_key(name) for name in sketch.qualnames(call.func))
-        if key is None and makes_key and _constant_args(call):
+        if key is None and makes_key and _constant_args(call) and (strict or _drawn(sketch, call)):
             loop = repeating_loop(sketch, call)
             if loop is not None and _counting(loop):
                 return True
     return any(_meet(sketch, uses[where], where[1]) for where in suspects)
+
+
+def _key_scope(sketch: Sketch, call: ast.Call, name: str) -> int:
+    """Where the `name` a call is given lives: the lambda around the call that takes it as a
+    parameter (`vmap(lambda key, x: draw(key, x))`), else the `def` around it."""
+    current = sketch.parent(call)
+    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(current, ast.Lambda) and name in _parameter_names(current):
+            return id(current)
+        current = sketch.parent(current)
+    return id(current)
+
+
+def _parameter_names(function: ast.Lambda) -> set[str]:
+    arguments = function.args
+    return {arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                *filter(None, (arguments.vararg, arguments.kwarg)))}
+
+
+def _drawn(sketch: Sketch, made: ast.Call) -> bool:
+    """Might `KeyUses` note a constant key as drawn from (`drawn_constant_keys`, all that is
+    reported outside strict mode): given as the key of a `jax.random` call that consumes it,
+    directly or through a name it is assigned (any such name of the file)?"""
+    holder = sketch.parent(made)
+    names = {target.id for target in holder.targets if isinstance(target, ast.Name)} if (
+        isinstance(holder, ast.Assign) and holder.value is made) else set()
+    for call in sketch.calls:
+        given = _key_given(call)
+        if (given is made or (isinstance(given, ast.Name) and given.id in names)) and any(
+                jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
+            return True
+    return False
+
+
+def _key_given(call: ast.Call) -> ast.expr | None:
+    """What `argument_at(call, "key", 0)` finds."""
+    return keyword(call, "key") or positional(call, 0)
 
 
 @fact("not_a_test")

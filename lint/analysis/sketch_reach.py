@@ -10,7 +10,9 @@ functions nested in it, the functions a name was assigned from (`step = jax.jit(
 and the `__call__` of classes named in the file.
 
 Traced values (odelint.analysis.tracing) derive from parameters: those a root's transform
-traces, and those of functions that traced code calls by name, and flow through assignments.
+traces, and those of functions that traced code calls by name and gives a value that may be
+traced (every parameter where the call's arguments do not map plainly onto the function's),
+and flow through assignments.
 `traced_bindings` holds each (scope, name) that may hold one; a name used in a scope may be
 traced when one of the scopes its lookup passes through holds a traced binding of it.
 """
@@ -20,9 +22,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
@@ -34,13 +36,24 @@ _PROGRESS_METER = "diffrax.AbstractProgressMeter"
 _PARTIAL = "functools.partial"
 
 
+@dataclasses.dataclass(frozen=True)
+class Way:
+    """One way a root is given: how many leading parameters are already bound, the positions
+    traced after them (None: all), and what the transform's options mark static (`static_argnames`
+    by name, `static_argnums` by position after the bound ones, a negative one from the end)."""
+
+    bound: int
+    params: tuple[int, ...] | None = None
+    static_names: frozenset[str] = frozenset()
+    static_numbers: frozenset[int] = frozenset()
+
+
 @dataclasses.dataclass
 class Root:
-    """A function a transform or traced-body call may trace: the ways it is given, each as the
-    number of leading parameters already bound and the positions traced after them (None: all)."""
+    """A function a transform or traced-body call may trace, and the ways it is given."""
 
     function: FunctionNode
-    ways: set[tuple[int, tuple[int, ...] | None]]
+    ways: set[Way]
 
 
 class SketchReach:
@@ -48,6 +61,7 @@ class SketchReach:
         self.sketch = sketch
         self._owns: dict[int, Own] = {}
         self._named: dict[str, list[FunctionNode]] = {}
+        self._callees: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self._edges: dict[str, tuple[list[FunctionNode], set[str]]] = {}
         self._callables: list[tuple[ast.ClassDef, ast.FunctionDef, set[int]]] | None = None
         self._roots: dict[int, Root] | None = None
@@ -77,21 +91,46 @@ class SketchReach:
             for call in self.sketch.calls:
                 names = self.sketch.qualnames(call.func)
                 if names & tracing:
+                    static = _static_options(call, names & tracing)
                     for target in _given(call, ("fun", "f"), 0):
-                        self._add_roots(target, None)
+                        self._add_roots(target, None, static)
                 for name in names & bodies.keys():
                     for target in _body_targets(call, bodies[name]):
                         self._add_roots(target, bodies[name].params)
             methods = {id(f) for classes in self.sketch.classes.values() for cls in classes for f in cls.body}
             for function in self._decorated(tracing):
                 bound = int(id(function) in methods)  # a method's `self`
-                self._roots.setdefault(id(function), Root(function, set())).ways.add((bound, None))
+                root = self._roots.setdefault(id(function), Root(function, set()))
+                root.ways.update(Way(bound, None, *static) for static in self._decorator_options(function, tracing))
         return self._roots
 
-    def _add_roots(self, target: ast.expr, params: tuple[int, ...] | None) -> None:
+    def _add_roots(self, target: ast.expr, params: tuple[int, ...] | None,
+                   static: tuple[frozenset[str], frozenset[int]] = (frozenset(), frozenset())) -> None:
         assert self._roots is not None
         for function, offset in self.function_targets(target):
-            self._roots.setdefault(id(function), Root(function, set())).ways.add((offset, params))
+            self._roots.setdefault(id(function), Root(function, set())).ways.add(Way(offset, params, *static))
+
+    def _decorator_options(self, function: FunctionNode,
+                           transforms: set[str]) -> Iterator[tuple[frozenset[str], frozenset[int]]]:
+        """What each tracing decorator of `function` marks static: read from the decorator's own
+        call (`@partial(jax.jit, static_argnames="n")`, `@jax.jit(static_argnums=1)`) or the call
+        a name of it was assigned (`jit_static = partial(...)`), nothing where it cannot tell."""
+        assert not isinstance(function, ast.Lambda)
+        for decorator in function.decorator_list:
+            if not self._decorates(decorator, transforms):
+                continue
+            given = [value for value in self.sketch.assigned(decorator.id) if isinstance(value, ast.Call)] if (
+                isinstance(decorator, ast.Name)) else [decorator]
+            if not given or (isinstance(decorator, ast.Name) and self.sketch.qualnames(decorator) & transforms):
+                yield frozenset(), frozenset()
+            for value in given:
+                if not isinstance(value, ast.Call):
+                    yield frozenset(), frozenset()
+                    continue
+                meanings = self.sketch.qualnames(value.func) & transforms
+                if not meanings and _PARTIAL in self.sketch.qualnames(value.func) and value.args:
+                    meanings = self.sketch.qualnames(value.args[0]) & transforms
+                yield _static_options(value, meanings)
 
     def differentiated(self) -> list[FunctionNode]:
         if self._differentiated is None:
@@ -276,12 +315,22 @@ class SketchReach:
 
     def traced_bindings(self) -> set[tuple[int, str]]:
         """(scope, name) pairs that may hold a traced value (`Tracing._origin`), the module as 0: a
-        parameter a root traces, a parameter of a function traced code calls by name, and a
-        name assigned (`=`, `:=`) from a value with such a name in sight. `for` targets, `+=`
-        and `*args` start none."""
+        parameter a root traces, a parameter of a function traced code calls by name (given a
+        value that may be traced, where the call's arguments map onto the parameters as
+        `argument_for` maps them), and a name assigned (`=`, `:=`) from a value with such a name
+        in sight. `for` targets, `+=` and `*args` start none."""
         if self._traced_bindings is None:
-            traced = self._traced_bindings = {(id(f), name) for f, name in self._traced_parameters()}
+            traced = self._traced_bindings = {(id(root.function), name) for root in self.traced_roots().values()
+                                              for name in _root_parameters(root)}
             readers = self._assignment_readers()
+            for call, function in self._called_by_name():
+                mapped = _mapped_arguments(self.sketch, call, function)
+                if mapped is None:
+                    traced.update((id(function), name) for name in _parameter_names(function))
+                for parameter, value in mapped or ():
+                    reader = (_scope_of(self.sketch, call), value, {(id(function), parameter)})
+                    for name in self.dynamic_names(value):
+                        readers.setdefault(name, []).append(reader)
             pending = [name for _, name in traced]
             while pending:
                 for scope, value, targets in readers.get(pending.pop(), ()):
@@ -343,25 +392,35 @@ class SketchReach:
             names.add(func.id)
         return bool(names) and all(jax_api.static_function(name) for name in names)
 
-    def _traced_parameters(self) -> Iterator[tuple[FunctionNode, str]]:
-        for root in self.traced_roots().values():
-            yield from ((root.function, name) for name in _root_parameters(root))
-        for function in self._called_by_name():
-            arguments = function.args
-            yield from ((function, arg.arg) for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
-
-    def _called_by_name(self) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
-        """Functions that traced code may call by a name (`f(x)`, `jax.jit(f)(x)`), the calls
-        whose arguments `Tracing._parameter_origin` follows. A method is called by a bare name
-        only from its class body."""
-        for call in self.nodes_in(self.traced(), (ast.Call,)):
-            for name in _bare_callee_names(call.func):  # type: ignore[attr-defined]
-                for function in self.functions_named(name):
-                    if isinstance(function, ast.Lambda):
-                        continue
+    def _called_by_name(self) -> Iterator[tuple[ast.Call, ast.FunctionDef | ast.AsyncFunctionDef]]:
+        """Calls of traced code and the functions they may call by a name (`f(x)`,
+        `jax.jit(f)(x)`), the calls whose arguments `Tracing._parameter_origin` follows. A method
+        is called by a bare name only from its class body."""
+        for node in self.nodes_in(self.traced(), (ast.Call,)):
+            call = cast(ast.Call, node)
+            for name in _bare_callee_names(call.func):
+                for function in self._callees_named(name):
                     owner = self.sketch.parent(function)
                     if not isinstance(owner, ast.ClassDef) or _scope_of(self.sketch, call) is owner:
-                        yield function
+                        yield call, function
+
+    def _callees_named(self, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The `def`s calling `name` may run as `Facts.callee` resolves it: a `def` of that name,
+        or what a call assigned to the name wraps (`step = jax.jit(update)`), never a lambda, a
+        plain alias (`g = f`) or what a parameter may be given."""
+        found = self._callees.get(name)
+        if found is None:
+            unique: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+            seen, pending = {name}, [name]
+            while pending:
+                current = pending.pop()
+                unique.update((id(f), f) for f in self.sketch.defs.get(current, ()))
+                wrapped = {inner for value in self.sketch.assigned(current) if isinstance(value, ast.Call)
+                           for inner in _bare_callee_names(value)}
+                pending.extend(wrapped - seen)
+                seen |= wrapped
+            found = self._callees[name] = list(unique.values())
+        return found
 
     def _assignment_readers(self) -> dict[str, list[tuple[ast.AST | None, ast.expr, set[tuple[int, str]]]]]:
         """Name -> the assignments (`=`, annotated `=`, `:=`) whose value it is dynamic in: the
@@ -469,6 +528,32 @@ def _bare_callee_names(func: ast.expr) -> Iterator[str]:
         yield from _bare_callee_names(func.args[0])
 
 
+def _parameter_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[str]:
+    arguments = function.args
+    yield from (arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
+
+
+def _mapped_arguments(sketch: Sketch, call: ast.Call,
+                      function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, ast.expr]] | None:
+    """The (parameter, argument) pairs of `f(a, b=c)` calling the `def f` of a plain function,
+    by keyword, else by position (`argument_for` with nothing bound); a parameter left to its
+    default gets nothing. None where the model may map the call otherwise or the pre-check
+    cannot tell: a wrapper or another name (`jax.jit(f)(x)`, `g(x)` for `g = partial(f, a)`),
+    a method, a `*args` or `**kwargs` in the call."""
+    func = call.func
+    if not (isinstance(func, ast.Name) and func.id == function.name) or isinstance(
+            _scope_of(sketch, function), ast.ClassDef):
+        return None
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    given = {keyword.arg: keyword.value for keyword in call.keywords}
+    arguments = function.args
+    positional = [arg.arg for arg in (*arguments.posonlyargs, *arguments.args)]
+    found = [(name, given[name] if name in given else call.args[index])
+             for index, name in enumerate(positional) if name in given or index < len(call.args)]
+    return found + [(arg.arg, given[arg.arg]) for arg in arguments.kwonlyargs if arg.arg in given]
+
+
 def _given(call: ast.Call, keywords: tuple[str, ...], position: int) -> Iterator[ast.expr]:
     """What `argument_at` may find for a parameter: by one of its keywords, or at its position."""
     yield from (keyword.value for keyword in call.keywords if keyword.arg in keywords)
@@ -504,8 +589,35 @@ def _root_parameters(root: Root) -> Iterator[str]:
     positional = [*arguments.posonlyargs, *arguments.args]
     first_default = len(positional) - len(arguments.defaults)
     for index, arg in enumerate(positional[:first_default]):
-        if any(index >= offset and (params is None or index - offset in params) for offset, params in root.ways):
+        if any(_traces(way, index, arg.arg, len(positional)) for way in root.ways):
             yield arg.arg
+
+
+def _traces(way: Way, index: int, name: str, count: int) -> bool:
+    """May a transform given this way trace the parameter at `index` (`Tracing._root_traces`)?"""
+    position = index - way.bound
+    if position < 0 or name in way.static_names:
+        return False
+    static = {n + count - way.bound if n < 0 else n for n in way.static_numbers}
+    return position not in static and (way.params is None or position in way.params)
+
+
+def _static_options(call: ast.Call, meanings: set[str] | frozenset[str]) -> tuple[frozenset[str], frozenset[int]]:
+    """The names and positions a transform's options call marks static (`_record`), by the
+    keywords every meaning the call's function may have takes as static; a value that is not a
+    literal marks nothing (the pre-check then says "maybe traced")."""
+    transforms = jax_api.transforms()
+    keywords = set.intersection(*(set(transforms[name].static) for name in meanings)) if meanings else set()
+    names: frozenset[str] = frozenset()
+    numbers: frozenset[int] = frozenset()
+    for given in call.keywords:
+        if given.arg not in keywords:
+            continue
+        if given.arg.endswith("argnames"):
+            names |= literals.ast_strings(given.value) or frozenset()
+        else:
+            numbers |= literals.ast_integers(given.value) or frozenset()
+    return names, numbers
 
 
 def _scope_of(sketch: Sketch, node: ast.AST) -> ast.AST | None:
@@ -591,13 +703,21 @@ def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) ->
         if start is None or end is None:
             continue
         after_first = block[start + (0 if _in_value(up, early) else 1):end]
-        if not any(_assigns(statement, name) for statement in after_first):
+        if not any(_assigns(statement, name) for statement in after_first) and not (
+                meeting >= 2 and _loop_binds(late, down[meeting - 2], name)):
             return False
         if _repeated_part(sketch, common, field) is None:
             return True
         round_again = [*block[end + (0 if _in_value(down, late) else 1):], *block[:start]]
         return any(_assigns(statement, name) for statement in round_again)
     return False
+
+
+def _loop_binds(loop: ast.AST, part: ast.AST, name: str) -> bool:
+    """Is `part` a statement of a `for` loop's body, whose target gives `name` a new value
+    before each run of it (`for key in keys: draw(key)`)?"""
+    return isinstance(loop, (ast.For, ast.AsyncFor)) and _binds_name(loop.target, name) and any(
+        statement is part for statement in loop.body)
 
 
 def _path_up(sketch: Sketch, node: ast.AST) -> list[ast.AST] | None:
