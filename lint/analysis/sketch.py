@@ -34,6 +34,22 @@ _Other = TypeVar("_Other", bound=ast.AST)
 _Third = TypeVar("_Third", bound=ast.AST)
 
 
+def imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str | None, str]]:
+    """What an import statement imports: each module it may load (`from m import n`: m, and
+    m.n, which may be a submodule), with the name it binds (None for none) and what that name
+    stands for (`import a.b` binds `a` to a; `from . import n as k` binds `k` to .n)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            top = alias.name.split(".")[0]
+            yield (alias.name, alias.asname, alias.name) if alias.asname else (alias.name, top, top)
+        return
+    module = "." * node.level + (node.module or "")
+    yield module, None, module
+    for alias in node.names:
+        full = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
+        yield full, alias.asname or alias.name, full
+
+
 class Sketch:
     """What a file may hold, from its `ast`: every answer may say yes too often, never too rarely."""
 
@@ -103,21 +119,11 @@ class Sketch:
             self.defs.setdefault(function.name, []).append(function)
         for cls in self.of_type(ast.ClassDef):
             self.classes.setdefault(cls.name, []).append(cls)
-        for node in self.of_type(ast.Import):
-            for alias in node.names:
-                self.imported_modules.append(alias.name)
-                if alias.asname:
-                    self._aliases.setdefault(alias.asname, []).append(alias.name)
-                else:
-                    top = alias.name.split(".")[0]
-                    self._aliases.setdefault(top, []).append(top)
-        for node in self.of_type(ast.ImportFrom):
-            module = "." * node.level + (node.module or "")
-            self.imported_modules.append(module)
-            for alias in node.names:
-                full = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
-                self.imported_modules.append(full)
-                self._aliases.setdefault(alias.asname or alias.name, []).append(full)
+        for node in self.of_type(ast.Import, ast.ImportFrom):
+            for module, bound, meaning in imported(node):
+                self.imported_modules.append(module)
+                if bound is not None:
+                    self._aliases.setdefault(bound, []).append(meaning)
         for node in self.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr):
             if node.value is None:
                 continue

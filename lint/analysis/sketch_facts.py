@@ -482,10 +482,11 @@ def module_field_assigned(sketch: Sketch) -> bool:
     if not sketch.may_hold_modules():
         return False
     owners: set[str] = set()
+    rebound: dict[int, set[str]] = {}
     for target in _targets(sketch):
         if not isinstance(target.value, ast.Name):
             continue
-        initialising = _initialising(sketch, target)
+        initialising = _initialising(sketch, target, rebound)
         if initialising is None:
             owners.add(target.value.id)
         elif _undeclared(sketch, target, *initialising) and may_be_module_class(sketch, initialising[1]):
@@ -494,7 +495,8 @@ def module_field_assigned(sketch: Sketch) -> bool:
     return any(may_name_module(sketch, owner, called) for owner in owners)
 
 
-def _initialising(sketch: Sketch, target: ast.Attribute) -> tuple[ast.FunctionDef, ast.ClassDef] | None:
+def _initialising(sketch: Sketch, target: ast.Attribute,
+                  rebound: dict[int, set[str]]) -> tuple[ast.FunctionDef, ast.ClassDef] | None:
     """The `__init__` or `__post_init__` and its class, when `target` is `<instance>.field` directly
     in one (the method's first parameter, never rebound there). `ModuleMutation` lets such a
     method set its class's fields; in `__init__` it reports only a field the class does not
@@ -510,9 +512,10 @@ def _initialising(sketch: Sketch, target: ast.Attribute) -> tuple[ast.FunctionDe
     if not isinstance(cls, ast.ClassDef) or not isinstance(target.value, ast.Name):
         return None
     arguments = [*method.args.posonlyargs, *method.args.args]
-    if not arguments or arguments[0].arg != target.value.id or any(
-            isinstance(node, ast.Name) and node.id == target.value.id and not isinstance(node.ctx, ast.Load)
-            for node in ast.walk(method)):
+    if id(method) not in rebound:  # the names the method binds, found once per method
+        rebound[id(method)] = {node.id for node in ast.walk(method)
+                               if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+    if not arguments or arguments[0].arg != target.value.id or target.value.id in rebound[id(method)]:
         return None  # not the instance, or a name rebound in the method
     return method, cls
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -25,15 +26,16 @@ def may_hold_modules(sketch: Sketch) -> bool:
         return True
     if sketch.path is None:
         return False
-    return any(_project_may_hold_modules(found, frozenset({os.path.abspath(sketch.path)}))
-               for found in _project_files(sketch))
+    seen = {os.path.abspath(sketch.path)}
+    return any(_project_may_hold_modules(found, seen) for found in _project_files(sketch.path, sketch.imported_modules))
 
 
-def _project_files(sketch: Sketch) -> Iterator[str]:
+def _project_files(path: str, modules: list[str]) -> Iterator[str]:
+    """The project's files among the modules a file imports."""
     from odelint.analysis import project
 
-    imports = project.ImportsOf(sketch.path)  # type: ignore[arg-type]
-    for module in sketch.imported_modules:
+    imports = project.ImportsOf(path)
+    for module in modules:
         if module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
             continue
         found = imports.file(module)
@@ -47,28 +49,73 @@ def _module_libraries() -> tuple[str, ...]:
     return tuple(sorted({prefix.split(".")[0] for prefix in jax_api.library_prefixes()}))
 
 
-_project_answers: dict[str, tuple[list[int] | None, bool]] = {}
+# a project file's own part of the answer, by its path: its stamp, whether it imports one of
+# the packages, and the modules it imports (found again in the project at every question, so
+# that a file created since, or one edited further down the imports, is seen)
+_own_parts: dict[str, tuple[list[int] | None, bool, list[str]]] = {}
 
 
-def _project_may_hold_modules(path: str, seen: frozenset[str]) -> bool:
-    """Does a project file refer to Equinox or a library of modules, itself or through its imports?"""
+def _project_may_hold_modules(path: str, seen: set[str]) -> bool:
+    """Does a project file import Equinox or a library of modules, itself or through its imports?
+    Files already `seen` in this question are not asked again: they led to no such import."""
     from odelint.analysis import project
 
     path = os.path.abspath(path)
     if path in seen:
         return False
+    seen.add(path)
     stamp = project.noted(path)  # the linted file's result depends on this file's contents
-    cached = _project_answers.get(path)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    try:
-        tree = ast.parse(project.read_text(path))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # unreadable here, so the model cannot read it either; stay on the safe side
-    from odelint.analysis.sketch import Sketch
+    own = _own_parts.get(path)
+    if own is None or own[0] != stamp:
+        own = _own_parts[path] = (stamp, *_own_part(path))
+    return own[1] or any(_project_may_hold_modules(found, seen) for found in _project_files(path, own[2]))
 
-    sketch = Sketch(tree, path)
-    answer = sketch.refers_to("equinox", *_module_libraries()) or any(
-        _project_may_hold_modules(found, seen | {path}) for found in _project_files(sketch))
-    _project_answers[path] = (stamp, answer)
-    return answer
+
+def _own_part(path: str) -> tuple[bool, list[str]]:
+    """Whether the file imports one of the packages, else the modules it imports. A line
+    importing one is enough to say "maybe" (`refers_to` would also ask for a use of the name it
+    binds); an unreadable file may import anything (the model cannot read it either)."""
+    from odelint.analysis import project
+
+    try:
+        text = project.read_text(path)
+        if any(_outside_long_strings(text, found.start()) for found in _package_import().finditer(text)):
+            return True, []
+        modules = _imported_modules(ast.parse(text))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return True, []
+    packages = ("equinox", *_module_libraries())
+    return any(module.split(".")[0] in packages for module in modules), modules
+
+
+def _outside_long_strings(text: str, position: int) -> bool:
+    """Is `position` after an even number of triple quotes (not in a docstring's usage example)?
+    Only ever used to say "maybe", so a miscount costs a parse, never a finding."""
+    before = text[:position]
+    return (before.count('"""') + before.count("'''")) % 2 == 0
+
+
+@functools.cache
+def _package_import() -> re.Pattern[str]:
+    """`import equinox ...` or `from diffrax ...` at the start of a line."""
+    packages = "|".join(re.escape(package) for package in sorted({"equinox", *_module_libraries()}))
+    return re.compile(rf"^[ \t]*(?:import|from)[ \t]+(?:{packages})\b", re.MULTILINE)
+
+
+def _imported_modules(tree: ast.Module) -> list[str]:
+    """`Sketch.imported_modules` without a Sketch: import statements are found among the
+    statements alone, never inside an expression."""
+    from odelint.analysis.sketch import imported
+
+    found: list[str] = []
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.extend(module for module, _, _ in imported(node))
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                stack.extend(block)
+    return found
