@@ -179,3 +179,18 @@ def test_asking_for_layout_nodes_changes_nothing_else() -> None:
     module = cst.parse_module("x = f(1,  # one\n      2)  # two\n")
     comments = [node.value for node, _ in build_scope_index(module, (cst.Comment,)).of_type(cst.Comment)]
     assert comments == ["# one", "# two"]
+
+
+def test_trigger_words_are_looked_for_again_in_each_new_text() -> None:
+    """`triggered` remembers the words it found in the last text it searched (the cache's
+    relevance and the run ask of the same text); a different text, even an equal one built
+    anew, is searched again."""
+    from odelint.api.rule import triggered
+
+    rules = [rule for rule in all_rules() if rule.code in ("ODL704", "ODL801", "ODL201")]
+    jax_text = "import jax\nk = jax.random.PRNGKey(0)\n"
+    diffrax_text = "import diffrax\nsol = diffrax.diffeqsolve(term, solver, 0, 1, None, y0, max_steps=None)\n"
+    assert [rule.code for rule in triggered(rules, jax_text)] == ["ODL704"]
+    assert [rule.code for rule in triggered(rules, jax_text)] == ["ODL704"]
+    assert [rule.code for rule in triggered(rules, diffrax_text)] == ["ODL801"]
+    assert [rule.code for rule in triggered(rules, "".join(["import optax\n", "optax.adamw(1e-3)\n"]))] == ["ODL201"]

@@ -249,19 +249,38 @@ class TextRule(BaseRule):
 
 def triggered(rules: Iterable[type[BaseRule]], text: str) -> list[type[BaseRule]]:
     """The rules whose trigger words the text holds: rules share words (`jax`, `random`), so
-    each word is looked for once (a search of the whole text each)."""
-    present: dict[str, bool] = {}
-
-    def holds(word: str) -> bool:
-        found = present.get(word)
-        if found is None:
-            found = present[word] = word in text
-        return found
+    each word is looked for once (a search of the whole text each), also across calls on the
+    same text (a file's relevant rules for the cache, then the ones it runs)."""
+    global _last_searched
+    searched, present = _last_searched  # read once: another thread may search another text meanwhile
+    if searched is not text:
+        present = {}
+        _last_searched = (text, present)
 
     base = BaseRule.triggered_by.__func__  # type: ignore[attr-defined]
-    return [rule for rule in rules
-            if (rule.triggered_by(text) if rule.triggered_by.__func__ is not base  # type: ignore[attr-defined]
-                else not rule.triggers or any(all(holds(word) for word in group) for group in rule.triggers))]
+    found: list[type[BaseRule]] = []
+    for rule in rules:
+        if rule.triggered_by.__func__ is not base:  # type: ignore[attr-defined]
+            if rule.triggered_by(text):
+                found.append(rule)
+            continue
+        if not rule.triggers:
+            found.append(rule)
+            continue
+        for group in rule.triggers:  # loops, not generators: this runs for every rule of every file
+            for word in group:
+                holds = present.get(word)
+                if holds is None:
+                    holds = present[word] = word in text
+                if not holds:
+                    break
+            else:
+                found.append(rule)
+                break
+    return found
+
+
+_last_searched: tuple[str | None, dict[str, bool]] = (None, {})  # the last text `triggered` searched, and its words
 
 
 def _dedent_doc(text: str) -> str:
