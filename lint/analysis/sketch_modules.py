@@ -26,8 +26,7 @@ def may_hold_modules(sketch: Sketch) -> bool:
         return True
     if sketch.path is None:
         return False
-    seen = {os.path.abspath(sketch.path)}
-    return any(_project_may_hold_modules(found, seen) for found in _project_files(sketch.path, sketch.imported_modules))
+    return _imports_reach_a_package(sketch.path, sketch.imported_modules)
 
 
 def _project_files(path: str, modules: list[str]) -> Iterator[str]:
@@ -55,20 +54,30 @@ def _module_libraries() -> tuple[str, ...]:
 _own_parts: dict[str, tuple[list[int] | None, bool, list[str]]] = {}
 
 
-def _project_may_hold_modules(path: str, seen: set[str]) -> bool:
-    """Does a project file import Equinox or a library of modules, itself or through its imports?
-    Files already `seen` in this question are not asked again: they led to no such import."""
+def _imports_reach_a_package(path: str, modules: list[str]) -> bool:
+    """Does a project file the file imports import Equinox or a library of modules, itself or
+    through its own project imports? Asked breadth first, each file once: the nearest files
+    mostly answer, so the files further down are seldom looked up."""
     from odelint.analysis import project
 
-    path = os.path.abspath(path)
-    if path in seen:
-        return False
-    seen.add(path)
-    stamp = project.noted(path)  # the linted file's result depends on this file's contents
-    own = _own_parts.get(path)
-    if own is None or own[0] != stamp:
-        own = _own_parts[path] = (stamp, *_own_part(path))
-    return own[1] or any(_project_may_hold_modules(found, seen) for found in _project_files(path, own[2]))
+    seen = {os.path.abspath(path)}
+    level = [(path, modules)]
+    while level:
+        below = []
+        for importer, imported in level:
+            for found in map(os.path.abspath, _project_files(importer, imported)):
+                if found in seen:
+                    continue
+                seen.add(found)
+                stamp = project.noted(found)  # the linted file's result depends on this file's contents
+                own = _own_parts.get(found)
+                if own is None or own[0] != stamp:
+                    own = _own_parts[found] = (stamp, *_own_part(found))
+                if own[1]:
+                    return True
+                below.append((found, own[2]))
+        level = below
+    return False
 
 
 def _own_part(path: str) -> tuple[bool, list[str]]:
