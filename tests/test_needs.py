@@ -60,6 +60,11 @@ CASES: list[tuple[Need, str, bool]] = [
      "import jax\nclass Net:\n    def __call__(self, x):\n        return jax.vmap(self.layer)(x)\n", False),
     (Needs.transforms_own_function("jax.jit"), "import jax\nimport optax\nupdate = jax.jit(optax.sgd(1.0).update)\n",
      False),
+    (Needs.fact("tree_map_update"), "import jax\nnew = jax.tree.map(lambda p, g: p - g, model, grads)\n", True),
+    (Needs.fact("tree_map_update"), "import jax\nmodel = jax.tree_util.tree_map(lambda p: p * 0.9, params)\n", True),
+    (Needs.fact("tree_map_update"), "import jax\nprint(jax.tree.map(lambda p: p.shape, params))\n", False),
+    (Needs.fact("tree_map_update"), "import jax\nn = jax.tree.map(f, a, b, is_leaf=lambda x: x is None)\n", False),
+    (Needs.fact("tree_map_update"), "import jax\nn = jax.tree.map(f, *trees)\n", False),
 ]
 
 
@@ -138,6 +143,9 @@ REUSE_MAYBE = {  # a key that may be consumed twice: the pre-check must let ODL7
     "a lambda reads the name when called": ("draw = lambda: jax.random.normal(key)\nkey = jax.random.key(1)\n"
                                             "a = draw()\nb = jax.random.uniform(key)\n"),
     "given twice in one call": "pair = combine(jax.random.normal(key), jax.random.uniform(key))\n",
+    "a handler may run before the fresh value": ("try:\n    a = jax.random.normal(key)\n    combine(a)\n"
+                                                 "    key = jax.random.key(1)\nexcept ValueError:\n    pass\n"
+                                                 "b = jax.random.uniform(key)\n"),
 }
 
 REUSE_APART = {  # every consumption sees a fresh key: the pre-check may keep the parse away
@@ -151,6 +159,10 @@ REUSE_APART = {  # every consumption sees a fresh key: the pre-check may keep th
         "    key, sub = jax.random.split(key)\n    b = jax.random.uniform(sub)\n"),
     "a loop's target gives each run a fresh key": (
         "keys = jax.random.split(key, 3)\nfor key in keys:\n    a = jax.random.normal(key)\n"),
+    "split before leaving the branch": ("if flag:\n    key, sub = jax.random.split(key)\n"
+                                        "    a = jax.random.normal(sub)\nb = jax.random.uniform(key)\n"),
+    "fresh later in the branch": ("if flag:\n    a = jax.random.normal(key)\n    if a > 0:\n        combine(a)\n"
+                                  "    key = jax.random.key(1)\nb = jax.random.uniform(key)\n"),
     "a lambda's own parameter": ("keys = jax.random.split(key, 3)\n"
                                  "a = jax.vmap(lambda key, x: jax.random.normal(key) * x)(keys, flag)\n"),
 }

@@ -725,6 +725,21 @@ def discarded_at_update(sketch: Sketch) -> bool:
     return any(at_update_statement(statement) for statement in sketch.of_type(ast.Expr))
 
 
+@fact("tree_map_update")
+def tree_map_update(sketch: Sketch) -> bool:
+    """A tree map without `is_leaf` and with no `*args` (ODL205's `_mapped_trees`) that maps
+    two trees or more (`tree_map(f, model, grads)`), or one tree as the value of a plain
+    assignment (`model = tree_map(f, eqx.filter(model, ...))`)."""
+    for call in sketch.calls_to(jax_api.tree_maps()):
+        if keyword(call, "is_leaf") is not None or any(isinstance(arg, ast.Starred) for arg in call.args):
+            continue
+        statement = sketch.parent(call)
+        if len(call.args) >= 3 or (len(call.args) == 2 and isinstance(statement, ast.Assign)
+                                   and statement.value is call and len(statement.targets) == 1):
+            return True
+    return False
+
+
 @fact("differentiated_code")
 def differentiated_code(sketch: Sketch) -> bool:
     """Some function of the file may run under differentiation (ODL713)."""

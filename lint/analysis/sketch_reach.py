@@ -704,13 +704,52 @@ def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) ->
             continue
         after_first = block[start + (0 if _in_value(up, early) else 1):end]
         if not any(_assigns(statement, name) for statement in after_first) and not (
-                meeting >= 2 and _loop_binds(late, down[meeting - 2], name)):
+                meeting >= 2 and _loop_binds(late, down[meeting - 2], name)) and not _rebound_inside(up, early, name):
             return False
         if _repeated_part(sketch, common, field) is None:
             return True
         round_again = [*block[end + (0 if _in_value(down, late) else 1):], *block[:start]]
         return any(_assigns(statement, name) for statement in round_again)
     return False
+
+
+def _rebound_inside(up: list[ast.AST], early: ast.AST, name: str) -> bool:
+    """Is `name` surely given a fresh value after the use `up` starts from and before control
+    leaves `early`, the statement around it: an assignment later in a block around the use,
+    inside `early` (`if train: key, sub = split(key)`), with no jump (`break`, `return`, ...)
+    before it, and not in the body of a `try` (whose handler may run from anywhere)?"""
+    for below, above in zip(up, up[1:], strict=False):
+        if below is early:
+            return False
+        if isinstance(above, (ast.Try, ast.TryStar)) and any(statement is below for statement in above.body):
+            return False
+        for field in _BLOCK_FIELDS:
+            block = getattr(above, field, None)
+            position = _place(block, below) if isinstance(block, list) else None
+            if block is None or position is None:
+                continue
+            for statement in block[position + (0 if _in_value(up, below) else 1):]:
+                if _assigns(statement, name):
+                    return True
+                if _may_jump(statement):
+                    return False
+    return False
+
+
+def _may_jump(statement: ast.AST) -> bool:
+    """May control leave the statement other than by its end (`break`, `continue`, `return`,
+    `raise`), outside the functions defined in it?"""
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Break, ast.Continue, ast.Return, ast.Raise)):
+            return True
+        if not isinstance(node, (*FUNCTIONS, ast.ClassDef)) or node is statement:
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
 
 def _loop_binds(loop: ast.AST, part: ast.AST, name: str) -> bool:

@@ -70,7 +70,7 @@ class TreeMapUpdateOverModule(Rule):
     triggers = (("equinox", "tree"),)
     fixtures = "tests/fixtures/ODL205"
 
-    needs = Needs.may_hold_modules() & Needs.calls_to(*jax_api.tree_maps())
+    needs = Needs.may_hold_modules() & Needs.calls_to(*jax_api.tree_maps()) & Needs.fact("tree_map_update")
 
     @classmethod
     def callees(cls) -> Callees:
