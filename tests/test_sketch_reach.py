@@ -178,6 +178,21 @@ DROPPED = [
 
         fast = jax.jit(g, static_argnums=(1, -1))
     """),
+    # ODL702: an imported function jitted under the name of a method of the file: the method
+    # is not what is traced, so its `self` holds no traced value
+    ("ODL702", """
+        import jax
+        from ops import evolve
+
+        class Runner:
+            def evolve(self, x):
+                if self.flag:
+                    return x
+                return -x
+
+            def build(self):
+                self.step = jax.jit(evolve)
+    """),
     # ODL703: print of constants inside traced code
     ("ODL703", """
         import jax

@@ -231,7 +231,8 @@ class SketchReach:
             yield node, offset
         elif isinstance(node, ast.Name):
             for function in self.functions_named(node.id):
-                yield function, offset
+                if not self._method_out_of_reach(function, node):
+                    yield function, offset
         elif isinstance(node, ast.Attribute):
             for function in self.functions_named(node.attr):
                 yield function, offset + 1
@@ -239,6 +240,15 @@ class SketchReach:
             yield from self.function_targets(node.args[0], offset)
             if _PARTIAL in self.sketch.qualnames(node.func):
                 yield from self.function_targets(node.args[0], offset + _positional_before_star(node) - 1)
+
+    def _method_out_of_reach(self, function: FunctionNode, name: ast.Name) -> bool:
+        """Is `function` a method that the bare `name` cannot stand for: `name` is used outside
+        the method's class body, and nothing assigns or passes a value to that name (through
+        which `Reach.function` could reach the method: `step = self.step`)?"""
+        owner = self.sketch.parent(function)
+        return (isinstance(owner, ast.ClassDef) and not isinstance(function, ast.Lambda)
+                and function.name == name.id and _scope_of(self.sketch, name) is not owner
+                and not self.sketch.assigned(name.id) and not self._arguments_for(name.id))
 
     def _reach(self, roots: list[FunctionNode]) -> list[FunctionNode]:
         pending = list(roots)
