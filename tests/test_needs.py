@@ -163,6 +163,11 @@ REUSE_APART = {  # every consumption sees a fresh key: the pre-check may keep th
                                         "    a = jax.random.normal(sub)\nb = jax.random.uniform(key)\n"),
     "fresh later in the branch": ("if flag:\n    a = jax.random.normal(key)\n    if a > 0:\n        combine(a)\n"
                                   "    key = jax.random.key(1)\nb = jax.random.uniform(key)\n"),
+    "two cases of one match": ("match flag:\n    case 1:\n        a = jax.random.normal(key)\n"
+                               "    case _:\n        a = jax.random.uniform(key)\n"),
+    "split again in an inner loop before the next round": (
+        "for epoch in range(3):\n    key, sub = jax.random.split(key)\n    a = jax.random.normal(sub)\n"
+        "    for batch in combine:\n        key, sub = jax.random.split(key)\n        b = jax.random.uniform(sub)\n"),
     "a lambda's own parameter": ("keys = jax.random.split(key, 3)\n"
                                  "a = jax.vmap(lambda key, x: jax.random.normal(key) * x)(keys, flag)\n"),
 }

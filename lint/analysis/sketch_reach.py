@@ -691,9 +691,11 @@ def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) ->
     """Is `name` surely given a fresh value after `first` runs and before `second` does (`first`
     comes first in the file), the way `KeyUses` follows statements? That is an assignment of it
     among the statements of the block holding both, from `first`'s own statement (`first` in
-    the assigned value) up to `second`'s; or the two sit in the two branches of one `if`. In a
-    loop, `second` runs before `first` too, on the next iteration: the value must be fresh on
-    that way round as well. A use inside a lambda may run later: nothing separates it."""
+    the assigned value) up to `second`'s, or later in a block around `first` before control
+    leaves it (`_rebound_inside`); or the two sit in the two branches of one `if` or two cases
+    of one `match`. In a loop, `second` runs before `first` too, on the next iteration: the
+    value must be fresh on that way round as well. A use inside a lambda may run later:
+    nothing separates it."""
     up, down = _path_up(sketch, first), _path_up(sketch, second)
     if up is None or down is None:
         return False
@@ -705,6 +707,8 @@ def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) ->
     if isinstance(common, ast.If) and _place(common.body, early) is not None \
             and _place(common.orelse, late) is not None:
         return _repeated_part(sketch, common, "body") is None
+    if isinstance(common, ast.Match) and isinstance(early, ast.match_case) and isinstance(late, ast.match_case):
+        return repeating_loop(sketch, common) is None  # two cases of one `match`
     for field in ("body", "orelse", "finalbody"):
         block = getattr(common, field, None)
         if not isinstance(block, list):
@@ -713,13 +717,15 @@ def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) ->
         if start is None or end is None:
             continue
         after_first = block[start + (0 if _in_value(up, early) else 1):end]
-        if not any(_assigns(statement, name) for statement in after_first) and not (
-                meeting >= 2 and _loop_binds(late, down[meeting - 2], name)) and not _rebound_inside(up, early, name):
+        if not (any(_assigns(statement, name) for statement in after_first)
+                or (meeting >= 2 and _loop_binds(late, down[meeting - 2], name))
+                or _rebound_inside(up, early, name) or _bound_before(down, late, name)):
             return False
         if _repeated_part(sketch, common, field) is None:
             return True
         round_again = [*block[end + (0 if _in_value(down, late) else 1):], *block[:start]]
-        return any(_assigns(statement, name) for statement in round_again)
+        return (any(_assigns(statement, name) for statement in round_again)
+                or _rebound_inside(down, late, name) or _bound_before(up, early, name))
     return False
 
 
@@ -743,6 +749,21 @@ def _rebound_inside(up: list[ast.AST], early: ast.AST, name: str) -> bool:
                     return True
                 if _may_jump(statement):
                     return False
+    return False
+
+
+def _bound_before(path: list[ast.AST], outer: ast.AST, name: str) -> bool:
+    """Is `name` assigned by a statement before the use `path` starts from, in a block around
+    it inside `outer`: every way into the use runs that statement first."""
+    for below, above in zip(path, path[1:], strict=False):
+        if below is outer:
+            return False
+        for field in _BLOCK_FIELDS:
+            block = getattr(above, field, None)
+            position = _place(block, below) if isinstance(block, list) else None
+            if block is not None and position is not None and any(
+                    _assigns(statement, name) for statement in block[:position]):
+                return True
     return False
 
 
