@@ -162,35 +162,39 @@ def test_may_be_array_rules_out_plain_containers_and_other_libraries() -> None:
     assert s.may_be_array(name("weights[0]")) and not s.may_be_array(name("table['a']"))
 
 
+def _project(folder, **files: str) -> str:
+    """A project (a pyproject.toml) holding these files; the path of its `train.py`, to sketch."""
+    (folder / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (folder / f"{name}.py").write_text(text)
+    return str(folder / "train.py")
+
+
 def test_may_hold_modules_looks_at_the_project_files_imported(tmp_path) -> None:
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text("import equinox as eqx\n\nclass Net(eqx.Module):\n    w: int\n")
-    (tmp_path / "data.py").write_text("import numpy as np\n\ndef load():\n    return np.zeros(3)\n")
-    train = tmp_path / "train.py"
-    assert sketch("from model import Net\n", str(train)).may_hold_modules()
-    assert not sketch("from data import load\nimport jax\n", str(train)).may_hold_modules()
+    train = _project(tmp_path, model="import equinox as eqx\n\nclass Net(eqx.Module):\n    w: int\n",
+                     data="import numpy as np\n\ndef load():\n    return np.zeros(3)\n")
+    assert sketch("from model import Net\n", train).may_hold_modules()
+    assert not sketch("from data import load\nimport jax\n", train).may_hold_modules()
     assert sketch("import diffrax\nsolver = diffrax.Tsit5()\n").may_hold_modules()
 
 
 def test_may_hold_modules_follows_project_imports_wherever_a_statement_holds_them(tmp_path) -> None:
     """A project file's imports are read from its statements (in a function, a `try`, a
     parenthesised list, after `;`), and through its own project imports in turn."""
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text("def make():\n    try:\n        x = 1; import os, equinox\n"
-                                       "    except ImportError:\n        pass\n")
-    (tmp_path / "layers.py").write_text("def build():\n    from model import (\n        make,\n    )\n")
-    (tmp_path / "plain.py").write_text("import numpy as np\n\ndef f():\n    from helpers import (\n        g,\n    )\n")
-    (tmp_path / "helpers.py").write_text("import jax\n\ng = jax.numpy.zeros\n")
-    train = tmp_path / "train.py"
-    assert sketch("from layers import build\n", str(train)).may_hold_modules()
-    assert not sketch("import numpy as np\nimport plain\n", str(train)).may_hold_modules()
+    train = _project(tmp_path, model="def make():\n    try:\n        x = 1; import os, equinox\n"
+                                      "    except ImportError:\n        pass\n",
+                     layers="def build():\n    from model import (\n        make,\n    )\n",
+                     plain="import numpy as np\n\ndef f():\n    from helpers import (\n        g,\n    )\n",
+                     helpers="import jax\n\ng = jax.numpy.zeros\n")
+    assert sketch("from layers import build\n", train).may_hold_modules()
+    assert not sketch("import numpy as np\nimport plain\n", train).may_hold_modules()
     (tmp_path / "helpers.py").write_text("import jax\nif jax:\n    from diffrax import Tsit5\n")
-    assert sketch("import numpy as np\nimport plain\n", str(train)).may_hold_modules()
+    assert sketch("import numpy as np\nimport plain\n", train).may_hold_modules()
     # a usage example in a docstring imports nothing; the import after the docstring does
     (tmp_path / "helpers.py").write_text('"""Usage:\n\n    import equinox as eqx\n"""\nimport jax\n')
-    assert not sketch("import plain\n", str(train)).may_hold_modules()
+    assert not sketch("import plain\n", train).may_hold_modules()
     (tmp_path / "helpers.py").write_text('"""Usage: see below."""\nimport equinox as eqx\n')
-    assert sketch("import plain\n", str(train)).may_hold_modules()
+    assert sketch("import plain\n", train).may_hold_modules()
 
 
 # -- the engine's use of it -----------------------------------------------------------------
