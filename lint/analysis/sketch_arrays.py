@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from odelint.analysis import jax_api, literals
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
 from odelint.analysis.facts import _KIND_PRESERVING, function_wrappers
+from odelint.analysis.sketch_calls import parameters
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
@@ -321,7 +322,7 @@ class _Solution:
         values depending on them (`_compute_origin`), grown until nothing changes."""
         if self._traced is None:
             found = {self.keys.parameter(function, a) for function in self.sketch.traced_functions()
-                     for a in _parameters(function)}
+                     for a in parameters(function)}
             depends = [(self.keys.target(name), dynamic_names(self.sketch, node.value))
                        for node in self.sketch.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr)
                        if node.value is not None
@@ -468,12 +469,6 @@ def _class_body(cls: ast.ClassDef) -> Iterator[ast.stmt]:
             yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
-
-
-def _parameters(function: FunctionNode) -> list[ast.arg]:
-    """Parameters a traced value may arrive in (`*args` and `**kwargs` bind none the model follows)."""
-    arguments = function.args
-    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
 
 
 def _at_receiver(node: ast.expr) -> ast.expr:

@@ -17,10 +17,10 @@ from odelint.analysis import jax_api
 from odelint.analysis.project import NEVER_PROJECT
 
 if TYPE_CHECKING:
-    from odelint.analysis.sketch import Sketch
+    from odelint.analysis.sketch import FunctionNode, Sketch
 
 UNHASHABLE_LITERALS = (ast.List, ast.ListComp, ast.Dict, ast.DictComp, ast.Set, ast.SetComp)
-_PARTIAL = "functools.partial"
+PARTIAL = "functools.partial"
 
 
 def keyword(call: ast.Call, *names: str) -> ast.expr | None:
@@ -44,7 +44,7 @@ def configures(sketch: Sketch, call: ast.Call, transforms: frozenset[str]) -> bo
     if sketch.qualnames(call.func) & transforms:
         return True
     first = call.args[0] if call.args else None
-    return (_PARTIAL in sketch.qualnames(call.func) and first is not None
+    return (PARTIAL in sketch.qualnames(call.func) and first is not None
             and bool(sketch.qualnames(first) & transforms))
 
 
@@ -150,3 +150,16 @@ def only_defined(sketch: Sketch, names: Iterable[str]) -> frozenset[str]:
                    if node.name)
     rebound.update(node.rest for node in sketch.of_type(ast.MatchMapping) if node.rest)
     return frozenset(name for name in names if name in sketch.defs and name not in rebound)
+
+
+def parameters(function: FunctionNode) -> list[ast.arg]:
+    """The parameters a call fills by position or keyword (`*args` and `**kwargs` bind none the
+    model follows): the positional ones, then the keyword-only ones."""
+    arguments = function.args
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+
+
+def positional_names(function: FunctionNode) -> list[str]:
+    """The names of the parameters a call may fill by position, in order."""
+    arguments = function.args
+    return [arg.arg for arg in (*arguments.posonlyargs, *arguments.args)]

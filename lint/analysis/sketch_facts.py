@@ -12,9 +12,10 @@ import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
-from odelint.analysis.sketch import Sketch
+from odelint.analysis.sketch import FunctionNode, Sketch
 from odelint.analysis.sketch_arrays import at_update_statement
 from odelint.analysis.sketch_calls import (
+    PARTIAL,
     UNHASHABLE_LITERALS,
     called_names,
     configures,
@@ -24,12 +25,13 @@ from odelint.analysis.sketch_calls import (
     may_be_module_class,
     may_name_module,
     only_defined,
+    parameters,
     positional,
+    positional_names,
 )
 from odelint.analysis.sketch_reach import bound_between, rebinds_each_iteration, repeating_loop
 
 FACTS: dict[str, Callable[[Sketch], bool]] = {}
-_PARTIAL = "functools.partial"
 
 
 def fact(name: str) -> Callable[[Callable[[Sketch], bool]], Callable[[Sketch], bool]]:
@@ -146,7 +148,7 @@ def unhashable_static_argument(sketch: Sketch) -> bool:
 
 
 # functions an options call may compile, each with its bound parameters (None: unknown)
-_Compiled = list[tuple[ast.AST, int]] | None
+_Compiled = list[tuple[FunctionNode, int]] | None
 
 
 def _static_options_run(sketch: Sketch, func: ast.expr,
@@ -174,7 +176,7 @@ def _compiled(sketch: Sketch, options: ast.Call) -> _Compiled:
     """The functions `jax.jit(f, static_argnums=...)` may compile, with their bound parameters;
     None when the call does not name them (`partial(jax.jit, ...)`)."""
     given = positional(options, 0)
-    if given is None or _PARTIAL in sketch.qualnames(options.func):
+    if given is None or PARTIAL in sketch.qualnames(options.func):
         return None
     return list(sketch.reach.function_targets(given)) or None
 
@@ -193,7 +195,7 @@ def _static_arguments(call: ast.Call, options: list[tuple[ast.Call, _Compiled]])
                 named = named or bool(names)
                 anywhere = anywhere or (bool(names) and functions is None)
                 numbers |= {index - bound for function, bound in functions or ()
-                            for index, name in enumerate(_positional_names(function)) if name in names}
+                            for index, name in enumerate(positional_names(function)) if name in names}
             elif given.arg in STATIC_KEYWORDS:
                 numbers |= literals.ast_integers(given.value) or set()
     if not (numbers or named):
@@ -202,11 +204,6 @@ def _static_arguments(call: ast.Call, options: list[tuple[ast.Call, _Compiled]])
     positional_args = [arg for position, arg in enumerate(call.args)
                        if anywhere or position in numbers or position - count in numbers]
     return positional_args + [given.value for given in call.keywords]
-
-
-def _positional_names(function: ast.AST) -> list[str]:
-    arguments = function.args  # type: ignore[attr-defined]
-    return [arg.arg for arg in (*arguments.posonlyargs, *arguments.args)]
 
 
 def _may_be_array_module(sketch: Sketch, cls: ast.ClassDef) -> bool:
@@ -296,16 +293,15 @@ def _key_scope(sketch: Sketch, call: ast.Call, name: str) -> int:
     parameter (`vmap(lambda key, x: draw(key, x))`), else the `def` around it."""
     current = sketch.parent(call)
     while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if isinstance(current, ast.Lambda) and name in _parameter_names(current):
+        if isinstance(current, ast.Lambda) and name in _bound_by(current):
             return id(current)
         current = sketch.parent(current)
     return id(current)
 
 
-def _parameter_names(function: ast.Lambda) -> set[str]:
-    arguments = function.args
-    return {arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                *filter(None, (arguments.vararg, arguments.kwarg)))}
+def _bound_by(function: ast.Lambda) -> set[str]:
+    """Every name a lambda's parameters bind, `*args` and `**kwargs` too."""
+    return {arg.arg for arg in (*parameters(function), *filter(None, (function.args.vararg, function.args.kwarg)))}
 
 
 def _drawn(sketch: Sketch, made: ast.Call) -> bool:

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, cast
 
 from odelint.analysis import jax_api, literals
+from odelint.analysis.sketch_calls import PARTIAL, parameters, positional_names
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
@@ -33,7 +34,6 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*FUNCTIONS, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _PROGRESS_METER = "diffrax.AbstractProgressMeter"
-_PARTIAL = "functools.partial"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +128,7 @@ class SketchReach:
                     yield frozenset(), frozenset()
                     continue
                 meanings = self.sketch.qualnames(value.func) & transforms
-                if not meanings and _PARTIAL in self.sketch.qualnames(value.func) and value.args:
+                if not meanings and PARTIAL in self.sketch.qualnames(value.func) and value.args:
                     meanings = self.sketch.qualnames(value.args[0]) & transforms
                 yield _static_options(value, meanings)
 
@@ -238,7 +238,7 @@ class SketchReach:
                 yield function, offset + 1
         elif isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
             yield from self.function_targets(node.args[0], offset)
-            if _PARTIAL in self.sketch.qualnames(node.func):
+            if PARTIAL in self.sketch.qualnames(node.func):
                 yield from self.function_targets(node.args[0], offset + _positional_before_star(node) - 1)
 
     def _method_out_of_reach(self, function: FunctionNode, name: ast.Name) -> bool:
@@ -336,7 +336,7 @@ class SketchReach:
             for call, function in self._called_by_name():
                 mapped = _mapped_arguments(self.sketch, call, function)
                 if mapped is None:
-                    traced.update((id(function), name) for name in _parameter_names(function))
+                    traced.update((id(function), arg.arg) for arg in parameters(function))
                 for parameter, value in mapped or ():
                     reader = (_scope_of(self.sketch, call), value, {(id(function), parameter)})
                     for name in self.dynamic_names(value):
@@ -538,11 +538,6 @@ def _bare_callee_names(func: ast.expr) -> Iterator[str]:
         yield from _bare_callee_names(func.args[0])
 
 
-def _parameter_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[str]:
-    arguments = function.args
-    yield from (arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
-
-
 def _mapped_arguments(sketch: Sketch, call: ast.Call,
                       function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, ast.expr]] | None:
     """The (parameter, argument) pairs of `f(a, b=c)` calling the `def f` of a plain function,
@@ -557,11 +552,9 @@ def _mapped_arguments(sketch: Sketch, call: ast.Call,
     if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
         return None
     given = {keyword.arg: keyword.value for keyword in call.keywords}
-    arguments = function.args
-    positional = [arg.arg for arg in (*arguments.posonlyargs, *arguments.args)]
     found = [(name, given[name] if name in given else call.args[index])
-             for index, name in enumerate(positional) if name in given or index < len(call.args)]
-    return found + [(arg.arg, given[arg.arg]) for arg in arguments.kwonlyargs if arg.arg in given]
+             for index, name in enumerate(positional_names(function)) if name in given or index < len(call.args)]
+    return found + [(arg.arg, given[arg.arg]) for arg in function.args.kwonlyargs if arg.arg in given]
 
 
 def _given(call: ast.Call, keywords: tuple[str, ...], position: int) -> Iterator[ast.expr]:
