@@ -13,7 +13,7 @@ import ast
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, literals
 from odelint.analysis.project import NEVER_PROJECT
 
 if TYPE_CHECKING:
@@ -163,3 +163,19 @@ def positional_names(function: FunctionNode) -> list[str]:
     """The names of the parameters a call may fill by position, in order."""
     arguments = function.args
     return [arg.arg for arg in (*arguments.posonlyargs, *arguments.args)]
+
+
+def static_options(call: ast.Call, keywords: Iterable[str]) -> tuple[frozenset[str], frozenset[int]]:
+    """The names (`static_argnames`) and positions (`static_argnums`, ...) that these keywords of
+    an options call mark static, read as the rules read them (literals only: any other value
+    marks nothing, so the pre-check says "maybe")."""
+    names: frozenset[str] = frozenset()
+    numbers: frozenset[int] = frozenset()
+    for given in call.keywords:
+        if given.arg is None or given.arg not in keywords:
+            continue
+        if given.arg.endswith("argnames"):
+            names |= literals.ast_strings(given.value) or frozenset()
+        else:
+            numbers |= literals.ast_integers(given.value) or frozenset()
+    return names, numbers

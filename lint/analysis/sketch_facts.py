@@ -28,6 +28,7 @@ from odelint.analysis.sketch_calls import (
     parameters,
     positional,
     positional_names,
+    static_options,
 )
 from odelint.analysis.sketch_reach import bound_between, rebinds_each_iteration, repeating_loop
 
@@ -189,15 +190,11 @@ def _static_arguments(call: ast.Call, options: list[tuple[ast.Call, _Compiled]])
     numbers: set[int] = set()
     named = anywhere = False
     for option, functions in options:
-        for given in option.keywords:
-            if given.arg in STATIC_KEYWORDS and given.arg.endswith("argnames"):
-                names = literals.ast_strings(given.value) or frozenset()
-                named = named or bool(names)
-                anywhere = anywhere or (bool(names) and functions is None)
-                numbers |= {index - bound for function, bound in functions or ()
-                            for index, name in enumerate(positional_names(function)) if name in names}
-            elif given.arg in STATIC_KEYWORDS:
-                numbers |= literals.ast_integers(given.value) or set()
+        names, positions = static_options(option, STATIC_KEYWORDS)
+        named = named or bool(names)
+        anywhere = anywhere or (bool(names) and functions is None)
+        numbers |= positions | {index - bound for function, bound in functions or ()
+                                for index, name in enumerate(positional_names(function)) if name in names}
     if not (numbers or named):
         return []
     count = len(call.args)

@@ -24,8 +24,8 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, cast
 
-from odelint.analysis import jax_api, literals
-from odelint.analysis.sketch_calls import PARTIAL, parameters, positional_names
+from odelint.analysis import jax_api
+from odelint.analysis.sketch_calls import PARTIAL, parameters, positional_names, static_options
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
@@ -606,21 +606,11 @@ def _traces(way: Way, index: int, name: str, count: int) -> bool:
 
 
 def _static_options(call: ast.Call, meanings: set[str] | frozenset[str]) -> tuple[frozenset[str], frozenset[int]]:
-    """The names and positions a transform's options call marks static (`_record`), by the
-    keywords every meaning the call's function may have takes as static; a value that is not a
-    literal marks nothing (the pre-check then says "maybe traced")."""
+    """What a transform's options call marks static (`_record`), by the keywords every meaning
+    the call's function may have takes as static."""
     transforms = jax_api.transforms()
     keywords = set.intersection(*(set(transforms[name].static) for name in meanings)) if meanings else set()
-    names: frozenset[str] = frozenset()
-    numbers: frozenset[int] = frozenset()
-    for given in call.keywords:
-        if given.arg not in keywords:
-            continue
-        if given.arg.endswith("argnames"):
-            names |= literals.ast_strings(given.value) or frozenset()
-        else:
-            numbers |= literals.ast_integers(given.value) or frozenset()
-    return names, numbers
+    return static_options(call, keywords)
 
 
 def _scope_of(sketch: Sketch, node: ast.AST) -> ast.AST | None:
@@ -727,37 +717,36 @@ def _rebound_inside(up: list[ast.AST], early: ast.AST, name: str) -> bool:
     leaves `early`, the statement around it: an assignment later in a block around the use,
     inside `early` (`if train: key, sub = split(key)`), with no jump (`break`, `return`, ...)
     before it, and not in the body of a `try` (whose handler may run from anywhere)?"""
-    for below, above in zip(up, up[1:], strict=False):
-        if below is early:
+    for below, above, block, position in _blocks_around(up, early):
+        if isinstance(above, (ast.Try, ast.TryStar)) and block is above.body:
             return False
-        if isinstance(above, (ast.Try, ast.TryStar)) and any(statement is below for statement in above.body):
-            return False
-        for field in _BLOCK_FIELDS:
-            block = getattr(above, field, None)
-            position = _place(block, below) if isinstance(block, list) else None
-            if block is None or position is None:
-                continue
-            for statement in block[position + (0 if _in_value(up, below) else 1):]:
-                if _assigns(statement, name):
-                    return True
-                if _may_jump(statement):
-                    return False
+        for statement in block[position + (0 if _in_value(up, below) else 1):]:
+            if _assigns(statement, name):
+                return True
+            if _may_jump(statement):
+                return False
     return False
 
 
 def _bound_before(path: list[ast.AST], outer: ast.AST, name: str) -> bool:
     """Is `name` assigned by a statement before the use `path` starts from, in a block around
     it inside `outer`: every way into the use runs that statement first."""
+    return any(_assigns(statement, name) for _, _, block, position in _blocks_around(path, outer)
+               for statement in block[:position])
+
+
+def _blocks_around(path: list[ast.AST], outer: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, list[ast.stmt], int]]:
+    """For each block of statements around the node `path` starts from, inside `outer`: the
+    statement of the block on the path, what holds the block, the block, and that statement's
+    place in it; innermost first."""
     for below, above in zip(path, path[1:], strict=False):
         if below is outer:
-            return False
+            return
         for field in _BLOCK_FIELDS:
             block = getattr(above, field, None)
             position = _place(block, below) if isinstance(block, list) else None
-            if block is not None and position is not None and any(
-                    _assigns(statement, name) for statement in block[:position]):
-                return True
-    return False
+            if block is not None and position is not None:
+                yield below, above, block, position
 
 
 def _may_jump(statement: ast.AST) -> bool:
