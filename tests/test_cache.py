@@ -97,11 +97,12 @@ def test_a_damaged_or_older_cache_reads_as_misses(project) -> None:
     folder, linted = project
     cold = check(folder)
     cache_file = next((folder / ".odelint_cache").glob("results-*.json"))
-    entries = json.loads(cache_file.read_text())
+    stored = json.loads(cache_file.read_text())
+    entries = stored["entries"]
     damaged = [{"findings": []}, {"relevant": ["ODL000"]}, {"relevant": "ODL000", "results": {}}, [], None]
     for entry_key, replacement in zip(sorted(entries), damaged, strict=False):
         entries[entry_key] = replacement
-    cache_file.write_text(json.dumps(entries))
+    cache_file.write_text(json.dumps(stored))
     linted.clear()
     assert check(folder) == cold and len(linted) == len(damaged)
     linted.clear()

@@ -305,6 +305,7 @@ def test_a_pipe_named_on_the_command_line_is_read_once(tmp_path: Path, cache: bo
     {"used": "yesterday"},
     {"relevant": [1, 2]},
     {"depends": {"x.py": "stamp"}},
+    {"depends": 10**6},
     {"results": {"": [{"code": 201}]}},
     {"results": {"": ["ODL201"]}},
     {"results": {"": [{"code": "ODL201", "name": "n", "message": "m", "line": "5", "column": 1, "end_line": 5,
@@ -319,13 +320,14 @@ def test_a_cache_entry_with_wrong_types_is_a_miss(tmp_path: Path, damage: dict) 
     (tmp_path / "train.py").write_text(HAZARD)
     assert odelint("check", "-q", ".", cwd=tmp_path).returncode == 1
     cache_file = tmp_path / ".odelint_cache" / f"results-{__version__}.json"
-    entries = json.loads(cache_file.read_text())
-    for entry in entries.values():
+    stored = json.loads(cache_file.read_text())
+    assert stored["entries"]
+    for entry in stored["entries"].values():
         if "results" in damage:
             entry["results"] = {key: damage["results"][""] for key in entry["results"]}
         else:
             entry.update(damage)
-    cache_file.write_text(json.dumps(entries))
+    cache_file.write_text(json.dumps(stored))
     for _ in range(2):
         result = odelint("check", "-q", ".", cwd=tmp_path)
         assert result.returncode == 1 and codes(result, "train.py") == ["ODL201"], err(result)

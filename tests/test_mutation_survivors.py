@@ -133,21 +133,23 @@ def test_a_warm_cache_read_within_a_day_does_not_rewrite_the_file(tmp_path: Path
 def test_a_cache_entry_unused_for_more_than_a_day_is_stamped_again(tmp_path: Path) -> None:
     """Fault: the daily refresh of an entry's last use inverted (old entries evicted first though used)."""
     written = _stored_cache(tmp_path)
-    entries = json.loads(Path(written.file).read_text(encoding="utf-8"))
-    entries["k"]["used"] = int(time.time()) - 2 * cache.REFRESH_SECONDS
-    Path(written.file).write_text(json.dumps(entries), encoding="utf-8")
+    stored = json.loads(Path(written.file).read_text(encoding="utf-8"))
+    stored["entries"]["k"]["used"] = int(time.time()) - 2 * cache.REFRESH_SECONDS
+    Path(written.file).write_text(json.dumps(stored), encoding="utf-8")
     store = cache.Cache(str(tmp_path), project.stamp)
     assert store.get("k", ["ODL201"]) is not None
     store.save()
-    stamped = json.loads(Path(store.file).read_text(encoding="utf-8"))["k"]["used"]
+    stamped = json.loads(Path(store.file).read_text(encoding="utf-8"))["entries"]["k"]["used"]
     assert abs(stamped - time.time()) < 60
 
 
 def test_a_cache_entry_with_damaged_dependencies_is_a_miss(tmp_path: Path) -> None:
-    """Fault: an entry whose `depends` is not a mapping trusted (issue 22: validate, treat as a miss)."""
-    store = _stored_cache(tmp_path)
-    store._entries["k"]["depends"] = ["model.py"]
-    assert store.get("k", ["ODL201"]) is None
+    """Fault: an entry whose `depends` is not one of the stored groups trusted (issue 22:
+    validate, treat as a miss)."""
+    for damage in (["model.py"], 7, -1, True):
+        store = _stored_cache(tmp_path)
+        store._entries["k"]["depends"] = damage
+        assert store.get("k", ["ODL201"]) is None, damage
 
 
 def test_a_full_cache_keeps_the_most_recently_used_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,7 +161,7 @@ def test_a_full_cache_keeps_the_most_recently_used_entries(tmp_path: Path, monke
     for age, name in enumerate(("newest", "newer", "old")):
         store._entries[name]["used"] = 1_000_000 - age
     store.save()
-    assert sorted(json.loads(Path(store.file).read_text(encoding="utf-8"))) == ["newer", "newest"]
+    assert sorted(json.loads(Path(store.file).read_text(encoding="utf-8"))["entries"]) == ["newer", "newest"]
 
 
 def test_cache_clean_removes_the_folder_and_says_whether_there_was_one(tmp_path: Path) -> None:

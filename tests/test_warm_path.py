@@ -1,13 +1,18 @@
 """What a warm run does without linting, made cheap without changing its answers: installed
 versions read from `.dist-info` as importlib.metadata reads them, dependency files parsed
-only when they may pin, files read with `os` calls, each project file stamped once per run,
-and a walk outside the configuration's root that matches `exclude` by name."""
+only when they may pin, files read with `os` calls and not at all when their status is what
+the cache recorded, each project file stamped once per run and absent ones answered by their
+folder's listing, and a walk outside the configuration's root that matches `exclude` by name."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from importlib import metadata
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from odelint.files import cache as result_cache
@@ -74,18 +79,105 @@ def test_read_regular_refuses_a_fifo_without_waiting(tmp_path: Path) -> None:
         read_regular(str(fifo))
 
 
-def test_each_path_is_stamped_once_per_run(tmp_path: Path) -> None:
+def test_each_path_is_stamped_once_per_run_and_absent_ones_by_their_folders_listing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[str] = []
+    listed: list[str] = []
 
     def stamp(path: str) -> list[int] | None:
         asked.append(path)
-        return None
+        return [1, 2]
 
+    def listdir(folder: str) -> list[str]:
+        listed.append(folder)
+        return listing(folder)
+
+    listing = os.listdir
+    monkeypatch.setattr(result_cache.os, "listdir", listdir)
     cache = result_cache.Cache(str(tmp_path / "cache"), stamp)
     for number in range(3):
-        cache.put(f"key{number}", ["ODL101"], {"ODL101"}, [], {"/p/pyproject.toml": None, f"/p/m{number}.py": None})
+        cache.put(f"key{number}", ["ODL101"], {"ODL101"}, [],
+                  {"/p/pyproject.toml": [1, 2], f"/p/m{number}.py": [1, 2], f"{tmp_path}/gone{number}.py": None,
+                   f"{tmp_path}/pkg/sub/m{number}.py": None})
     assert all(cache.get(f"key{number}", frozenset({"ODL101", "ODL201"})) == [] for number in range(3))
     assert sorted(asked) == ["/p/m0.py", "/p/m1.py", "/p/m2.py", "/p/pyproject.toml"]
+    # tmp_path and the folders above it once each; pkg and pkg/sub never: tmp_path lacks pkg
+    assert str(tmp_path) in listed and len(listed) == len(set(listed))
+    assert not any(folder.startswith(str(tmp_path / "pkg")) for folder in listed)
+
+
+@pytest.mark.parametrize("created", ["gone.py", "pkg/__init__.py", "pkg/sub/m.py"])
+def test_a_path_recorded_absent_that_now_exists_is_a_miss(tmp_path: Path, created: str) -> None:
+    depends: dict[str, list[int] | None] = {str(tmp_path / name): None
+                                            for name in ("gone.py", "pkg/__init__.py", "pkg/sub/m.py")}
+    cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: None)
+    cache.put("k", ["ODL101"], {"ODL101"}, [], depends)
+    cache.save()
+    assert result_cache.Cache(str(tmp_path / "cache"), lambda path: None).get("k", {"ODL101"}) == []
+    (tmp_path / created).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / created).write_text("x = 1\n")
+    assert result_cache.Cache(str(tmp_path / "cache"), lambda path: None).get("k", {"ODL101"}) is None
+
+
+def _status(ctime: int, mtime: int = 5, size: int = 10, inode: int = 7) -> os.stat_result:
+    return cast(os.stat_result, SimpleNamespace(st_ctime_ns=ctime, st_mtime_ns=mtime, st_size=size, st_ino=inode))
+
+
+def test_a_files_digest_answers_only_for_the_status_it_was_recorded_with(tmp_path: Path) -> None:
+    now = time.time_ns()
+    old = now - 60 * 10**9
+    cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: None)
+    cache.record("train.py", _status(old), "abc")
+    cache.record("racy.py", _status(now), "def")  # changed just now: may change again unseen
+    cache.save()
+    cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: None)
+    assert cache.digest("train.py", _status(old)) == "abc"
+    assert cache.digest("racy.py", _status(now)) is None
+    for changed in (_status(old + 1), _status(old, mtime=6), _status(old, size=11), _status(old, inode=8)):
+        assert cache.digest("train.py", changed) is None
+
+
+def test_a_warm_run_reads_no_file_whose_status_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from odelint.api.registry import known_codes
+    from odelint.engine import runner
+
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("import optax\n\nopt = optax.adam(1e-3)\n")
+    monkeypatch.setattr(result_cache, "RACY_NS", -10**15)  # files written just now count as settled
+    read: list[str] = []
+    reading = runner._read
+
+    def recording(path: str, regular: bool = True) -> bytes:
+        read.append(os.path.basename(path))
+        return reading(path, regular)
+
+    monkeypatch.setattr(runner, "_read", recording)
+
+    def run() -> list[str]:
+        resolver = ConfigResolver(Overrides(), known_codes(), cwd=str(tmp_path))
+        result = runner.run([str(tmp_path)], resolver, runner.Options(jobs=1))
+        return [f"{os.path.basename(f.path)}:{f.code}" for f in result.findings]
+
+    cold = run()
+    assert sorted(read) == ["a.py", "a.py", "b.py", "b.py"]  # hashed here, linted in the task
+    read.clear()
+    assert run() == cold and read == []
+    (tmp_path / "b.py").write_text("import optax\n\nopt = optax.sgd(1e-3)\n")
+    assert run() == cold and sorted(read) == ["b.py", "b.py"]
+
+
+def test_results_that_depend_on_the_same_files_share_one_group(tmp_path: Path) -> None:
+    depends: dict[str, list[int] | None] = {"/p/model.py": [1, 2], "/p/absent.py": None}
+    cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: [1, 2])
+    for number in range(3):
+        cache.put(f"key{number}", ["ODL101"], {"ODL101"}, [], depends)
+    cache.put("key3", ["ODL101"], {"ODL101"}, [], {"/p/model.py": [1, 2]})
+    cache.put("key4", ["ODL101"], {"ODL101"}, [])
+    cache.save()
+    stored = json.loads(Path(cache.file).read_text(encoding="utf-8"))
+    assert sorted(stored["paths"], key=str) == [["/p/absent.py", None], ["/p/model.py", [1, 2]]]
+    assert len(stored["groups"]) == 2 and "depends" not in stored["entries"]["key4"]
+    assert len({stored["entries"][f"key{number}"]["depends"] for number in range(3)}) == 1
 
 
 def test_exclude_matches_by_name_in_a_tree_outside_the_root(tmp_path: Path) -> None:

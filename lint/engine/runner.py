@@ -452,15 +452,19 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
                 result.errors.append((target.path, str(error)))
                 continue
         elif cache is not None:
-            try:
-                read = _read(target.path)
-            except SourceError as error:
-                result.errors.append((target.path, str(error)))
-                continue
+            digest = cache.digest(target.path, target.status) if target.status is not None else None
+            if digest is None:
+                try:
+                    digest = result_cache.content(_read(target.path))
+                except SourceError as error:
+                    result.errors.append((target.path, str(error)))
+                    continue
+                if target.status is not None:
+                    cache.record(target.path, target.status, digest)
             settings_key = (id(settings), bool(versions))  # the resolver keeps every settings object alive
             if settings_key not in described:
                 described[settings_key] = describe(versions) + _described(settings.options)
-            hit = cache.get(result_cache.key(read, target.path, kind or PYTHON, described[settings_key]), codes)
+            hit = cache.get(result_cache.keyed(digest, target.path, kind or PYTHON, described[settings_key]), codes)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue

@@ -22,6 +22,7 @@ class Target:
     path: str
     explicit: bool  # named on the command line: linted whatever its name
     regular: bool = True  # False: a pipe named on the command line (`<(cat t.py)`), read once
+    status: os.stat_result | None = dataclasses.field(default=None, compare=False)  # as discovery found it
 
 
 @dataclasses.dataclass
@@ -117,7 +118,7 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
         identity = (status.st_dev, status.st_ino)
         if identity not in seen:
             seen.add(identity)
-            found.targets.append(Target(path, explicit, regular))
+            found.targets.append(Target(path, explicit, regular, status))
 
     for path in paths:
         if path == "-":
