@@ -175,7 +175,7 @@ def test_results_that_depend_on_the_same_files_share_one_group(tmp_path: Path) -
     cache.put("key4", ["ODL101"], {"ODL101"}, [])
     cache.save()
     stored = json.loads(Path(cache.file).read_text(encoding="utf-8"))
-    assert sorted(stored["paths"], key=str) == [["/p/absent.py", None], ["/p/model.py", [1, 2]]]
+    assert sorted(stored["paths"], key=str) == [["/p", None], ["/p/model.py", [1, 2]]]  # no /p here
     assert len(stored["groups"]) == 2 and "depends" not in stored["entries"]["key4"]
     assert len({stored["entries"][f"key{number}"]["depends"] for number in range(3)}) == 1
 
@@ -189,3 +189,20 @@ def test_exclude_matches_by_name_in_a_tree_outside_the_root(tmp_path: Path) -> N
     resolver = ConfigResolver(Overrides(isolated=True, extend_exclude=("skipped", "*_skip.py")), ["ODL101"], str(root))
     found = discover([str(tree)], resolver, ("*.py",))
     assert sorted(os.path.relpath(target.path, tree) for target in found.targets) == ["pkg/a.py"]
+
+
+def test_absent_paths_under_a_missing_folder_are_stored_as_that_folder(tmp_path: Path) -> None:
+    """An import's candidate modules under a package folder that is not there become one path."""
+    (tmp_path / "pkg").mkdir()
+    missing = [f"{tmp_path}/pkg/models/{name}" for name in ("mlp.py", "mlp/__init__.py", "mlp.pyi", "cnn.py")]
+    depends: dict[str, list[int] | None] = {path: None for path in [*missing, f"{tmp_path}/pkg/absent.py"]}
+    depends[f"{tmp_path}/pkg"] = []  # recorded as there: kept beside the absent paths below it
+    cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: [] if os.path.exists(path) else None)
+    cache.put("k", ["ODL101"], {"ODL101"}, [], depends)
+    cache.save()
+    stored = json.loads(Path(cache.file).read_text(encoding="utf-8"))
+    assert sorted(stored["paths"], key=str) == sorted(
+        [[f"{tmp_path}/pkg", []], [f"{tmp_path}/pkg/absent.py", None], [f"{tmp_path}/pkg/models", None]], key=str)
+    assert result_cache.Cache(str(tmp_path / "cache"), lambda path: []).get("k", {"ODL101"}) == []
+    (tmp_path / "pkg" / "models").mkdir()
+    assert result_cache.Cache(str(tmp_path / "cache"), lambda path: []).get("k", {"ODL101"}) is None

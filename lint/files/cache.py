@@ -22,7 +22,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeGuard
 
 from odelint import __version__
@@ -240,6 +240,8 @@ class Cache:
         that were not there, many in folders that are not there either: the names in each
         folder, found once, answer for all of them."""
         folder, name = _split(path)
+        if not name:  # a file system's root
+            return False
         listing = self._listing(folder)
         if listing is None:
             return self._stamp(path) is None  # asked once: the pair's verdict is kept
@@ -299,17 +301,32 @@ class Cache:
             self._group_index = {tuple(members): group for group, members in enumerate(self._groups)
                                  if isinstance(members, list) and all(type(index) is int for index in members)}
         indices = []
-        for path, recorded in depends.items():
+        for path, recorded in self._compressed(depends):
             pair = (path, json.dumps(recorded))
             if pair not in self._pair_index:
                 self._pair_index[pair] = len(self._paths)
                 self._paths.append([path, recorded])
             indices.append(self._pair_index[pair])
-        members = tuple(sorted(indices))
+        members = tuple(sorted(set(indices)))
         if members not in self._group_index:
             self._group_index[members] = len(self._groups)
             self._groups.append(list(members))
         return self._group_index[members]
+
+    def _compressed(self, depends: dict[str, list[int] | None]) -> Iterator[tuple[str, list[int] | None]]:
+        """The same dependencies, each absent path replaced by its highest absent folder: the
+        modules an import might have named under a folder that is not there (most of them)
+        become one path, which holds only while that folder is still not there."""
+        for path, recorded in depends.items():
+            yield (self._highest_absent(path) if recorded is None else path), recorded
+
+    def _highest_absent(self, path: str) -> str:
+        """`path`, or the highest folder above it that is not there (so neither is `path`)."""
+        while True:
+            folder, name = _split(path)
+            if folder == path or not name or not self._absent(folder):
+                return path
+            path = folder
 
     def _layout(self) -> dict:
         """What is written: the newest entries, and only the groups, pairs and files they use
