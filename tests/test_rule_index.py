@@ -64,6 +64,20 @@ def test_editing_a_visitor_or_a_data_table_keeps_the_index_but_not_the_cache(cop
     assert rule_index.sources_digest.__wrapped__() != before, "cached results must not outlive a changed table"
 
 
+def test_a_settled_source_counts_by_its_status_and_is_not_read(copied_rules: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rule_index, "RACY_NS", -10**15)  # every source counts as settled
+    before = rule_index.sources_digest.__wrapped__()
+    module = copied_rules / "optimisers" / "optimizer_init_unfiltered.py"
+    module.write_text(module.read_text() + "\n# a changed line of the visitor\n")
+
+    def unread(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a settled source was read")
+
+    monkeypatch.setattr("builtins.open", unread)
+    assert rule_index.sources_digest.__wrapped__() != before, "cached results must not outlive a changed rule"
+
+
 def test_an_added_or_removed_rule_module_makes_the_index_stale(copied_rules: Path) -> None:
     added = copied_rules / "arrays" / "new_rule.py"
     added.write_text('"""A new rule."""\n')

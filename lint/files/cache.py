@@ -17,6 +17,7 @@ when something changed). Its layout keeps a warm run's work small:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -57,9 +58,16 @@ def keyed(digest: str, filename: str, kind: str, versions: str = "") -> str:
     one, and `versions` (the target versions of the JAX stack) one computed for other versions.
     The file's folder is part of the key: the same train.py beside another model.py is another
     result. The name is keyed by its bytes, so a name that is not valid UTF-8 keys like any other."""
-    joined = hashlib.sha256(f"{digest}\0{__version__}\0{rules_digest()}\0{kind}\0{versions}\0".encode())
+    joined = _settings_digest(rules_digest(), kind, versions).copy()
+    joined.update(f"{digest}\0".encode())
     joined.update(os.fsencode(os.path.abspath(filename)))
     return joined.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _settings_digest(rules: str, kind: str, versions: str) -> hashlib._Hash:
+    """What every file of a run shares in its key, hashed once per run and kind of file."""
+    return hashlib.sha256(f"{__version__}\0{rules}\0{kind}\0{versions}\0".encode())
 
 
 def _subkey(codes: Iterable[str], relevant: Iterable[str]) -> str:
