@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import hashlib
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,14 +35,14 @@ from odelint.files.fileio import (
     encode,
     read_regular,
 )
-from odelint.files.kinds import NOT_LINTED, NOTEBOOK, PYTHON, TEXT, kind_of
-from odelint.files.notebook import SUFFIX, Notebook, NotebookError, NotPythonNotebook
-from odelint.files.notebook import read as read_notebook
+from odelint.files.kinds import NOT_LINTED, NOTEBOOK, NOTEBOOK_SUFFIX, PYTHON, TEXT, kind_of
 from odelint.files.versions import describe
 from packaging.version import Version
 
 if TYPE_CHECKING:
     import concurrent.futures
+
+    from odelint.files.notebook import Notebook
 
 CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
 # What one file may cost. LibCST's parser holds about 2,000 bytes of memory per byte of a long
@@ -140,6 +139,7 @@ def _time_limit(seconds: float) -> Iterator[None]:
     """Interrupt Python code that runs past `seconds` (only the main thread gets signals:
     elsewhere, as in the language server's threads, nothing is limited)."""
     import signal
+    import threading
 
     if seconds <= 0 or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
@@ -162,6 +162,8 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     from odelint.engine import noqa
     from odelint.engine.notebooks import cell_diff, place
     from odelint.engine.relevance import relevant_codes
+    from odelint.files.notebook import NotebookError, NotPythonNotebook
+    from odelint.files.notebook import read as read_notebook
 
     data = task.data
     notebook: Notebook | None = None
@@ -395,6 +397,8 @@ def _reported(outcome: Outcome, index: int, total: int, progress: Progress | Non
 
 def _exit_with_parent(parent: int) -> None:
     """A worker whose parent was killed (SIGKILL runs no cleanup) stops instead of lingering."""
+    import threading
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
@@ -411,7 +415,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         stdin: tuple[str, bytes] | None = None) -> RunResult:
     """Lint or fix `paths` (and stdin, given as (display path, bytes))."""
     result = RunResult()
-    discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{SUFFIX}"))
+    discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{NOTEBOOK_SUFFIX}"))
     result.errors.extend(discovered.errors)
     result.config_errors.update(discovered.config_errors)
     result.skipped.extend(discovered.skipped)

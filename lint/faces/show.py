@@ -13,7 +13,7 @@ def files(paths: Sequence[str], resolver: ConfigResolver, stream: TextIO) -> lis
     """Print every file the run would lint, one a line, sorted; hand back the discovery's errors."""
     from odelint.api.registry import file_patterns
     from odelint.files.discover import discover
-    from odelint.files.notebook import SUFFIX
+    from odelint.files.kinds import NOTEBOOK_SUFFIX as SUFFIX
 
     found = discover([path for path in paths if path != "-"], resolver, (*file_patterns(), f"*{SUFFIX}"))
     for path in sorted(target.path for target in found.targets):
@@ -25,7 +25,7 @@ def settings(paths: Sequence[str], resolver: ConfigResolver, stream: TextIO) -> 
     """Print the settings that govern the first Python file the run would lint (else the current folder)."""
     from odelint.api.registry import file_patterns
     from odelint.files.discover import discover
-    from odelint.files.notebook import SUFFIX
+    from odelint.files.kinds import NOTEBOOK_SUFFIX as SUFFIX
 
     found = discover([path for path in paths if path != "-"], resolver, (*file_patterns(), f"*{SUFFIX}"))
     first = min((target.path for target in found.targets), default=resolver.cwd,

@@ -7,10 +7,10 @@ import os
 
 from odelint.api.registry import file_patterns
 from odelint.api.rule import PYTHON_FILES
-from odelint.files.notebook import is_notebook
 
 PYTHON, NOTEBOOK, TEXT = "python", "notebook", "text"
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+NOTEBOOK_SUFFIX = ".ipynb"  # here, not in odelint.files.notebook: a warm run reads no notebook
 NOT_LINTED = "not a Python file or notebook; skipped"
 
 
@@ -18,7 +18,7 @@ def kind_of(path: str) -> str | None:
     """None for a file odelint has nothing to say about (`notes.md`). A file without a
     suffix (`bin/train`) is a script: Python, as when it is named on the command line."""
     name = os.path.basename(path)
-    if is_notebook(name):
+    if name.endswith(NOTEBOOK_SUFFIX):
         return NOTEBOOK
     if name.endswith(PYTHON_SUFFIXES):
         return PYTHON

@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 from odelint.files import lines as text_lines
 
-SUFFIX = ".ipynb"
 MASK = "# odelint: IPython magic"
 _SHELL_OR_MAGIC = re.compile(r"^[ \t]*(?:%|!|\?)")
 _ASSIGNED = re.compile(r"^(?P<target>[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*)[ \t]*=[ \t]*(?:%|!)")
@@ -39,10 +38,6 @@ class NotebookError(Exception):
 
 class NotPythonNotebook(NotebookError):
     """A notebook whose kernel is another language: skipped, not an error."""
-
-
-def is_notebook(path: str) -> bool:
-    return path.endswith(SUFFIX)
 
 
 def lines(text: str) -> list[str]:
