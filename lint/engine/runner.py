@@ -62,6 +62,8 @@ class Progress(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class Options:
+    """How a run goes: its mode, its workers and its limits."""
+
     mode: str = CHECK
     jobs: int | None = None
     use_cache: bool = True
@@ -73,6 +75,8 @@ class Options:
 
 @dataclasses.dataclass(frozen=True)
 class Task:
+    """One file for a worker, with everything the worker needs to lint it."""
+
     path: str
     data: bytes | None           # None: the worker reads `path`
     codes: frozenset[str]
@@ -87,6 +91,8 @@ class Task:
 
 @dataclasses.dataclass
 class Outcome:
+    """What a worker sends back for a file: plain data, so it crosses processes."""
+
     path: str
     findings: list[dict] = dataclasses.field(default_factory=list)
     error: str | None = None
@@ -104,6 +110,8 @@ class Outcome:
 
 @dataclasses.dataclass
 class RunResult:
+    """What a run found, fixed and could not do, for the reporters."""
+
     findings: list[Finding] = dataclasses.field(default_factory=list)
     errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     internal_errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)

@@ -74,6 +74,8 @@ class Overrides:
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
+    """What applies to the files under one configuration: its rule selection, exclusions and overrides."""
+
     root: str
     path: str | None
     file_layer: Layer

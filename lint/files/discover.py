@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True)
 class Target:
+    """A file to lint, as discovery found it."""
+
     path: str
     explicit: bool  # named on the command line: linted whatever its name
     regular: bool = True  # False: a pipe named on the command line (`<(cat t.py)`), read once
@@ -27,6 +29,8 @@ class Target:
 
 @dataclasses.dataclass
 class Discovery:
+    """The files to lint, and what discovery could not read or skipped."""
+
     targets: list[Target]
     errors: list[tuple[str, str]]  # (path, reason)
     config_errors: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # of errors: -> line

@@ -18,6 +18,8 @@ class SourceError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class SourceText:
+    """A file's decoded text and the encoding to write it back in."""
+
     text: str
     encoding: str  # a codec name; "utf-8-sig" keeps a byte order mark
 
