@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from odelint.api.registry import SyntaxErrorRule, all_rules, is_python_file, known_codes
+from odelint.api.engine_rules import SyntaxErrorRule
+from odelint.api.registry import all_rules, is_python_file, known_codes
 from odelint.engine import runner
 from odelint.engine.core import rules_for
 from odelint.engine.relevance import relevant_codes

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from odelint.api.registry import ENGINE_RULES, all_rules
+from odelint.api.engine_rules import ENGINE_RULES
+from odelint.api.registry import all_rules
 from odelint.api.rule import TextRule
 from odelint.engine.core import fix_source, lint_source
 from odelint.proof.fixtures import load_cases

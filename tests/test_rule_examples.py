@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from odelint.api.engine_rules import ENGINE_RULES
 from odelint.api.finding import Safety
-from odelint.api.registry import ENGINE_RULES, all_rules
+from odelint.api.registry import all_rules
 from odelint.api.rule import BaseRule, Flag, Pass, format_span, parse_span
 from odelint.engine.core import fix_source, lint_source
 

@@ -73,7 +73,17 @@ def test_a_warm_check_imports_no_rule_no_libcst_and_no_process_pool(tmp_path: Pa
     assert (code, stdout) == (cold_code, cold_out) and "ODL201" in stdout
     assert not rule_modules(modules)
     assert not modules & {"odelint.engine.core", "odelint.analysis.facts", "multiprocessing", "concurrent.futures"}
+    # no rule class (the engine's own included), no notebook reader, no thread
+    assert not modules & {"odelint.api.rule", "odelint.api.engine_rules", "odelint.files.notebook", "threading"}
     assert libcst == "_StandIn"
+
+
+def test_a_warm_check_with_an_unreadable_file_reports_it_as_odl001(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(HAZARD)
+    imports_of("check", ".", cwd=tmp_path)
+    code, modules, _, stdout = imports_of("check", ".", "missing.py", cwd=tmp_path)
+    assert code == 2 and "missing.py:1:1: ODL001" in stdout and "ODL201" in stdout
+    assert "odelint.api.engine_rules" in modules
 
 
 def test_an_extra_command_still_parses_its_own_options() -> None:

@@ -20,7 +20,8 @@ class Safety(str, enum.Enum):
 # finding is a warning the author decides about; a file that does not parse (ODL000) or cannot
 # be read (ODL001) is an error, since nothing in it was checked.
 ERROR, WARNING = "error", "warning"
-ERROR_CODES = frozenset({"ODL000", "ODL001"})
+SYNTAX_ERROR_CODE, IO_ERROR_CODE = "ODL000", "ODL001"  # the engine's rules (odelint.api.engine_rules)
+ERROR_CODES = frozenset({SYNTAX_ERROR_CODE, IO_ERROR_CODE})
 
 
 def severity(code: str) -> str:

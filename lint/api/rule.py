@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 from odelint.api.finding import Edits, Finding, Fix, Related, Safety, Span
+from odelint.api.rule_index import PYTHON_FILES
 from packaging.version import Version
 
 if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading their metadata
@@ -28,7 +29,6 @@ if TYPE_CHECKING:  # the semantic model is for rules that run, not for reading t
 CODE_PATTERN = re.compile(r"^ODL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
-PYTHON_FILES = ("*.py", "*.pyi")
 # What a rule does inside code that exists to trigger an error (`with pytest.raises(...):`,
 # `self.assertRaises(...)`, `@pytest.mark.xfail(raises=...)`; odelint.analysis.intent):
 QUIET = "quiet"          # report nothing there: the error the rule predicts is the one the test expects

@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 INDEX_NAME = "rule_index.json"
 REGENERATE = "python -m odelint.dev generate"
-_API_SOURCES = ("rule.py", "registry.py")  # the defaults and the engine rules the metadata depends on
+# the defaults and the engine rules the metadata depends on
+_API_SOURCES = ("rule.py", "rule_index.py", "registry.py", "engine_rules.py", "finding.py")
+PYTHON_FILES = ("*.py", "*.pyi")  # the files a rule looks at unless it names others (`file_patterns`)
 _GENERATED = ("confirmations.json", INDEX_NAME)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from odelint.api.rule import CODE_PATTERN, NAME_PATTERN
 from odelint.dev.checkout import FAMILIES, CheckoutError
 
-ENGINE_CODES = {"ODL000": "syntax-error", "ODL001": "io-error"}  # defined in odelint.api.registry
+ENGINE_CODES = {"ODL000": "syntax-error", "ODL001": "io-error"}  # defined in odelint.api.engine_rules
 
 
 def taken(root: Path) -> dict[str, str]:

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
+from odelint.api.engine_rules import IoErrorRule, SyntaxErrorRule
 from odelint.api.finding import Finding, Span
-from odelint.api.registry import IoErrorRule, SyntaxErrorRule, all_rules, is_python_file
+from odelint.api.registry import all_rules, is_python_file
 from odelint.api.rule import (
     NO_OPTIONS,
     NO_VERSIONS,

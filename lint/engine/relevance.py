@@ -10,7 +10,7 @@ of every rule at once when a file is linted (`odelint.api.rule.triggered`).
 
 from __future__ import annotations
 
-from odelint.api.registry import SyntaxErrorRule
+from odelint.api.engine_rules import SyntaxErrorRule
 from odelint.api.rule import triggered
 from odelint.engine.core import rules_for
 from odelint.engine.noqa import UNUSED_CODE

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from odelint.analysis import project
-from odelint.api.finding import Finding, Safety
-from odelint.api.registry import SyntaxErrorRule, file_patterns, uses_versions
+from odelint.api.finding import SYNTAX_ERROR_CODE, Finding, Safety
+from odelint.api.registry import file_patterns, uses_versions
 from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.deferred import load
 from odelint.files import cache as result_cache
@@ -195,7 +195,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
         return outcome
     large = len(text) > task.max_source
     relevant = relevant_codes(text, task.path, python) if large or outcome.cache_key is not None else frozenset()
-    if large and relevant & task.codes - {SyntaxErrorRule.code}:
+    if large and relevant & task.codes - {SYNTAX_ERROR_CODE}:
         # Only a rule's parse is capped: CPython's syntax check costs little at any size.
         outcome.error = (f"{len(text):,} characters of source, over the limit of {task.max_source:,} for its rules; "
                          "not linted (raise the limit with --max-file-size MB)")

@@ -19,6 +19,7 @@ from odelint.api.errors import UsageError
 from odelint.faces import report
 
 if TYPE_CHECKING:
+    from odelint.api.finding import Finding
     from odelint.engine import runner
     from odelint.faces import colour
     from odelint.files.config import ConfigResolver, Overrides
@@ -355,10 +356,20 @@ def _settings_unsafe(resolver: ConfigResolver) -> bool:
         return False
 
 
+def _unread(result: runner.RunResult) -> list[Finding]:
+    """Files that could not be read or linted are findings too (ODL001), in every format. (The
+    engine's rules are imported only when there are some: a warm run imports no rule class.)"""
+    if not result.errors:
+        return []
+    from odelint.api.engine_rules import IoErrorRule
+
+    return [IoErrorRule.finding(path, reason, result.config_errors.get((path, reason), 1))
+            for path, reason in result.errors]
+
+
 def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, stream: TextIO,
                     paint: colour.Paint) -> None:
     from odelint.api.finding import Finding
-    from odelint.api.registry import IoErrorRule
     from odelint.faces.report import text as text_report
 
     def lines_of(path: str, cell: int | None = None) -> list[str] | None:
@@ -376,10 +387,7 @@ def _print_findings(args, result: runner.RunResult, stdin, unsafe_shown: bool, s
         except OSError:
             return None
 
-    # Files that could not be read or linted are findings too (ODL001), in every format.
-    shown = sorted([*result.findings, *(IoErrorRule.finding(path, reason, result.config_errors.get((path, reason), 1))
-                                        for path, reason in result.errors)],
-                   key=Finding.sort_key)
+    shown = sorted([*result.findings, *_unread(result)], key=Finding.sort_key)
     if args.format in ("text", "concise") and args.statistics:
         stream.write(text_report.statistics(shown, unsafe_shown))
     else:

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 
 from odelint import __version__
 from odelint.analysis import project
-from odelint.api.registry import SyntaxErrorRule, all_rules
+from odelint.api.engine_rules import SyntaxErrorRule
+from odelint.api.registry import all_rules
 from odelint.engine import noqa
 from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.core import lint_source

@@ -22,8 +22,9 @@ from lsprotocol import types
 from odelint import __version__
 from odelint.analysis import project
 from odelint.api import docs
+from odelint.api.engine_rules import SyntaxErrorRule
 from odelint.api.finding import ERROR, Finding, Related, Safety, Span
-from odelint.api.registry import SyntaxErrorRule, all_rules, file_patterns, rules_by_code
+from odelint.api.registry import all_rules, file_patterns, rules_by_code
 from odelint.engine import noqa
 from odelint.engine.collector import IdleCollector
 from odelint.engine.core import fix_source, lint_source

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from lsprotocol import types
+from odelint.api.engine_rules import SyntaxErrorRule
 from odelint.api.finding import Finding, Safety
-from odelint.api.registry import SyntaxErrorRule
 from odelint.engine import noqa
 from odelint.engine.core import fix_source
 from odelint.engine.notebooks import place

@@ -6,7 +6,7 @@ import fnmatch
 import os
 
 from odelint.api.registry import file_patterns
-from odelint.api.rule import PYTHON_FILES
+from odelint.api.rule_index import PYTHON_FILES
 
 PYTHON, NOTEBOOK, TEXT = "python", "notebook", "text"
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")

@@ -113,18 +113,25 @@ def _dist_info(name: str) -> str | None:
         folder = entry or "."
         if os.path.isfile(folder) or folder.lower().endswith(".egg"):
             return _UNSURE
-        try:
-            children = os.listdir(folder)
-        except OSError:
+        children = _metadata_folders(folder)
+        if children is None:
             continue
         for child in children:
             low = child.lower()
-            if not low.endswith((".dist-info", ".egg-info")):
-                continue
             if _normalized(low.rpartition(".")[0].partition("-")[0]) != wanted:
                 continue
             return _version_in(os.path.join(folder, child, "METADATA")) if low.endswith(".dist-info") else _UNSURE
     return None
+
+
+@functools.cache
+def _metadata_folders(folder: str) -> tuple[str, ...] | None:
+    """The `.dist-info` and `.egg-info` entries of a folder on `sys.path`, listed once for
+    every package asked about (as `target_versions`, once per process); None if unreadable."""
+    try:
+        return tuple(child for child in os.listdir(folder) if child.lower().endswith((".dist-info", ".egg-info")))
+    except OSError:
+        return None
 
 
 def _normalized(name: str) -> str:

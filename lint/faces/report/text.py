@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from odelint.api.finding import Finding, Safety
-from odelint.api.registry import IoErrorRule, rules_by_code
+from odelint.api.finding import IO_ERROR_CODE, Finding, Safety
+from odelint.api.registry import rules_by_code
 from odelint.faces.colour import Paint, plain
 
 SNIPPET_WIDTH = 160
@@ -48,7 +48,7 @@ def _offered(finding: Finding, unsafe_fixes: bool) -> bool:
 
 def _snippet(finding: Finding, lines: list[str] | None, paint: Paint = plain) -> list[str]:
     index = finding.span.line - 1
-    if finding.code == IoErrorRule.code or not lines or not 0 <= index < len(lines):
+    if finding.code == IO_ERROR_CODE or not lines or not 0 <= index < len(lines):
         return []
     line = lines[index].rstrip("\r\n").expandtabs(1)
     number = str(finding.span.line)
@@ -72,8 +72,8 @@ def summarise(findings: Sequence[Finding], unsafe_fixes: bool, *, fixed: int = 0
     """Ruff's summary: what was found (and fixed), what could not be checked, what `--fix` can do.
     "All checks passed!" only when every file was read and nothing is left to report, and
     never when no file was checked at all (`files` is 0)."""
-    unread = sum(1 for f in findings if f.code == IoErrorRule.code)
-    remaining = [f for f in findings if f.code != IoErrorRule.code]
+    unread = sum(1 for f in findings if f.code == IO_ERROR_CODE)
+    remaining = [f for f in findings if f.code != IO_ERROR_CODE]
     if not remaining and not fixed and not unread and not internal_errors:
         return "No Python files or notebooks were checked." if files == 0 else "All checks passed!"
     text = f"Found {_plural(len(remaining) + fixed, 'finding')}"
