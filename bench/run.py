@@ -407,14 +407,16 @@ def main() -> int:
 
 def compile_odelint() -> None:
     """Write the .pyc files of odelint and its rules (py_compile writes them whatever
-    PYTHONDONTWRITEBYTECODE says; the interpreter reads them either way)."""
+    PYTHONDONTWRITEBYTECODE says; the interpreter reads them either way). Forced: compileall
+    keeps a .pyc whose recorded modification time matches, where the interpreter also checks
+    the size, so a source rewritten within the same second would be compiled in every run."""
     import compileall
     import importlib.util
 
     for package in ("odelint", "odelint.rules"):
         spec = importlib.util.find_spec(package)
         for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-            compileall.compile_dir(folder, quiet=1)
+            compileall.compile_dir(folder, quiet=1, force=True)
 
 
 def run_cases(pairs: list[tuple[Case, Slice]], work: Path, args: argparse.Namespace

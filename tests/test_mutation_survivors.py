@@ -159,9 +159,22 @@ def test_a_full_cache_keeps_the_most_recently_used_entries(tmp_path: Path, monke
     for name in ("old", "newer", "newest"):
         store.put(name, ["ODL201"], ["ODL201"], [])
     for age, name in enumerate(("newest", "newer", "old")):
-        store._entries[name]["used"] = 1_000_000 - age
+        store._entries[name]["used"] = int(time.time()) - age
     store.save()
     assert sorted(json.loads(Path(store.file).read_text(encoding="utf-8"))["entries"]) == ["newer", "newest"]
+
+
+def test_an_entry_no_run_used_for_a_week_is_dropped_when_the_cache_is_written(tmp_path: Path) -> None:
+    """Fault: entries of files' old contents kept for ever, for every warm run to read."""
+    store = cache.Cache(str(tmp_path), project.stamp)
+    now = int(time.time())
+    for name, used in (("today", now), ("six days", now - 6 * 24 * 3600), ("eight days", now - 8 * 24 * 3600)):
+        store.put(name, ["ODL201"], ["ODL201"], [], {f"/p/{name}.py": [1, 2]})
+        store._entries[name]["used"] = used
+    store.save()
+    stored = json.loads(Path(store.file).read_text(encoding="utf-8"))
+    assert sorted(stored["entries"]) == ["six days", "today"]
+    assert sorted(path for path, _ in stored["paths"]) == ["/p/six days.py", "/p/today.py"]
 
 
 def test_cache_clean_removes_the_folder_and_says_whether_there_was_one(tmp_path: Path) -> None:

@@ -34,6 +34,9 @@ CACHE_DIR = ".odelint_cache"
 FORMAT = 2  # the layout above; a file of another layout reads as empty
 MAX_ENTRIES = 100_000
 REFRESH_SECONDS = 24 * 3600
+# An entry no run has used for this long is dropped when the cache is written: each edit of a
+# file leaves the entry of its old contents behind, and every warm run reads them all.
+MAX_AGE_SECONDS = 7 * 24 * 3600
 # A file changed less than this long before it was read might change again within the file
 # system's timestamp granularity without its status changing: its digest is not kept (as git
 # treats "racily clean" entries).
@@ -337,19 +340,20 @@ class Cache:
             path = folder
 
     def _layout(self) -> dict:
-        """What is written: the newest entries, and only the groups, pairs and files they use
-        (an entry whose group is damaged is dropped)."""
-        entries = self._entries
+        """What is written: the newest entries used within MAX_AGE_SECONDS, and only the groups,
+        pairs and files they use (an entry whose group is damaged is dropped)."""
+        oldest = int(time.time()) - MAX_AGE_SECONDS
+        entries = {cache_key: entry for cache_key, entry in self._entries.items()
+                   if _well_formed(entry) and entry.get("used", 0) >= oldest}
         if len(entries) > MAX_ENTRIES:
-            newest = sorted(entries.items(), key=lambda item: item[1].get("used", 0) if _well_formed(item[1]) else 0,
-                            reverse=True)
+            newest = sorted(entries.items(), key=lambda item: item[1].get("used", 0), reverse=True)
             entries = dict(newest[:MAX_ENTRIES])
         renumbered: dict[int, int] = {}  # a group's old index -> its new one
         groups: list[list[int]] = []  # the kept groups, of the pairs' new indices
         pairs: dict[int, int] = {}  # a pair's old index -> its new one
         kept = {}
         for cache_key, entry in entries.items():
-            group = entry.get("depends") if isinstance(entry, dict) else None
+            group = entry.get("depends")
             if group is not None:
                 if type(group) is not int or group not in renumbered:
                     members = self._members(group)
