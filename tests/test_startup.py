@@ -5,6 +5,7 @@ depend on how busy the machine is."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -75,6 +76,7 @@ def test_a_warm_check_imports_no_rule_no_libcst_and_no_process_pool(tmp_path: Pa
     assert not modules & {"odelint.engine.core", "odelint.analysis.facts", "multiprocessing", "concurrent.futures"}
     # no rule class (the engine's own included), no notebook reader, no thread
     assert not modules & {"odelint.api.rule", "odelint.api.engine_rules", "odelint.files.notebook", "threading"}
+    assert "shutil" not in modules  # argparse's formatters are told the width (odelint.faces.cli._Parser)
     assert libcst == "_StandIn"
 
 
@@ -111,3 +113,21 @@ def test_preloading_loads_the_model_the_rules_and_libcst_and_freezes_them() -> N
     assert "odelint.analysis.facts" in modules
     assert rule_modules(modules) and report["libcst"] == "module"  # the real package, not the stand-in
     assert report["frozen"] > 0
+
+
+@pytest.mark.parametrize("columns", ["60", "120"])
+def test_help_is_laid_out_as_argparse_would(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """odelint tells argparse the width it would find itself (without importing shutil)."""
+    from odelint.faces import cli
+
+    def helps() -> list[str]:
+        parser = cli.build_parser()
+        commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+        return [parser.format_help(), commands.choices["check"].format_help()]
+
+    monkeypatch.setenv("COLUMNS", columns)
+    cli._help_width.cache_clear()
+    ours = helps()
+    monkeypatch.setattr(cli, "_formatter", argparse.HelpFormatter)
+    assert ours == helps()
+    assert max(len(line) for line in ours[1].splitlines() if "{" not in line) <= int(columns) - 2
