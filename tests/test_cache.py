@@ -13,6 +13,7 @@ from odelint.engine import runner
 from odelint.engine.core import rules_for
 from odelint.engine.relevance import relevant_codes
 from odelint.files.config import ConfigResolver, Overrides
+from packaging.version import Version
 
 OPTAX_AND_EQUINOX = ("import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
                      "opt_state = optax.adam(1e-3).init(model)\n")
@@ -145,3 +146,27 @@ def test_a_cached_result_is_linted_again_when_a_class_it_read_from_another_file_
     (tmp_path / "model.py").write_text(
         "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n    mlp: eqx.nn.MLP\n")
     assert codes() == ["ODL201"], "model.py changed, so train.py is linted again"
+
+
+def _slots(folder: Path) -> list[str]:
+    """The file each stored entry answers for, with its settings, once per entry."""
+    stored = json.loads(next((folder / ".odelint_cache").glob("results-*.json")).read_text())
+    return sorted(Path(entry["slot"].split("\0")[0]).name + "|" + entry["slot"].split("\0", 2)[2]
+                  for entry in stored["entries"].values())
+
+
+def test_an_edited_files_old_entry_is_dropped_and_other_settings_entries_are_kept(project) -> None:
+    folder, linted = project
+    check(folder)
+    before = _slots(folder)
+    assert sum(slot.startswith("train.py|") for slot in before) == 1
+    (folder / "train.py").write_text(OPTAX_AND_EQUINOX + "\nsteps = 10\n")
+    check(folder)
+    assert _slots(folder) == before, "the entry of train.py's old contents is still there"
+    pinned = check(folder, target_versions=(("jax", Version("0.4.30")),))
+    assert ("train.py", "ODL201", 5) in pinned
+    slots = _slots(folder)
+    assert sum(slot.startswith("train.py|") for slot in slots) == 2, "each setting keeps its own entry"
+    linted.clear()
+    check(folder)
+    assert linted == [], "switching back to the default settings answers from the cache"

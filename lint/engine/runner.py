@@ -476,7 +476,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
             settings_key = (id(settings), bool(versions))  # the resolver keeps every settings object alive
             if settings_key not in described:
                 described[settings_key] = describe(versions) + _described(settings.options)
-            hit = cache.get(result_cache.keyed(digest, target.path, kind or PYTHON, described[settings_key]), codes)
+            hit = cache.get(result_cache.keyed(digest, target.path, kind or PYTHON, described[settings_key]), codes,
+                            result_cache.slot(target.path, kind or PYTHON, described[settings_key]))
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue
@@ -491,7 +492,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         _collect(task, outcome, options, result, stdin)
         if cache is not None and outcome.cache_key is not None and outcome.error is None \
                 and not outcome.crashes and outcome.new_data is None:
-            cache.put(outcome.cache_key, outcome.relevant, task.codes, outcome.findings, outcome.depends)
+            cache.put(outcome.cache_key, outcome.relevant, task.codes, outcome.findings, outcome.depends,
+                      result_cache.slot(task.path, task.kind, describe(task.versions) + _described(task.options)))
     if cache is not None:
         cache.save()
     result.findings.sort(key=Finding.sort_key)

@@ -12,7 +12,10 @@ when something changed). Its layout keeps a warm run's work small:
   time, size, inode), so an unchanged file is not read again;
 - `paths` and `groups`: the project files that results depend on, each (path, stamp) once,
   and each set of them once (files of one package share their set), so a warm run checks
-  each path once and each set once, not each file's list.
+  each path once and each set once, not each file's list;
+- `entries`: each records its `slot` (the file and the settings it answers for), so that a
+  file's entry for contents it no longer has is dropped once a run has answered it anew, and
+  an entry no run has used for a week is dropped too: the file stays the size of the project.
 """
 
 from __future__ import annotations
@@ -65,6 +68,13 @@ def keyed(digest: str, filename: str, kind: str, versions: str = "") -> str:
     joined.update(f"{digest}\0".encode())
     joined.update(os.fsencode(os.path.abspath(filename)))
     return joined.hexdigest()
+
+
+def slot(filename: str, kind: str, versions: str = "") -> str:
+    """What an entry answers for apart from the file's contents: the file, read as `kind`, under
+    these settings. A run that answers a slot with one entry drops the slot's other entries
+    (the file's old contents) when it writes the cache."""
+    return f"{os.path.abspath(filename)}\0{kind}\0{versions}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -146,6 +156,7 @@ class Cache:
         self._stamps: dict[str, list[int] | None] = {}
         self._holds: dict[int, bool] = {}
         self._fresh: dict[int, bool] = {}
+        self._answered: dict[str, str] = {}  # slot -> the entry this run used or wrote for it
         self._pair_index: dict[tuple[str, str], int] | None = None  # built on the first put
         self._group_index: dict[tuple[int, ...], int] | None = None
         self._dirty = False
@@ -177,10 +188,12 @@ class Cache:
                                               status.st_ino, digest]
         self._dirty = True
 
-    def get(self, cache_key: str, codes: Iterable[str]) -> list[dict] | None:
+    def get(self, cache_key: str, codes: Iterable[str], answers: str | None = None) -> list[dict] | None:
         """The stored findings for the file with `codes` enabled; the entry's last use is
         refreshed at most daily, so a warm run over an unchanged tree does not rewrite the
-        cache file."""
+        cache file. `answers` is the entry's `slot`."""
+        if answers is not None:
+            self._answered[answers] = cache_key
         entry = self._entries.get(cache_key)
         if not _well_formed(entry):
             return None
@@ -280,15 +293,18 @@ class Cache:
         return names
 
     def put(self, cache_key: str, relevant: Iterable[str], codes: Iterable[str], findings: list[dict],
-            depends: dict[str, list[int] | None] | None = None) -> None:
+            depends: dict[str, list[int] | None] | None = None, answers: str | None = None) -> None:
         """Store the findings of a run with `codes` enabled; `relevant` are the rules that
         could fire on the file, whether enabled or not; `depends` the project files whose
         classes the run read (path -> [mtime_ns, size]) and the paths it looked up in vain
-        (path -> None): the entry holds while they do."""
+        (path -> None): the entry holds while they do. `answers` is the entry's `slot`."""
         relevant = sorted(relevant)
         entry = self._entries.get(cache_key)
         if not _well_formed(entry) or entry["relevant"] != relevant:
             entry = self._entries[cache_key] = {"relevant": relevant, "results": {}}
+        if answers is not None:
+            entry["slot"] = answers
+            self._answered[answers] = cache_key
         if depends:
             entry["depends"] = self._group({**self._depends(entry.get("depends")), **depends})
         stored = [{k: v for k, v in finding.items() if k != "path"} for finding in findings]
@@ -339,12 +355,18 @@ class Cache:
                 return path
             path = folder
 
+    def _superseded(self, cache_key: str, entry: dict) -> bool:
+        """Did this run answer the entry's slot with another entry?"""
+        answered = self._answered.get(entry["slot"]) if isinstance(entry.get("slot"), str) else None
+        return answered is not None and answered != cache_key
+
     def _layout(self) -> dict:
-        """What is written: the newest entries used within MAX_AGE_SECONDS, and only the groups,
-        pairs and files they use (an entry whose group is damaged is dropped)."""
+        """What is written: the newest entries used within MAX_AGE_SECONDS, less those whose slot
+        this run answered with another entry, and only the groups, pairs and files they use (an
+        entry whose group is damaged is dropped)."""
         oldest = int(time.time()) - MAX_AGE_SECONDS
         entries = {cache_key: entry for cache_key, entry in self._entries.items()
-                   if _well_formed(entry) and entry.get("used", 0) >= oldest}
+                   if _well_formed(entry) and entry.get("used", 0) >= oldest and not self._superseded(cache_key, entry)}
         if len(entries) > MAX_ENTRIES:
             newest = sorted(entries.items(), key=lambda item: item[1].get("used", 0), reverse=True)
             entries = dict(newest[:MAX_ENTRIES])
