@@ -73,8 +73,11 @@ def keyed(digest: str, filename: str, kind: str, versions: str = "") -> str:
 def slot(filename: str, kind: str, versions: str = "") -> str:
     """What an entry answers for apart from the file's contents: the file, read as `kind`, under
     these settings. A run that answers a slot with one entry drops the slot's other entries
-    (the file's old contents) when it writes the cache."""
-    return f"{os.path.abspath(filename)}\0{kind}\0{versions}"
+    (the file's old contents) when it writes the cache. (A short digest: it is only compared,
+    and one that two slots shared would cost a re-lint, never a wrong answer.)"""
+    named = hashlib.sha256(f"{kind}\0{versions}\0".encode())
+    named.update(os.fsencode(os.path.abspath(filename)))
+    return named.hexdigest()[:20]
 
 
 @functools.lru_cache(maxsize=64)
