@@ -11,8 +11,7 @@ when something changed). Its layout keeps a warm run's work small:
 - `files`: each file's content digest with the status it had (change time, modification
   time, size, inode), so an unchanged file is not read again;
 - `paths` and `groups`: the project files that results depend on, each (path, stamp) once,
-  and each set of them once (files of one package share their set), so a warm run checks
-  each path once and each set once, not each file's list;
+  and each set of them once (`odelint.files.depends`);
 - `entries`: each records its `slot` (the file and the settings it answers for), so that a
   file's entry for contents it no longer has is dropped once a run has answered it anew, and
   an entry no run has used for a week is dropped too: the file stays the size of the project.
@@ -24,13 +23,13 @@ import functools
 import hashlib
 import json
 import os
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeGuard
+from collections.abc import Iterable
+from typing import TypeGuard
 
 from odelint import __version__
 from odelint.api.registry import rules_digest
+from odelint.files.depends import Dependencies, Recorded, Stamp
 from odelint.files.fileio import NotRegular, read_regular, remove_stale_temporaries, temporary_name
 
 CACHE_DIR = ".odelint_cache"
@@ -44,8 +43,6 @@ MAX_AGE_SECONDS = 7 * 24 * 3600
 # system's timestamp granularity without its status changing: its digest is not kept (as git
 # treats "racily clean" entries).
 RACY_NS = 2 * 10**9
-Stamp = Callable[[str], "list[int] | None"]
-_CASELESS = sys.platform in ("darwin", "win32")  # file systems that find `Model.py` as `model.py`
 
 
 def content(data: bytes) -> str:
@@ -117,10 +114,6 @@ def _valid_findings(findings: object) -> bool:
         for finding in findings)
 
 
-def _is_stamp(recorded: object) -> bool:
-    return recorded is None or isinstance(recorded, list) and all(type(part) is int for part in recorded)
-
-
 def _tables(loaded: object) -> tuple[dict, list, list, dict] | None:
     """entries, paths, groups and files of a file this version wrote; None for another layout.
     What the tables hold is checked where it is used: a damaged part is a miss."""
@@ -133,15 +126,6 @@ def _tables(loaded: object) -> tuple[dict, list, list, dict] | None:
     return entries, paths, groups, files
 
 
-def _split(path: str) -> tuple[str, str]:
-    """`os.path.split` of an absolute, normalised path, without its generality (it runs for
-    every path a warm run checks)."""
-    if os.altsep:
-        return os.path.split(path)
-    folder, _, name = path.rpartition(os.sep)
-    return folder or os.sep, name
-
-
 class Cache:
     def __init__(self, folder: str, stamp: Stamp) -> None:
         """`stamp` is how the model stamped the project files a result read (the engine
@@ -151,19 +135,12 @@ class Cache:
         self._stamp = stamp
         self.file = os.path.join(folder, f"results-{__version__}.json")
         self._entries: dict[str, dict] = {}
-        self._paths: list[list] = []  # [path, stamp]: each recorded pair once
-        self._groups: list[list[int]] = []  # indices into _paths: each set of pairs once
         self._files: dict[str, list] = {}  # absolute path -> [ctime_ns, mtime_ns, size, inode, digest]
-        # What this run found, each asked once: a folder's names, a pair's and a group's verdict.
-        self._listings: dict[str, frozenset[str] | None] = {}
-        self._stamps: dict[str, list[int] | None] = {}
-        self._holds: dict[int, bool] = {}
-        self._fresh: dict[int, bool] = {}
         self._answered: dict[str, str] = {}  # slot -> the entry this run used or wrote for it
-        self._pair_index: dict[tuple[str, str], int] | None = None  # built on the first put
-        self._group_index: dict[tuple[int, ...], int] | None = None
         self._dirty = False
         self.warning: str | None = None  # why the cache file was left alone (a FIFO in its place)
+        paths: list = []
+        groups: list = []
         try:
             tables = _tables(json.loads(read_regular(self.file)))
         except NotRegular as error:
@@ -172,7 +149,8 @@ class Cache:
             pass
         else:
             if tables is not None:
-                self._entries, self._paths, self._groups, self._files = tables
+                self._entries, paths, groups, self._files = tables
+        self._depends = Dependencies(paths, groups, stamp)
 
     def digest(self, path: str, status: os.stat_result) -> str | None:
         """The content digest of the file at `path`, recorded when it had this `status`
@@ -201,7 +179,7 @@ class Cache:
         if not _well_formed(entry):
             return None
         group = entry.get("depends")
-        if group is not None and not self._unchanged(group):
+        if group is not None and not self._depends.unchanged(group):
             return None
         relevant = entry["relevant"]
         findings = entry["results"].get(_subkey(codes, relevant))
@@ -213,90 +191,8 @@ class Cache:
             self._dirty = True
         return findings
 
-    def _unchanged(self, group: object) -> bool:
-        """Do the project files a cached result depends on still have the stamps it was made
-        with? A path recorded as absent (None) must still be absent: a module created since
-        would now answer; [] records only that a path existed (a root marker, a module found
-        but not read). Groups overlap (each file of a package adds its own modules): each pair
-        is checked once per run, each group once."""
-        if type(group) is not int:
-            return False
-        fresh = self._fresh.get(group)
-        if fresh is None:
-            holds = self._holds
-            members = self._members(group)
-            fresh = members is not None
-            for index in members or ():
-                verdict = holds.get(index) if type(index) is int else False
-                if verdict is None:
-                    verdict = holds[index] = self._pair_holds(index)
-                if not verdict:
-                    fresh = False
-                    break
-            self._fresh[group] = fresh
-        return fresh
-
-    def _members(self, group: object) -> list[Any] | None:
-        """The pairs' indices of a stored group (None for no such group)."""
-        if type(group) is not int or not 0 <= group < len(self._groups):
-            return None
-        members = self._groups[group]
-        return members if isinstance(members, list) else None
-
-    def _pair(self, index: object) -> tuple[str, list[int] | None] | None:
-        """A stored (path, stamp) pair (None for no such pair, or a damaged one)."""
-        if type(index) is not int or not 0 <= index < len(self._paths):
-            return None
-        pair = self._paths[index]
-        if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and _is_stamp(pair[1]):
-            return pair[0], pair[1]
-        return None
-
-    def _pair_holds(self, index: int) -> bool:
-        pair = self._pair(index)
-        if pair is None:
-            return False
-        path, recorded = pair
-        if recorded is None:
-            return self._absent(path)
-        found = self._stamps[path] if path in self._stamps else self._stamps.setdefault(path, self._stamp(path))
-        return (found is not None) if recorded == [] else found == recorded
-
-    def _absent(self, path: str) -> bool:
-        """Nothing at `path`. Most recorded paths are modules an import might have named and
-        that were not there, many in folders that are not there either: the names in each
-        folder, found once, answer for all of them."""
-        folder, name = _split(path)
-        if not name:  # a file system's root
-            return False
-        listing = self._listing(folder)
-        if listing is None:
-            return self._stamp(path) is None  # asked once: the pair's verdict is kept
-        return (name.casefold() if _CASELESS else name) not in listing
-
-    def _listing(self, folder: str) -> frozenset[str] | None:
-        """The names in `folder` (empty when it is not a folder), None when it cannot be listed.
-        A folder that its parent's listing lacks is not listed at all."""
-        if folder in self._listings:
-            return self._listings[folder]
-        parent, name = _split(folder)
-        names: frozenset[str] | None = frozenset()
-        if parent != folder and name:
-            above = self._listing(parent)
-            if above is not None and (name.casefold() if _CASELESS else name) not in above:
-                self._listings[folder] = names
-                return names
-        try:
-            names = frozenset(each.casefold() if _CASELESS else each for each in os.listdir(folder))
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        except OSError:  # a folder that cannot be listed: its paths are asked one by one
-            names = None
-        self._listings[folder] = names
-        return names
-
     def put(self, cache_key: str, relevant: Iterable[str], codes: Iterable[str], findings: list[dict],
-            depends: dict[str, list[int] | None] | None = None, answers: str | None = None) -> None:
+            depends: Recorded | None = None, answers: str | None = None) -> None:
         """Store the findings of a run with `codes` enabled; `relevant` are the rules that
         could fire on the file, whether enabled or not; `depends` the project files whose
         classes the run read (path -> [mtime_ns, size]) and the paths it looked up in vain
@@ -309,54 +205,11 @@ class Cache:
             entry["slot"] = answers
             self._answered[answers] = cache_key
         if depends:
-            entry["depends"] = self._group({**self._depends(entry.get("depends")), **depends})
+            entry["depends"] = self._depends.group({**self._depends.recorded(entry.get("depends")), **depends})
         stored = [{k: v for k, v in finding.items() if k != "path"} for finding in findings]
         entry["results"][_subkey(codes, relevant)] = stored
         entry["used"] = int(time.time())
         self._dirty = True
-
-    def _depends(self, group: object) -> dict[str, list[int] | None]:
-        """path -> stamp of a stored group (empty for none or a damaged one)."""
-        pairs = [self._pair(index) for index in self._members(group) or ()]
-        return {} if None in pairs else dict(pair for pair in pairs if pair is not None)
-
-    def _group(self, depends: dict[str, list[int] | None]) -> int:
-        """The index of the group of these (path, stamp) pairs, added when new."""
-        if self._pair_index is None or self._group_index is None:
-            self._pair_index = {}
-            for index in range(len(self._paths)):
-                stored = self._pair(index)
-                if stored is not None:
-                    self._pair_index[(stored[0], json.dumps(stored[1]))] = index
-            self._group_index = {tuple(members): group for group, members in enumerate(self._groups)
-                                 if isinstance(members, list) and all(type(index) is int for index in members)}
-        indices = []
-        for path, recorded in self._compressed(depends):
-            pair = (path, json.dumps(recorded))
-            if pair not in self._pair_index:
-                self._pair_index[pair] = len(self._paths)
-                self._paths.append([path, recorded])
-            indices.append(self._pair_index[pair])
-        members = tuple(sorted(set(indices)))
-        if members not in self._group_index:
-            self._group_index[members] = len(self._groups)
-            self._groups.append(list(members))
-        return self._group_index[members]
-
-    def _compressed(self, depends: dict[str, list[int] | None]) -> Iterator[tuple[str, list[int] | None]]:
-        """The same dependencies, each absent path replaced by its highest absent folder: the
-        modules an import might have named under a folder that is not there (most of them)
-        become one path, which holds only while that folder is still not there."""
-        for path, recorded in depends.items():
-            yield (self._highest_absent(path) if recorded is None else path), recorded
-
-    def _highest_absent(self, path: str) -> str:
-        """`path`, or the highest folder above it that is not there (so neither is `path`)."""
-        while True:
-            folder, name = _split(path)
-            if folder == path or not name or not self._absent(folder):
-                return path
-            path = folder
 
     def _superseded(self, cache_key: str, entry: dict) -> bool:
         """Did this run answer the entry's slot with another entry?"""
@@ -373,26 +226,19 @@ class Cache:
         if len(entries) > MAX_ENTRIES:
             newest = sorted(entries.items(), key=lambda item: item[1].get("used", 0), reverse=True)
             entries = dict(newest[:MAX_ENTRIES])
-        renumbered: dict[int, int] = {}  # a group's old index -> its new one
-        groups: list[list[int]] = []  # the kept groups, of the pairs' new indices
-        pairs: dict[int, int] = {}  # a pair's old index -> its new one
+        renumbered, paths, groups = self._depends.compacted(entry.get("depends") for entry in entries.values())
         kept = {}
         for cache_key, entry in entries.items():
             group = entry.get("depends")
             if group is not None:
                 if type(group) is not int or group not in renumbered:
-                    members = self._members(group)
-                    if members is None or any(self._pair(index) is None for index in members):
-                        continue
-                    renumbered[group] = len(groups)
-                    groups.append([pairs.setdefault(index, len(pairs)) for index in members])
+                    continue  # a damaged group
                 entry = {**entry, "depends": renumbered[group]}
             kept[cache_key] = entry
         files = self._files
         if len(files) > MAX_ENTRIES:
             files = dict(list(files.items())[-MAX_ENTRIES:])
-        return {"format": FORMAT, "paths": [self._paths[index] for index in pairs], "groups": groups,
-                "files": files, "entries": kept}
+        return {"format": FORMAT, "paths": paths, "groups": groups, "files": files, "entries": kept}
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written is silently skipped, and leaves
