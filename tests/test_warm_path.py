@@ -129,10 +129,12 @@ def test_a_files_digest_answers_only_for_the_status_it_was_recorded_with(tmp_pat
     cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: None)
     cache.record("train.py", _status(old), "abc")
     cache.record("racy.py", _status(now), "def")  # changed just now: may change again unseen
+    cache.record("touched.py", _status(old, mtime=now), "ghi")  # as Windows reports a modified file
     cache.save()
     cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: None)
     assert cache.digest("train.py", _status(old)) == "abc"
     assert cache.digest("racy.py", _status(now)) is None
+    assert cache.digest("touched.py", _status(old, mtime=now)) is None
     for changed in (_status(old + 1), _status(old, mtime=6), _status(old, size=11), _status(old, inode=8)):
         assert cache.digest("train.py", changed) is None
 

@@ -125,7 +125,7 @@ def sources_digest() -> str:
         digest.update(relative.replace(os.sep, "/").encode() + b"\0")
         try:
             status = os.stat(path)
-            if status.st_ctime_ns < settled:
+            if max(status.st_ctime_ns, status.st_mtime_ns) < settled:  # Windows: st_ctime is the creation time
                 digest.update(f"{status.st_size}:{status.st_mtime_ns}:{status.st_ctime_ns}:{status.st_ino}".encode())
             else:
                 with open(path, "rb") as handle:

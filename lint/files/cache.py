@@ -163,8 +163,8 @@ class Cache:
 
     def record(self, path: str, status: os.stat_result, digest: str) -> None:
         """The file at `path`, with this `status` (taken before it was read), holds `digest`."""
-        if status.st_ctime_ns > time.time_ns() - RACY_NS:
-            return
+        if max(status.st_ctime_ns, status.st_mtime_ns) > time.time_ns() - RACY_NS:
+            return  # (Windows reports the creation time as st_ctime: the modification time counts too)
         self._files[os.path.abspath(path)] = [status.st_ctime_ns, status.st_mtime_ns, status.st_size,
                                               status.st_ino, digest]
         self._dirty = True
