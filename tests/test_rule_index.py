@@ -14,6 +14,7 @@ from odelint.api import docs, rule_index
 from odelint.api.registry import all_rules, rule_infos
 from odelint.api.rule_index import RuleInfo
 from odelint.dev import generate
+from odelint.files import fileio
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +67,7 @@ def test_editing_a_visitor_or_a_data_table_keeps_the_index_but_not_the_cache(cop
 
 def test_a_settled_source_counts_by_its_status_and_is_not_read(copied_rules: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rule_index, "RACY_NS", -10**15)  # every source counts as settled
+    monkeypatch.setattr(fileio, "RACY_NS", -10**15)  # every source counts as settled
     before = rule_index.sources_digest.__wrapped__()
     module = copied_rules / "optimisers" / "optimizer_init_unfiltered.py"
     module.write_text(module.read_text() + "\n# a changed line of the visitor\n")

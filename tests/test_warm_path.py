@@ -16,7 +16,7 @@ from typing import cast
 
 import pytest
 from odelint.files import cache as result_cache
-from odelint.files import versions
+from odelint.files import fileio, versions
 from odelint.files.config import ConfigResolver, Overrides
 from odelint.files.discover import discover
 from odelint.files.fileio import NotRegular, read_regular
@@ -145,7 +145,7 @@ def test_a_warm_run_reads_no_file_whose_status_is_unchanged(tmp_path: Path, monk
 
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text("import optax\n\nopt = optax.adam(1e-3)\n")
-    monkeypatch.setattr(result_cache, "RACY_NS", -10**15)  # files written just now count as settled
+    monkeypatch.setattr(fileio, "RACY_NS", -10**15)  # files written just now count as settled
     read: list[str] = []
     reading = runner._read
 

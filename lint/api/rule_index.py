@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -105,11 +104,6 @@ def _tables_folder() -> str:
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "analysis", "data")
 
 
-# A file changed this recently might change again within the file system's timestamp
-# granularity without its status changing: its bytes count, not its status.
-RACY_NS = 2 * 10**9
-
-
 @functools.cache
 def sources_digest() -> str:
     """What the rules' behaviour comes from (for the result cache's key): each source's name,
@@ -117,16 +111,17 @@ def sources_digest() -> str:
     changes whenever its contents do; a source changed in the last two seconds counts by its
     bytes. A file that vanished changes the digest. (Statuses: a warm run read 600 KB of
     sources before it could answer.)"""
+    from odelint.files.fileio import identity, settled
+
     digest = hashlib.sha256()
     rules = _rules_folder()
-    settled = time.time_ns() - RACY_NS
     for path in source_files():
         relative = os.path.relpath(path, rules) if path.startswith(rules) else os.path.basename(path)
         digest.update(relative.replace(os.sep, "/").encode() + b"\0")
         try:
             status = os.stat(path)
-            if max(status.st_ctime_ns, status.st_mtime_ns) < settled:  # Windows: st_ctime is the creation time
-                digest.update(f"{status.st_size}:{status.st_mtime_ns}:{status.st_ctime_ns}:{status.st_ino}".encode())
+            if settled(status):
+                digest.update(repr(identity(status)).encode())
             else:
                 with open(path, "rb") as handle:
                     digest.update(b"bytes:" + handle.read())

@@ -179,7 +179,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     try:
         if data is None:
             data = _read(task.path)
-            settings = describe(task.versions) + _described(task.options)
+            settings = _described(task.versions, task.options)
             outcome.cache_key = result_cache.key(data, task.path, task.kind, settings)
         if task.kind == NOTEBOOK:
             notebook = read_notebook(data)
@@ -250,9 +250,10 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
     return outcome
 
 
-def _described(options: frozenset[str]) -> str:
-    """The rule settings in a cache key (empty when none is set, so keys stay as they were)."""
-    return "".join(f";{key}" for key in sorted(options))
+def _described(versions: Mapping[str, Version | None], options: frozenset[str]) -> str:
+    """The target versions and the rule settings in a cache key (no text for settings that are
+    not set, so keys stay as they were)."""
+    return describe(versions) + "".join(f";{key}" for key in sorted(options))
 
 
 def _read(path: str, regular: bool = True) -> bytes:
@@ -475,7 +476,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
                     cache.record(target.path, target.status, digest)
             settings_key = (id(settings), bool(versions))  # the resolver keeps every settings object alive
             if settings_key not in described:
-                described[settings_key] = describe(versions) + _described(settings.options)
+                described[settings_key] = _described(versions, settings.options)
             hit = cache.get(result_cache.keyed(digest, target.path, kind or PYTHON, described[settings_key]), codes,
                             result_cache.slot(target.path, kind or PYTHON, described[settings_key]))
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
@@ -493,7 +494,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         if cache is not None and outcome.cache_key is not None and outcome.error is None \
                 and not outcome.crashes and outcome.new_data is None:
             cache.put(outcome.cache_key, outcome.relevant, task.codes, outcome.findings, outcome.depends,
-                      result_cache.slot(task.path, task.kind, describe(task.versions) + _described(task.options)))
+                      result_cache.slot(task.path, task.kind, _described(task.versions, task.options)))
     if cache is not None:
         cache.save()
     result.findings.sort(key=Finding.sort_key)

@@ -30,7 +30,14 @@ from typing import TypeGuard
 from odelint import __version__
 from odelint.api.registry import rules_digest
 from odelint.files.depends import Dependencies, Recorded, Stamp
-from odelint.files.fileio import NotRegular, read_regular, remove_stale_temporaries, temporary_name
+from odelint.files.fileio import (
+    NotRegular,
+    identity,
+    read_regular,
+    remove_stale_temporaries,
+    settled,
+    temporary_name,
+)
 
 CACHE_DIR = ".odelint_cache"
 FORMAT = 2  # the layout above; a file of another layout reads as empty
@@ -39,10 +46,6 @@ REFRESH_SECONDS = 24 * 3600
 # An entry no run has used for this long is dropped when the cache is written: each edit of a
 # file leaves the entry of its old contents behind, and every warm run reads them all.
 MAX_AGE_SECONDS = 7 * 24 * 3600
-# A file changed less than this long before it was read might change again within the file
-# system's timestamp granularity without its status changing: its digest is not kept (as git
-# treats "racily clean" entries).
-RACY_NS = 2 * 10**9
 
 
 def content(data: bytes) -> str:
@@ -157,17 +160,15 @@ class Cache:
         (None when it had another, or was never recorded)."""
         recorded = self._files.get(os.path.abspath(path))
         if (isinstance(recorded, list) and len(recorded) == 5 and isinstance(recorded[4], str)
-                and recorded[:4] == [status.st_ctime_ns, status.st_mtime_ns, status.st_size, status.st_ino]):
+                and recorded[:4] == identity(status)):
             return recorded[4]
         return None
 
     def record(self, path: str, status: os.stat_result, digest: str) -> None:
         """The file at `path`, with this `status` (taken before it was read), holds `digest`."""
-        if max(status.st_ctime_ns, status.st_mtime_ns) > time.time_ns() - RACY_NS:
-            return  # (Windows reports the creation time as st_ctime: the modification time counts too)
-        self._files[os.path.abspath(path)] = [status.st_ctime_ns, status.st_mtime_ns, status.st_size,
-                                              status.st_ino, digest]
-        self._dirty = True
+        if settled(status):  # one changed just now may change again unseen: not kept
+            self._files[os.path.abspath(path)] = [*identity(status), digest]
+            self._dirty = True
 
     def get(self, cache_key: str, codes: Iterable[str], answers: str | None = None) -> list[dict] | None:
         """The stored findings for the file with `codes` enabled; the entry's last use is

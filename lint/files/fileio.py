@@ -9,6 +9,7 @@ import io
 import os
 import stat
 import sys
+import time
 from collections.abc import Iterator
 
 
@@ -49,6 +50,23 @@ def ensure_regular(descriptor: int) -> None:
     mode = os.fstat(descriptor).st_mode
     if not stat.S_ISREG(mode):
         raise NotRegular(not_regular(mode))
+
+
+# A file changed less than this long ago might change again within the file system's timestamp
+# granularity without its status changing (git's "racily clean" entries).
+RACY_NS = 2 * 10**9
+
+
+def identity(status: os.stat_result) -> list[int]:
+    """What of a file's status changes whenever its contents do: its change and modification
+    times, its size and its inode."""
+    return [status.st_ctime_ns, status.st_mtime_ns, status.st_size, status.st_ino]
+
+
+def settled(status: os.stat_result) -> bool:
+    """May this status stand for the file's contents? Not if the file changed in the last
+    RACY_NS. (Windows reports the creation time as `st_ctime`: the modification time counts too.)"""
+    return max(status.st_ctime_ns, status.st_mtime_ns) <= time.time_ns() - RACY_NS
 
 
 _CHUNK = 1 << 20  # read at a time beyond a file's size (a file that grows while it is read)
