@@ -219,8 +219,8 @@ class Cache:
 
     def _layout(self) -> dict:
         """What is written: the newest entries used within MAX_AGE_SECONDS, less those whose slot
-        this run answered with another entry, and only the groups, pairs and files they use (an
-        entry whose group is damaged is dropped)."""
+        this run answered with another entry, with only the groups and pairs they use (an entry
+        whose group is damaged is dropped), and the newest MAX_ENTRIES files' statuses."""
         oldest = int(time.time()) - MAX_AGE_SECONDS
         entries = {cache_key: entry for cache_key, entry in self._entries.items()
                    if _well_formed(entry) and entry.get("used", 0) >= oldest and not self._superseded(cache_key, entry)}
