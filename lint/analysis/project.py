@@ -16,12 +16,13 @@ import contextlib
 import functools
 import os
 import zlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from odelint.analysis.facts import Facts
 
+_T = TypeVar("_T")
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_FILE_BYTES = 2_000_000
 # Top-level packages never looked up among the project's files.
@@ -39,6 +40,22 @@ _buffers: dict[str, str] = {}  # absolute path -> the text of an editor's open b
 _recording: list[dict[str, list[int] | None]] = []
 
 
+class _Places:
+    """Where files are (which file an import names, a file's project root), looked up during
+    one run: a run takes the project's tree as fixed, so each lookup is made once, not once per
+    linted file (the files of one package import the same modules). Outside a run (`places`)
+    nothing is kept. What each lookup noted is kept with it and noted again when it answers."""
+
+    def __init__(self) -> None:
+        self.run: object = None  # the run the kept lookups belong to
+        self.open = False
+        self.kept: dict[tuple, tuple[object, list[tuple[str, list[int] | None]]]] = {}
+
+
+_places = _Places()
+_noting: list[list[tuple[str, list[int] | None]]] = []  # what the lookups being made note
+
+
 @contextlib.contextmanager
 def recording() -> Iterator[dict[str, list[int] | None]]:
     """Collect the paths looked up while linting one file: a project file whose classes
@@ -50,6 +67,43 @@ def recording() -> Iterator[dict[str, list[int] | None]]:
         yield files
     finally:
         _recording.pop()
+
+
+@contextlib.contextmanager
+def places(run: object) -> Iterator[None]:
+    """Keep where files are for the run `run` (a token: the runner's run, one lint of the
+    language server, one flake8 run); a different run starts afresh. Files are created or
+    removed between runs, not during one (fixes rewrite files, never create or remove them).
+    None: no run, nothing kept."""
+    if run is None:
+        yield
+        return
+    if _places.run != run:
+        _places.kept.clear()
+        _places.run = run
+    _places.open = True
+    try:
+        yield
+    finally:
+        _places.open = False
+
+
+def _placed(key: tuple, look: Callable[[], _T]) -> _T:
+    """`look()`, made once per run for `key`; its notes are noted again whenever it answers."""
+    if not _places.open:
+        return look()
+    kept = _places.kept.get(key)
+    if kept is None:
+        _noting.append([])
+        try:
+            found = look()
+        finally:
+            notes = _noting.pop()
+        kept = _places.kept[key] = (found, notes)
+    else:
+        for path, stamp in kept[1]:
+            _note(path, stamp, contents=False)
+    return kept[0]  # type: ignore[return-value]
 
 
 def set_buffer(path: str, text: str | None) -> None:
@@ -93,11 +147,18 @@ def noted(path: str, contents: bool = True) -> list[int] | None:
     when its contents matter, [] when only that it exists does (a `.git` folder), None when
     nothing is there."""
     found = stamp(path)
+    _note(path, found, contents)
+    return found
+
+
+def _note(path: str, found: list[int] | None, contents: bool) -> None:
+    if not contents:
+        for notes in _noting:
+            notes.append((path, found))
     if _recording:
         files, key = _recording[-1], os.path.abspath(path)
         if contents or not files.get(key):
             files[key] = found if contents or found is None else []
-    return found
 
 
 def is_test_module(path: str) -> bool:
@@ -127,6 +188,10 @@ def is_test_or_benchmark(path: str | None) -> bool:
 
 def project_root(path: str) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
+    return _placed(("root", folder), lambda: _root_above(folder))
+
+
+def _root_above(folder: str) -> str | None:
     while True:
         if any(noted(os.path.join(folder, marker), contents=False) is not None for marker in _ROOT_MARKERS):
             return folder
@@ -157,6 +222,9 @@ class ImportsOf:
         return project_root(self.importer)
 
     def file(self, qualname_module: str) -> str | None:
+        return _placed(("file", self.here, self.program, qualname_module), lambda: self._file(qualname_module))
+
+    def _file(self, qualname_module: str) -> str | None:
         dots = len(qualname_module) - len(qualname_module.lstrip("."))
         parts = [part for part in qualname_module.lstrip(".").split(".") if part]
         if dots:

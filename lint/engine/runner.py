@@ -87,6 +87,7 @@ class Task:
     options: frozenset[str] = frozenset()  # settings rules read (Settings.options)
     max_source: int = MAX_SOURCE
     max_seconds: float = MAX_SECONDS
+    run: tuple[int, int] | None = None  # the run it belongs to: where files are is looked up once per run
 
 
 @dataclasses.dataclass
@@ -132,7 +133,7 @@ class _TooSlow(BaseException):
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
     outcome = Outcome(task.path)
-    with project.recording() as outcome.depends, _time_limit(task.max_seconds):
+    with project.places(task.run), project.recording() as outcome.depends, _time_limit(task.max_seconds):
         try:
             outcome = _process(task, outcome)
         except _TooSlow:
@@ -437,6 +438,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         result.skipped.append((display(cache.file), cache.warning))
 
     tasks: list[Task] = []
+    this_run = (os.getpid(), time.monotonic_ns())
     cached: list[tuple[str, list[dict]]] = []
     described: dict[tuple[int, bool], str] = {}  # the versions and options in cache keys, per settings
     for target in targets:
@@ -483,7 +485,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
                 cached.append((target.path, hit))
                 continue
         tasks.append(Task(target.path, data, codes, kind or PYTHON,  # PYTHON: a pattern added to `include`
-                          options.mode, unsafe, versions, settings.options, options.max_source, options.max_seconds))
+                          options.mode, unsafe, versions, settings.options, options.max_source, options.max_seconds,
+                          this_run))
 
     outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1, options.progress)
     result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)

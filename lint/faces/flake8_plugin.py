@@ -13,6 +13,7 @@ import ast
 import functools
 import os
 import sys
+import time
 from collections.abc import Iterator
 
 from odelint import __version__
@@ -45,10 +46,12 @@ class Flake8Plugin:
     name = "odelint"
     version = __version__
     disable_noqa = False
+    flake8_run: tuple[int, int] | None = None  # this flake8 run: where files are is looked up once per run
 
     @classmethod
     def parse_options(cls, options: object) -> None:
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
+        cls.flake8_run = (os.getpid(), time.monotonic_ns())
         _load_before_fork()
 
     def __init__(self, tree: ast.Module, lines: list[str], filename: str) -> None:
@@ -62,8 +65,9 @@ class Flake8Plugin:
         codes = settings.enabled(self.filename) - {SyntaxErrorRule.code}
         source = "".join(self.lines)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
-        result = lint_source(source, self.filename, codes, python=True, apply_noqa=False, tree=tree,
-                             options=settings.options)
+        with project.places(self.flake8_run):
+            result = lint_source(source, self.filename, codes, python=True, apply_noqa=False, tree=tree,
+                                 options=settings.options)
         sweeper.linted(len(source), project.forget)  # as the runner does: files' garbage freed as it comes
         findings = (result.findings if self.disable_noqa
                     else noqa.unsuppressed(result.findings, source, line_level=False))

@@ -138,7 +138,7 @@ class OdelintServer(LanguageServer):
         linted.unsafe = settings.unsafe_fixes
         parser = self.parsers.setdefault(uri, IncrementalParser())
         self.share_buffers()
-        with project.recording() as depends:
+        with project.places(object()), project.recording() as depends:  # each lint its own run
             result = lint_source(text, path, linted.codes, parser=parser, options=settings.options)
         linted.depends = frozenset(depends)
         linted.findings = result.findings
