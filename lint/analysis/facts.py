@@ -97,6 +97,13 @@ class Facts:
             found = self._parts[kind] = build(self)
         return found  # type: ignore[return-value]
 
+    def carried(self, kind: type) -> dict:
+        """What the analysis `kind` kept from this document's last lint, to reuse where an edit
+        changed none of its inputs (an editor's document: the statements an edit did not touch
+        are the same nodes in the new tree); empty for a file linted once. The analysis puts
+        in it what it keeps for the next lint."""
+        return self.index.carried.setdefault(kind, {})
+
     @property
     def differentiation(self) -> Differentiation:
         """What code runs under differentiation, in which modes (odelint.analysis.differentiation)."""

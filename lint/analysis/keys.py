@@ -82,6 +82,15 @@ class KeyReuse:
     deliberate: str | None = None  # why the reuse looks intended; None: two independent draws share a key
 
 
+@dataclasses.dataclass(frozen=True)
+class _Found:
+    """What the walk of one function's body added to the file's findings."""
+
+    reuses: list[KeyReuse]
+    constant_keys: list[cst.Call]
+    drawn: set[int]
+
+
 @functools.cache
 def _not_run_here() -> frozenset[type]:
     """Nested definitions: their code runs when called, not where they stand."""
@@ -122,13 +131,50 @@ class KeyUses:
         self._depth = 0                    # branches and loops around the statement being walked
         self._body: Scope | None = None
         self._closure_reads: frozenset[str] | None = None  # names the body's nested code reads
+        self._calls_in: dict[Scope, list[cst.Call]] = {}  # each body's own calls (its comprehensions' too)
         walked = self._bodies_with_key_calls()
         module = facts.index.module
         if facts.index.module_scope in walked:
             self._walk_body(facts.index.module_scope, module.body)
+        kept, keeping = facts.carried(KeyUses), {}
         for scope in facts.index.body_scopes.values():
             if scope.kind == FUNCTION and scope in walked:
-                self._walk_body(scope, scope.node.body.body)  # type: ignore[attr-defined]
+                keeping[scope.node] = self._walk_or_reuse(scope, kept.get(scope.node))
+        kept.clear()
+        kept.update(keeping)
+
+    def _walk_or_reuse(self, scope: Scope, last: tuple[tuple, _Found] | None) -> tuple[tuple, _Found]:
+        """Walk a function's body, or take what the last lint found there: in an editor, a
+        function the edit did not touch is the same node, and when everything the walk reads
+        from outside it is unchanged (`_inputs`) the walk would find the same."""
+        inputs = self._inputs(scope)
+        if last is not None and last[0] == inputs:
+            self.reuses += last[1].reuses
+            self.constant_keys_in_loops += last[1].constant_keys
+            self.drawn_constant_keys |= last[1].drawn
+            return last
+        reuses, constants, drawn = len(self.reuses), len(self.constant_keys_in_loops), set(self.drawn_constant_keys)
+        self._walk_body(scope, scope.node.body.body)  # type: ignore[attr-defined]
+        return inputs, _Found(self.reuses[reuses:], self.constant_keys_in_loops[constants:],
+                              self.drawn_constant_keys - drawn)
+
+    def _inputs(self, scope: Scope) -> tuple:
+        """What a walk of the body reads from outside its nodes: what its calls call and which
+        keys they consume (the model's answers), the functions its calls pass keys to (whether
+        they return anything), the bindings of `print`, `range`, `enumerate` and `zip` it
+        sees, and whether the file is a test. The nodes are compared by identity."""
+        calls = []
+        for call in self._calls_in.get(scope, ()):
+            consumed = tuple(self.consumptions(call))
+            site = self._sites[id(call)]
+            callee = (self.facts.callee(call.func, site.scope) if any(how == PASS for _, how in consumed)
+                      else None)
+            calls.append((call, self._qualname(call), consumed, callee))
+        names = [(name, self.facts.index.lookup(name, self.facts.index.module_scope))
+                 for name in ("range", "enumerate", "zip")]
+        names.append(("print", self.facts.index.lookup("print", scope)))
+        seen = tuple((name, tuple((b.kind, b.node, b.qualname) for b in bindings)) for name, bindings in names)
+        return self.in_test, tuple(calls), seen
 
     def _walk_body(self, scope: Scope, statements: Sequence[cst.CSTNode]) -> None:
         self._from_split, self._constant_names = set(), {}
@@ -144,6 +190,7 @@ class KeyUses:
             scope = site.scope
             while scope.kind == COMPREHENSION and scope.parent is not None:
                 scope = scope.parent  # a comprehension runs in the body around it
+            self._calls_in.setdefault(scope, []).append(call)
             if scope in bodies or scope.kind not in (FUNCTION, MODULE):
                 continue
             qualname = self._qualname(call)

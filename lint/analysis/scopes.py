@@ -93,6 +93,9 @@ class ScopeIndex:
         self._lookups: dict[tuple[str, int], tuple[Scope, list[Binding]]] = {}
         self._calls_by_name: dict[str, list[tuple[cst.Call, Site]]] | None = None
         self._calls_by_func: dict[int, tuple[cst.Call, Site]] | None = None
+        # An editor document's analyses keep what they found in the statements an edit did not
+        # touch (the same nodes in the next tree), by analysis; a file linted once keeps nothing.
+        self.carried: dict[type, dict] = {}
 
     def top_of(self, order: int | None) -> int | None:
         """The index of the top-level statement that the node visited at `order` lies in."""
@@ -209,6 +212,7 @@ class Traversals:
         self.wanted: frozenset[type] | None = None
         self.module_scope: Scope | None = None
         self.walked: dict[int, _Walked] = {}
+        self.carried: dict[type, dict] = {}  # what each analysis keeps for the next lint (ScopeIndex.carried)
 
 
 def _executing_scope(scope: Scope) -> Scope:
@@ -655,7 +659,7 @@ def build_scope_index(module: cst.Module, wanted: Iterable[type] = (), memo: Tra
     index = ScopeIndex(module)
     if memo is not None:
         if memo.wanted != wanted or memo.module_scope is None:
-            memo.wanted, memo.module_scope, memo.walked = wanted, index.module_scope, {}
+            memo.wanted, memo.module_scope, memo.walked, memo.carried = wanted, index.module_scope, {}, {}
         else:  # the same scope object, so the kept statements' scopes still have it as parent
             index.module_scope = memo.module_scope
             index.module_scope.node = module
@@ -663,4 +667,6 @@ def build_scope_index(module: cst.Module, wanted: Iterable[type] = (), memo: Tra
             index.module_scope.global_names = set()
             index.module_scope.nonlocal_names = set()
     ScopeBuilder(index, wanted, memo).walk(module)
+    if memo is not None:
+        index.carried = memo.carried
     return index

@@ -232,7 +232,10 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     # touched, so there the pre-check would cost more than the rules it drops (which could
     # not report anything anyway): it runs on a document's first lint only.
     if gate and (parser is None or not parser.has_tree):
-        chosen, parses = _candidates(source, path, chosen, tree, options)
+        candidates, parses = _candidates(source, path, chosen, tree, options)
+        # A document's first lint runs the rules every later one runs, once it parses at all:
+        # then the first edit finds the traversal and the analyses it keeps made for them.
+        chosen = candidates if parser is None or not candidates else chosen
     if not chosen:
         error = _syntax_error(source, path) if check_syntax and not parses else None
         return LintResult([error] if error else [])

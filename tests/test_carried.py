@@ -1,0 +1,156 @@
+"""An editor's re-lint reuses what the key analysis found in functions an edit did not touch
+(Facts.carried, odelint.analysis.keys): only while everything the walk of such a function
+reads from outside it is unchanged, so the findings are always those of a fresh lint."""
+
+from __future__ import annotations
+
+import pytest
+from odelint.analysis.keys import KeyUses
+from odelint.engine.core import lint_source
+from odelint.engine.incremental import IncrementalParser
+
+SOURCE = '''import jax
+
+
+def helper(k):
+    return jax.random.normal(k)
+
+
+def sample(key):
+    helper(key)
+    return jax.random.normal(key)
+
+
+def loop(key, ys):
+    for i in range(3):
+        ys.append(jax.random.normal(key))
+    return ys
+
+
+def show(key):
+    print(jax.random.normal(key))
+    return jax.random.uniform(key, minval=0.5)
+
+
+def split_twice(key):
+    a = jax.random.split(key)
+    b = jax.random.split(key)
+    return a, b
+
+
+def make():
+    return jax.random.PRNGKey(0)
+
+
+def passes(model, other, x, key):
+    k = make()
+    model(x, key=k)
+    other(x, key=k)
+    return jax.random.normal(key)
+
+
+def fixed(xs):
+    for i in range(3):
+        k = jr.PRNGKey(0)
+        xs.append(jax.random.normal(k))
+    return xs
+
+
+jr = jax.random
+'''
+
+
+def _said(result) -> list[tuple]:
+    return [(finding.code, finding.span, finding.message) for finding in result.findings]
+
+
+@pytest.fixture
+def walked(monkeypatch) -> list[str]:
+    """The functions whose bodies the key analysis walks."""
+    names: list[str] = []
+    walk = KeyUses._walk_body
+
+    def spy(self, scope, statements):
+        names.append(getattr(scope.node, "name", None) and scope.node.name.value)
+        return walk(self, scope, statements)
+
+    monkeypatch.setattr(KeyUses, "_walk_body", spy)
+    return names
+
+
+@pytest.fixture
+def reused(monkeypatch) -> list[str]:
+    """The functions whose last walk the key analysis takes again."""
+    names: list[str] = []
+    walk_or_reuse = KeyUses._walk_or_reuse
+
+    def spy(self, scope, last):
+        found = walk_or_reuse(self, scope, last)
+        if found is last:
+            names.append(scope.node.name.value)
+        return found
+
+    monkeypatch.setattr(KeyUses, "_walk_or_reuse", spy)
+    return names
+
+
+def test_an_edit_inside_one_function_walks_only_that_function(walked, reused) -> None:
+    parser = IncrementalParser()
+    first = lint_source(SOURCE, "train.py", parser=parser)
+    assert sorted(walked) == ["fixed", "helper", "loop", "make", "passes", "sample", "show", "split_twice"]
+    walked.clear()
+    edited = SOURCE.replace("minval=0.5", "minval=0.25")
+    again = lint_source(edited, "train.py", parser=parser)
+    assert walked == ["show"]
+    assert sorted(reused) == ["fixed", "helper", "loop", "make", "passes", "sample", "split_twice"]
+    assert _said(again) == _said(lint_source(edited, "train.py"))
+    assert [finding.code for finding in again.findings] == [finding.code for finding in first.findings]
+    assert len([f for f in again.findings if f.code == "ODL704"]) == 5  # sample, loop, split_twice, passes, fixed
+
+
+@pytest.mark.parametrize(("edit", "reader"), [
+    # the callee a kept function hands its key to now only prints what it draws: no reuse
+    (("    return jax.random.normal(k)", "    print(jax.random.normal(k))"), "sample"),
+    # the callee no longer draws from its parameter: handing it the key consumes nothing
+    (("    return jax.random.normal(k)", "    return k"), "sample"),
+    # `make` no longer returns a key: handing `k` to a model as `key=` consumes nothing
+    (("    return jax.random.PRNGKey(0)", "    return 0"), "passes"),
+    # `range` is no longer the builtin: the loop no longer repeats one computation
+    (("jr = jax.random\n", "jr = jax.random\nrange = list\n"), "loop"),
+    # `print` is no longer the builtin: what `show` prints meets other code
+    (("jr = jax.random\n", "jr = jax.random\nfrom rich import print\n"), "show"),
+    # `jr.PRNGKey` is no longer JAX's: the loop no longer makes one constant key again and again
+    (("jr = jax.random\n", "jr = object()\n"), "fixed"),
+])
+def test_a_kept_function_is_walked_again_when_what_it_reads_elsewhere_changes(walked, reused, edit, reader) -> None:
+    parser = IncrementalParser()
+    before = lint_source(SOURCE, "train.py", parser=parser)
+    walked.clear()
+    reused.clear()
+    edited = SOURCE.replace(*edit)
+    assert edited != SOURCE
+    after = lint_source(edited, "train.py", parser=parser)
+    assert reader in walked or reader not in reused  # walked again, or now touches no key at all
+    assert _said(after) == _said(lint_source(edited, "train.py"))
+    assert _said(after) != _said(before)
+
+
+def test_the_same_buffer_linted_as_a_test_is_walked_again(walked) -> None:
+    parser = IncrementalParser()
+    lint_source(SOURCE, "train.py", parser=parser)
+    walked.clear()
+    as_test = lint_source(SOURCE, "test_train.py", parser=parser)
+    assert sorted(walked) == ["fixed", "helper", "loop", "make", "passes", "sample", "show", "split_twice"]
+    assert _said(as_test) == _said(lint_source(SOURCE, "test_train.py"))
+
+
+def test_a_file_linted_once_keeps_nothing() -> None:
+    import libcst as cst
+    from odelint.analysis.facts import Facts, model_node_types
+    from odelint.analysis.scopes import build_scope_index
+
+    def facts() -> Facts:
+        return Facts(build_scope_index(cst.parse_module(SOURCE), model_node_types()), "train.py")
+
+    assert KeyUses(facts()).reuses  # sample, split_twice
+    assert facts().carried(KeyUses) == {}
