@@ -587,3 +587,29 @@ def test_the_optimiser_rules_together_accept_the_helper_trained_model() -> None:
 
     found = lint_source(textwrap.dedent(TRAINED_IN_A_HELPER), "train.py", {"ODL201", "ODL202", "ODL204"}).findings
     assert [f"{f.code} {f.span.line}" for f in found] == []
+
+
+def test_a_name_calls_the_function_its_scope_sees_wherever_it_stands() -> None:
+    """`Facts.callee` remembers a name's answer per scope: two calls of one name in a scope
+    agree, and a scope that binds the name again answers for its own binding."""
+    model = Model('''
+        def step(x):
+            return x
+
+        def loop(x):
+            step(x)
+            return step(step(x))
+
+        def shadowed(x):
+            def step(y):
+                return y + 1
+            return step(x)
+    ''')
+    outer = next(s for s in model.module.body if isinstance(s, cst.FunctionDef) and s.name.value == "step")
+    answers = {}
+    for call, site in model.index.of_type(cst.Call):
+        function = site.scope.node.name.value  # type: ignore[attr-defined]
+        answers.setdefault(function, []).append(model.facts.callee(call.func, site.scope))
+    assert answers["loop"] == [outer, outer, outer]
+    [inner] = answers["shadowed"]
+    assert inner is not None and inner is not outer and inner.name.value == "step"

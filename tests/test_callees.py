@@ -12,7 +12,7 @@ from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import build_scope_index
 from odelint.api.registry import all_rules
 from odelint.api.rule import Callees, Flag, Rule
-from odelint.engine.core import CallIndex, lint_source
+from odelint.engine.core import DeclaredNodes, lint_source
 
 SOURCE = textwrap.dedent("""
     import diffrax as dfx
@@ -37,8 +37,8 @@ class _Declares(Rule):
 
 def _declared(source: str) -> list[str]:
     module = cst.parse_module(source)
-    calls = CallIndex(Facts(build_scope_index(module, {cst.Call})))
-    found = calls.declared(_Declares)
+    calls = DeclaredNodes(Facts(build_scope_index(module, {cst.Call})))
+    found = calls.calls(_Declares)
     assert found is not None
     return [module.code_for_node(node.func) for node, _ in found]  # type: ignore[attr-defined]
 
@@ -49,7 +49,7 @@ def test_declared_calls_are_found_through_aliases_and_by_method_in_source_order(
 
 def test_a_rule_without_a_declaration_sees_every_call() -> None:
     module = cst.parse_module(SOURCE)
-    assert CallIndex(Facts(build_scope_index(module, {cst.Call}))).declared(Rule) is None
+    assert DeclaredNodes(Facts(build_scope_index(module, {cst.Call}))).calls(Rule) is None
 
 
 DECLARING = [rule for rule in all_rules() if issubclass(rule, Rule) and rule.callees() is not None]
@@ -68,4 +68,30 @@ def test_a_declaration_changes_no_finding(rule: type[Rule], monkeypatch: pytest.
     every = [lint_source(example.code, example.filename, {rule.code}).findings for example in flags]
     assert [[(f.code, f.span, f.message) for f in found] for found in declared] == \
         [[(f.code, f.span, f.message) for f in found] for found in every]
+    assert any(declared) or not any(isinstance(example, Flag) for example in rule.examples)
     assert all(declared), "every Flag example is flagged"
+
+
+ATTRIBUTES = [rule for rule in all_rules() if issubclass(rule, Rule) and rule.attributes() is not None]
+
+
+def test_rules_declare_the_attributes_they_read_and_see_only_those() -> None:
+    assert {rule.code for rule in ATTRIBUTES} >= {"ODL707", "ODL901"}
+    module = cst.parse_module("import jax\njax.config.jax_enable_x64 = True\nx = jax.numpy.float64\n")
+    nodes = DeclaredNodes(Facts(build_scope_index(module, {cst.Attribute})))
+    [odl707] = [rule for rule in ATTRIBUTES if rule.code == "ODL707"]
+    found = nodes.attributes(odl707)
+    assert found is not None
+    assert [module.code_for_node(node) for node, _ in found] == ["jax.config.jax_enable_x64"]
+    assert nodes.attributes(Rule) is None
+
+
+@pytest.mark.parametrize("rule", ATTRIBUTES, ids=lambda rule: rule.code)
+def test_an_attribute_declaration_changes_no_finding(rule: type[Rule], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each example gives the same findings when the rule is handed every attribute."""
+    declared = [lint_source(example.code, example.filename, {rule.code}).findings for example in rule.examples]
+    monkeypatch.setattr(rule, "attributes", classmethod(lambda cls: None))
+    every = [lint_source(example.code, example.filename, {rule.code}).findings for example in rule.examples]
+    assert [[(f.code, f.span, f.message) for f in found] for found in declared] == \
+        [[(f.code, f.span, f.message) for f in found] for found in every]
+    assert any(declared) or not any(isinstance(example, Flag) for example in rule.examples)

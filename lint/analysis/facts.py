@@ -76,6 +76,7 @@ class Facts:
         self._starred: dict[str, str | None] = {}  # a name no binding defines -> the star import giving it
         self._attribute_qualnames: dict[tuple[int, int], tuple[cst.Attribute, str | None]] = {}
         self._callees: dict[tuple[int, int], tuple[cst.BaseExpression, cst.FunctionDef | None]] = {}
+        self._name_callees: dict[tuple[str, int], tuple[Scope, cst.FunctionDef | None]] = {}  # the scope keeps its id
         self._module_classes: dict[int, bool] = {}
         self._binding_kinds: dict[int, Kind] = {}
         self._binding_classes: dict[int, ModuleClass | None] = {}
@@ -932,7 +933,16 @@ class Facts:
         Asked about most calls by several analyses, so each answer is remembered (but not one
         found while another is being worked out: `a = jit(b); b = jit(a)` answers None then)."""
         kind = type(func)
-        if kind is not cst.Call and kind is not cst.Name:
+        if kind is cst.Name:  # a name means the same function wherever it stands in a scope
+            name = cast(cst.Name, func).value
+            named = self._name_callees.get((name, id(scope)))
+            if named is not None:
+                return named[1]
+            found = self._find_callee(func, scope)
+            if not self._in_progress:
+                self._name_callees[(name, id(scope))] = (scope, found)
+            return found
+        if kind is not cst.Call:
             return None
         key = (id(func), id(scope))
         known = self._callees.get(key)

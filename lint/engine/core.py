@@ -393,7 +393,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         raise _TooDeep from None
     facts = Facts(index, path)
     context = FileContext(path, source, module, facts, versions, options)
-    calls = CallIndex(facts)
+    declared = DeclaredNodes(facts)
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
         rule = rule_class(context)
@@ -401,12 +401,14 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
             node_types: dict[type[cst.CSTNode], str] = rule_class.node_types() if issubclass(rule_class, Rule) else {}
             for node_type, method in node_types.items():
                 visit = getattr(rule, method)
-                nodes = calls.declared(rule_class) if node_type is cst.Call else None
+                nodes = declared.of(rule_class, node_type)
+                reported = len(rule.findings)
                 for node, site in index.of_type(node_type) if nodes is None else nodes:
-                    before = len(rule.findings)
                     visit(node, site)
-                    for finding in rule.findings[before:]:
-                        visited_at[id(finding)] = site.order
+                    if len(rule.findings) != reported:  # rarely: most visits report nothing
+                        for finding in rule.findings[reported:]:
+                            visited_at[id(finding)] = site.order
+                        reported = len(rule.findings)
             rule.finish()
         except RecursionError:
             raise _TooDeep from None
@@ -425,16 +427,27 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     return result
 
 
-class CallIndex:
-    """The file's calls by the qualified name of their function and by method name, built on
-    first use, so each call's name is resolved once for every rule that declares its callees."""
+class DeclaredNodes:
+    """The file's calls by the qualified name of their function and by method name, and its
+    attributes by name, each filed on first use: a call's name is resolved once for every rule
+    that declares its callees, and a rule that declares the attributes it reads visits only those."""
 
     def __init__(self, facts: Facts) -> None:
         self._facts = facts
         self._by_name: dict[str, list[tuple[cst.CSTNode, Site]]] | None = None
         self._by_method: dict[str, list[tuple[cst.CSTNode, Site]]] = {}
+        self._by_attribute: dict[str, list[tuple[cst.CSTNode, Site]]] | None = None
 
-    def declared(self, rule: type[BaseRule]) -> list[tuple[cst.CSTNode, Site]] | None:
+    def of(self, rule: type[BaseRule], node_type: type[cst.CSTNode]) -> list[tuple[cst.CSTNode, Site]] | None:
+        """The nodes of `node_type` that `rule` declares it visits, in source order; None when
+        it visits every one."""
+        if node_type is cst.Call:
+            return self.calls(rule)
+        if node_type is cst.Attribute:
+            return self.attributes(rule)
+        return None
+
+    def calls(self, rule: type[BaseRule]) -> list[tuple[cst.CSTNode, Site]] | None:
         """The calls `rule` declares, in source order; None when it looks at every call."""
         callees = rule.callees() if issubclass(rule, Rule) else None
         if callees is None:
@@ -450,8 +463,24 @@ class CallIndex:
                     self._by_method.setdefault(func.attr.value, []).append((node, site))
         found = [call for name in callees.names for call in self._by_name.get(name, ())]
         found += [call for name in callees.methods for call in self._by_method.get(name, ())]
-        unique = {id(node): (node, site) for node, site in found}
-        return sorted(unique.values(), key=lambda call: call[1].order)
+        return _in_order(found)
+
+    def attributes(self, rule: type[BaseRule]) -> list[tuple[cst.CSTNode, Site]] | None:
+        """The attributes named as `rule` declares, in source order; None when it looks at every one."""
+        names = rule.attributes() if issubclass(rule, Rule) else None
+        if names is None:
+            return None
+        if self._by_attribute is None:
+            self._by_attribute = {}
+            for node, site in self._facts.index.of_type(cst.Attribute):
+                self._by_attribute.setdefault(node.attr.value, []).append((node, site))
+        return _in_order([attribute for name in names for attribute in self._by_attribute.get(name, ())])
+
+
+def _in_order(found: list[tuple[cst.CSTNode, Site]]) -> list[tuple[cst.CSTNode, Site]]:
+    """Each node once, in source order."""
+    unique = {id(node): (node, site) for node, site in found}
+    return sorted(unique.values(), key=lambda entry: entry[1].order)
 
 
 class _Tops:

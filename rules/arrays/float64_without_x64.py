@@ -120,6 +120,10 @@ class Float64WithoutX64(Rule):
         if isinstance(value, str) and value.lower() == X64_FLAG:
             self._mentioned = True
 
+    @classmethod
+    def attributes(cls) -> frozenset[str]:
+        return frozenset({X64_FLAG})
+
     def visit_Attribute(self, node: cst.Attribute, site: Site) -> None:
         if node.attr.value == X64_FLAG:  # jax.config.jax_enable_x64 = True
             self._mentioned = True

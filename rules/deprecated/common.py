@@ -73,8 +73,13 @@ class DeprecatedApiRule(Rule):
 
     # -- `jax.tree_map`, `j.tree_map`, `jtu.tree_multimap` ---------------------------------
 
+    @classmethod
+    def attributes(cls) -> frozenset[str]:
+        """`a.b.name` can only resolve to `....name`: the last names of the rows' references."""
+        return _last_names(cls.code)
+
     def visit_Attribute(self, node: cst.Attribute, site: Site) -> None:
-        if node.attr.value not in _last_names(self.code):  # `a.b.name` can only resolve to `....name`
+        if node.attr.value not in _last_names(self.code):  # handed every attribute when undeclared
             return
         rows = self._rows_of("reference")
         qualname = self.facts.qualname(node, site.scope)
