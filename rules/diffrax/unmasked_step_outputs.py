@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis import Needs, Site, jax_api, positional_args, source_of
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, constructed
 
 # reductions that an `inf` entry turns into inf or nan (`min` is not among them: the padding
@@ -56,6 +56,11 @@ class UnmaskedStepOutputs(Rule):
     fixtures = "tests/fixtures/ODL805"
 
     needs = Needs.calls_to(DIFFEQSOLVE)
+
+    @classmethod
+    def callees(cls) -> Callees:
+        """The reductions `_reduced` knows: `jnp.sum(x)`, `x.mean()`."""
+        return Callees(names=_REDUCING_FUNCTIONS, methods=_REDUCING_METHODS)
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         reduced = self._reduced(node, site)

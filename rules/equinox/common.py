@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import Application, Site
-from odelint.api.rule import Rule
+from odelint.analysis import Application, Site, function_wrappers
+from odelint.api.rule import Callees, Rule
 
 
 class TransformApplicationRule(Rule):
     """A rule that checks each application of a transform: `jax.jit(f)` as a call, or
     `@jax.grad` / `@partial(jax.jit, ...)` as a decorator. Subclasses define `check`."""
+
+    @classmethod
+    def callees(cls) -> Callees:
+        """Calls of the transforms that wrap a function (`jax.jit(f)`, not `jax.jvp`)."""
+        return Callees(names=function_wrappers())
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         application = self.facts.transform_applied(node, site)
