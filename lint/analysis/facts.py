@@ -74,7 +74,9 @@ class Facts:
         self._seen = seen               # files whose facts are being built (import cycles)
         self._qualnames: dict[int, str | None] = {}
         self._starred: dict[str, str | None] = {}  # a name no binding defines -> the star import giving it
-        self._attribute_qualnames: dict[tuple[int, int], tuple[cst.Attribute, str | None]] = {}
+        # node -> (the node, its scope, its qualified name); bindings being resolved, while any are
+        self._node_qualnames: dict[int, tuple[cst.BaseExpression, Scope, str | None]] = {}
+        self._resolving = 0
         self._callees: dict[tuple[int, int], tuple[cst.BaseExpression, cst.FunctionDef | None]] = {}
         self._name_callees: dict[tuple[str, int], tuple[Scope, cst.FunctionDef | None]] = {}  # the scope keeps its id
         self._module_classes: dict[int, bool] = {}
@@ -220,21 +222,23 @@ class Facts:
     def qualname(self, node: cst.BaseExpression, scope: Scope) -> str | None:
         """The dotted name an expression refers to, resolved through imports and aliases.
 
-        Asked about every call by many rules, so it compares exact types (LibCST's node classes
-        are ABCs, whose `isinstance` is several times slower) and remembers attribute chains."""
+        Asked about every call by many rules and analyses (a training script's edit asks 9,000
+        times), so it compares exact types (LibCST's node classes are ABCs, whose `isinstance`
+        is several times slower) and remembers each node's answer, keyed by the node alone."""
+        known = self._node_qualnames.get(id(node))
+        if known is not None and known[0] is node and known[1] is scope:  # an id outlives no node
+            return known[2]
         kind = type(node)
         if kind is cst.Name:
-            return self._name_qualname(cast(cst.Name, node).value, scope)
-        if kind is not cst.Attribute:
+            found = self._name_qualname(cast(cst.Name, node).value, scope)
+        elif kind is cst.Attribute:
+            attribute = cast(cst.Attribute, node)
+            base = self.qualname(attribute.value, scope)
+            found = jax_api.canonical(f"{base}.{attribute.attr.value}") if base else None
+        else:
             return None
-        key = (id(node), id(scope))
-        known = self._attribute_qualnames.get(key)
-        if known is not None and known[0] is node:  # the node itself is kept: an id outlives no node
-            return known[1]
-        attribute = cast(cst.Attribute, node)
-        base = self.qualname(attribute.value, scope)
-        found = jax_api.canonical(f"{base}.{attribute.attr.value}") if base else None
-        self._attribute_qualnames[key] = (attribute, found)
+        if not self._resolving:  # an answer found inside an alias chain may be provisional
+            self._node_qualnames[id(node)] = (node, scope, found)
         return found
 
     def _name_qualname(self, name: str, scope: Scope) -> str | None:
@@ -245,7 +249,11 @@ class Facts:
         if key in self._qualnames:
             return self._qualnames[key]
         self._qualnames[key] = None  # guards `a = b; b = a`
-        result = self._bindings_qualname(bindings)
+        self._resolving += 1
+        try:
+            result = self._bindings_qualname(bindings)
+        finally:
+            self._resolving -= 1
         self._qualnames[key] = result
         return result
 
