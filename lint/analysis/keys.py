@@ -57,6 +57,7 @@ from odelint.analysis.scopes import (
     Scope,
     children_of,
     names_read,
+    nested_code,
     own_nodes,
     target_names,
 )
@@ -89,12 +90,6 @@ class _Found:
     reuses: list[KeyReuse]
     constant_keys: list[cst.Call]
     drawn: set[int]
-
-
-@functools.cache
-def _not_run_here() -> frozenset[type]:
-    """Nested definitions: their code runs when called, not where they stand."""
-    return frozenset({cst.Lambda, cst.FunctionDef, cst.ClassDef})
 
 
 @functools.cache
@@ -546,7 +541,7 @@ class KeyUses:
         if kind is cst.Name:
             self._holds.pop(node.value, None)  # type: ignore[union-attr]  # its draw met other code
             return  # a name consumes nothing itself
-        if node is None or kind in _not_run_here():
+        if node is None or kind in nested_code():
             return  # a nested definition runs elsewhere
         if kind is cst.Call:
             call: cst.Call = node  # type: ignore[assignment]
