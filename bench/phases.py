@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 import libcst as cst
+from odelint.analysis import project
 from odelint.api.registry import all_rules, opt_in_codes
 from odelint.api.rule import triggered
 from odelint.engine import core
@@ -29,32 +30,36 @@ def main() -> int:
     files = sorted(Path(args.folder).rglob("*.py"))
     rules = core.rules_for("x.py", [rule.code for rule in all_rules() if rule.code not in opt_in_codes()], True)
     spent = dict.fromkeys(("ast", "gate", "libcst", "rules"), 0.0)
-    parsed = 0
     warnings.simplefilter("ignore")
-    for path in files:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        start = time.process_time()
-        try:
-            tree = ast.parse(text, filename=str(path))
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        gated = time.process_time()
-        chosen, _ = core._candidates(text, str(path), triggered(rules, text), tree)
-        decided = time.process_time()
-        spent["ast"] += gated - start
-        spent["gate"] += decided - gated
-        if not chosen:
-            continue
-        parsed += 1
-        module = core._libcst_parse(text, str(path), None)
-        linted = time.process_time()
-        if isinstance(module, cst.Module):
-            core.run_rules(module, text, str(path), chosen, True)
-        spent["libcst"] += linted - decided
-        spent["rules"] += time.process_time() - linted
+    with project.places("bench"):  # one run, as the runner's workers lint it
+        parsed = sum(_lint(path, rules, spent) for path in files)
     figures = ", ".join(f"{name} {seconds:.2f}" for name, seconds in spent.items())
     print(f"{len(files)} files, {parsed} parsed by LibCST; CPU s: {figures}, total {sum(spent.values()):.2f}")
     return 0
+
+
+def _lint(path: Path, rules: list, spent: dict[str, float]) -> bool:
+    """One file's phases, added to `spent`; whether LibCST parsed it."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    start = time.process_time()
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    gated = time.process_time()
+    chosen, _ = core._candidates(text, str(path), triggered(rules, text), tree)
+    decided = time.process_time()
+    spent["ast"] += gated - start
+    spent["gate"] += decided - gated
+    if not chosen:
+        return False
+    module = core._libcst_parse(text, str(path), None)
+    linted = time.process_time()
+    if isinstance(module, cst.Module):
+        core.run_rules(module, text, str(path), chosen, True)
+    spent["libcst"] += linted - decided
+    spent["rules"] += time.process_time() - linted
+    return True
 
 
 if __name__ == "__main__":
