@@ -84,3 +84,26 @@ def test_an_editor_document_keeps_exact_positions_across_edits() -> None:
         parser.positions.keep_only(module)
         field = "    dataset_size: int = 256\n"
         source = source.replace(field, field + "    # more\n" * (edit + 1), 1)
+
+
+def test_a_prepared_document_renders_no_statement_again_on_its_first_edit(monkeypatch) -> None:
+    """A document's first lint renders only what it must; `prepare` (the server runs it once
+    the first diagnostics are out) keeps the positions of the statements holding findings, so
+    an edit elsewhere renders nothing, and the positions are still exact."""
+    from odelint.engine import positions
+    from odelint.engine.core import lint_source
+
+    source = (ROOT / "bench" / "training_script.py").read_text()
+    parser = IncrementalParser()
+    first = lint_source(source, "train.py", parser=parser)
+    parser.prepare()
+    rendered: list[object] = []
+    whole = positions._whole
+    monkeypatch.setattr(positions, "_whole", lambda module: rendered.append(module) or whole(module))
+    line = "    return 0.5 * velocity**2 + 0.5 * frequency**2 * position**2"  # `energy`, which holds no finding
+    assert line in source
+    source = source.replace(line, line + " + 1.0")
+    edited = lint_source(source, "train.py", parser=parser)
+    assert first.findings and rendered == []
+    assert [(f.code, f.span) for f in edited.findings] == \
+        [(f.code, f.span) for f in lint_source(source, "train.py").findings]

@@ -66,9 +66,12 @@ class IncrementalParser:
         return module
 
     def prepare(self) -> None:
-        """Render the last tree's statement texts now (the server calls this once a document's
-        first diagnostics are out), so that the first edit does not pay for it."""
+        """Render the last tree's statement texts, and the positions in the statements that
+        hold findings, now (the server calls this once a document's first diagnostics are out),
+        so that the first edit does not pay for them."""
         self._texts()
+        if self._module is not None:
+            self.positions.warm(self._module)
 
     @property
     def prepared(self) -> bool:

@@ -34,6 +34,20 @@ class StatementPositions:
 
     def __init__(self) -> None:
         self._ranges: dict[int, tuple[cst.CSTNode, Ranges]] = {}
+        self._wanted: list[cst.CSTNode] = []  # statements that held findings when none was kept yet
+
+    def want(self, statements: Iterable[cst.CSTNode]) -> None:
+        """Statements the next edit's positions will likely need (they hold findings now): a
+        document's first lint renders only the innermost statements around its findings."""
+        self._wanted = list(statements)
+
+    def warm(self, module: cst.Module) -> None:
+        """Keep the ranges of the wanted statements still in `module` (while the editor idles)."""
+        body = {id(statement) for statement in module.body}
+        for statement in self._wanted:
+            if id(statement) in body:
+                self.relative(module, statement)
+        self._wanted = []
 
     def relative(self, module: cst.Module, statement: cst.CSTNode) -> Ranges:
         kept = self._ranges.get(id(statement))
@@ -180,6 +194,8 @@ def locate(module: cst.Module, source: str, nodes: Iterable[tuple[cst.CSTNode, i
     statements = None if text_lines is not None else _ast_statements(module, source)
     if text_lines is None and statements is None:
         return _whole(module)
+    if text_lines is None and memo is not None:  # an editor document's first lint
+        memo.want(module.body[top] for top in sorted(t for t in tops if t is not None))
     memo = memo if memo is not None else StatementPositions()
     found: Ranges = {}
     for top in sorted(t for t in tops if t is not None):
