@@ -237,3 +237,47 @@ def test_ODL201_init_with_star_arguments_is_skipped_without_a_crash() -> None:
     """Fault: the guard letting `optim.init(*trees)` (positions unknowable) through to the checks."""
     result = lint_source(HAZARD.replace(".init(model)", ".init(*[model])") + "\n", "m.py", {"ODL201"})
     assert (result.crashes, result.findings) == ([], [])
+
+
+def _key_reuses(source: str) -> list[tuple[str, str | None]]:
+    from odelint.analysis.facts import Facts, model_node_types
+    from odelint.analysis.keys import KeyUses
+    from odelint.analysis.scopes import build_scope_index
+
+    facts = Facts(build_scope_index(cst.parse_module(source), model_node_types()), "train.py")
+    return [(reuse.name, reuse.deliberate) for reuse in KeyUses(facts).reuses]
+
+
+def test_a_key_drawn_in_an_assignment_targets_subscript_is_consumed() -> None:
+    """Fault: `_target_reads` passes a subscript target's value on as if it were starred,
+    so the draw in `ys[...]` is never seen."""
+    source = ("import jax\n\ndef f(key, ys):\n"
+              "    ys[jax.random.randint(key, (), 0, 3)] = jax.random.normal(key)\n    return ys\n")
+    assert _key_reuses(source) == [("key", None)]
+
+
+def test_an_inner_loops_fresh_split_makes_the_outer_loops_fixed_key_deliberate() -> None:
+    """Fault: a fresh split in an inner loop is not passed on to the loop around it, so a
+    key kept fixed beside it (plots comparable across training) reads as a bug."""
+    source = ("import jax\n\ndef plots(key, fixed, steps, show):\n    for step in range(steps):\n"
+              "        for _ in range(2):\n            key, sub = jax.random.split(key)\n"
+              "        show(jax.random.normal(fixed, (3,)))\n")
+    assert _key_reuses(source) == [("fixed", "a fixed key beside a key split afresh on every iteration")]
+
+
+def test_any_file_under_tests_is_a_test_file() -> None:
+    """Fault: a file counts as a test only under both `tests/` and `test/`."""
+    assert project.is_test_file(os.path.join("proj", "tests", "helpers.py"))
+    assert project.is_test_file(os.path.join("proj", "test", "helpers.py"))
+    assert not project.is_test_file(os.path.join("proj", "src", "helpers.py"))
+
+
+def test_the_relative_dots_alone_name_no_module_file(tmp_path: Path) -> None:
+    """Fault: `from . import x` looks the package itself up as `<package>/__init__.py` (the
+    model looks its names up one by one, `.x`, and never the package alone)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("import equinox\n")
+    imports = project.ImportsOf(str(tmp_path / "pkg" / "train.py"))
+    assert imports.file(".") is None
+    (tmp_path / "pkg" / "model.py").write_text("")
+    assert imports.file(".model") == str(tmp_path / "pkg" / "model.py")
