@@ -263,8 +263,11 @@ def test_target_version_reaches_rules_and_the_cache_key(tmp_path: Path) -> None:
 def test_watch_relints_after_a_write_and_ctrl_c_exits_zero(tmp_path: Path) -> None:
     pytest.importorskip("watchfiles")
     (tmp_path / "src").mkdir()
+    # Ctrl-C as at a terminal: a job a shell starts in the background inherits SIGINT ignored
+    # (a CI runner's `... &`), and Python then leaves it ignored
     process = subprocess.Popen([sys.executable, "-m", "odelint", "check", "--watch", "src"], cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen: list[str] = []
     reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
     reader.start()
