@@ -5,9 +5,12 @@ a cell that runs Python, `%%time` cells."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from odelint.engine import noqa
 from odelint.engine.core import fix_source, lint_source
 from odelint.faces import cli
@@ -39,6 +42,16 @@ def test_split_follows_python() -> None:
     assert lines.split("a\r\nb\rc\nd\ve\x1cf") == ["a\r\n", "b\r", "c\n", "d\ve\x1cf"]
     assert lines.bare("a\r\nb\r\r") == ["a", "b", ""]
     assert lines.split("") == [] and lines.split("\n") == ["\n"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", " ", "\n", "\r", "\v", "\x85", "\u2028"]), max_size=12))
+def test_split_and_bare_agree_with_the_definition_of_a_line(text: str) -> None:
+    """Both take a quicker path for text without `\\r`; both must keep Python's lines."""
+    defined = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+    assert lines.split(text) == defined
+    assert lines.bare(text) == [re.sub(r"(\r\n|\r|\n)$", "", line) for line in defined]
+    assert "".join(lines.split(text)) == text
 
 
 def test_snippet_shows_the_whole_line_with_an_odd_character(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

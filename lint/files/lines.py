@@ -15,12 +15,23 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 def split(text: str) -> list[str]:
     """The lines of `text`, each with its own line break (the last one may have none)."""
-    return _LINE.findall(text)
+    if "\r" in text:
+        return _LINE.findall(text)
+    pieces = text.split("\n")  # most files: `str.split` is several times faster than the pattern
+    last = pieces.pop()
+    found = [piece + "\n" for piece in pieces]
+    if last:
+        found.append(last)
+    return found
 
 
 def bare(text: str) -> list[str]:
-    """The lines of `text` without their line breaks."""
-    return [strip_break(line) for line in split(text)]
+    """The lines of `text` without their line breaks (a warm run's snippets split every file
+    that has a finding: `str.split` there, not a call per line)."""
+    pieces = BREAK.split(text) if "\r" in text else text.split("\n")
+    if not pieces[-1]:
+        pieces.pop()
+    return pieces
 
 
 def ending(line: str) -> str:
