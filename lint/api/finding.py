@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -28,8 +28,12 @@ def severity(code: str) -> str:
     return ERROR if code in ERROR_CODES else WARNING
 
 
-@dataclasses.dataclass(frozen=True, order=True)
-class Span:
+# The records below are named tuples and small classes, not dataclasses: a warm run builds
+# them at import, and `dataclasses` (with the `inspect` it imports) cost a quarter of its
+# instructions (bench/RESULTS.md).
+
+
+class Span(NamedTuple):
     """1-based line and column of the start, and the end (exclusive column), as editors show them."""
 
     line: int
@@ -38,32 +42,28 @@ class Span:
     end_column: int
 
 
-@dataclasses.dataclass(frozen=True)
-class Replace:
+class Replace(NamedTuple):
     """Swap one node of the parsed module (matched by identity) for a new node."""
 
     node: cst.CSTNode
     new: cst.CSTNode
 
 
-@dataclasses.dataclass(frozen=True)
-class NeedImport:
+class NeedImport(NamedTuple):
     """A top-level `import module as alias` that the fix's new code refers to."""
 
     module: str
     alias: str | None
 
 
-@dataclasses.dataclass(frozen=True)
-class Edits:
+class Edits(NamedTuple):
     """What a fix does to the tree: node replacements plus imports it needs."""
 
     replacements: Sequence[Replace]
     imports: Sequence[NeedImport] = ()
 
 
-@dataclasses.dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     """A fix is described cheaply; its edits are only built when someone applies or shows it."""
 
     safety: Safety
@@ -71,15 +71,34 @@ class Fix:
     build: Callable[[], Edits]
 
 
-@dataclasses.dataclass(frozen=True)
 class Related:
     """Another place that explains a finding ("the key was first used here"); in a notebook
-    it may lie in another cell than the finding."""
+    it may lie in another cell than the finding. Its node (only inside the process that
+    parsed the file) is neither compared nor shown."""
 
-    message: str
-    span: Span
-    node: cst.CSTNode | None = dataclasses.field(default=None, repr=False, compare=False)
-    cell: int | None = None
+    __slots__ = ("message", "span", "node", "cell")
+
+    def __init__(self, message: str, span: Span, node: cst.CSTNode | None = None, cell: int | None = None) -> None:
+        self.message = message
+        self.span = span
+        self.node = node
+        self.cell = cell
+
+    def _compared(self) -> tuple:
+        return self.message, self.span, self.cell
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Related and self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+    def __repr__(self) -> str:
+        return f"Related(message={self.message!r}, span={self.span!r}, cell={self.cell!r})"
+
+    def moved(self, span: Span, cell: int | None = None) -> Related:
+        """The same place, found at `span` (in `cell`, for a notebook)."""
+        return Related(self.message, span, self.node, self.cell if cell is None else cell)
 
     def to_dict(self) -> dict:
         return {"message": self.message, "cell": self.cell, "line": self.span.line, "column": self.span.column,
@@ -91,19 +110,39 @@ class Related:
                    cell=data.get("cell"))
 
 
-@dataclasses.dataclass
 class Finding:
-    """One reported problem. `node` and `fix` live only inside the process that parsed the file."""
+    """One reported problem. `node` and `fix` live only inside the process that parsed the file;
+    the node is neither compared nor shown."""
 
-    code: str
-    name: str
-    message: str
-    span: Span
-    path: str = "-"
-    fix: Fix | None = None
-    node: cst.CSTNode | None = dataclasses.field(default=None, repr=False, compare=False)
-    cell: int | None = None  # in a notebook: the cell (1-based) the span's lines count within
-    related: tuple[Related, ...] = ()  # other places in the same file that explain it
+    __slots__ = ("code", "name", "message", "span", "path", "fix", "node", "cell", "related")
+
+    def __init__(self, code: str, name: str, message: str, span: Span, path: str = "-", fix: Fix | None = None,
+                 node: cst.CSTNode | None = None, cell: int | None = None, related: tuple[Related, ...] = ()) -> None:
+        self.code = code
+        self.name = name
+        self.message = message
+        self.span = span
+        self.path = path
+        self.fix = fix
+        self.node = node
+        self.cell = cell  # in a notebook: the cell (1-based) the span's lines count within
+        self.related = related  # other places in the same file that explain it
+
+    def _compared(self) -> tuple:
+        return self.code, self.name, self.message, self.span, self.path, self.fix, self.cell, self.related
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Finding and self._compared() == other._compared()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: its fields are set after it is made
+
+    def moved(self, span: Span, cell: int | None, related: tuple[Related, ...]) -> Finding:
+        """The same finding, found at `span` in `cell` (a notebook's), its related places moved too."""
+        return Finding(self.code, self.name, self.message, span, self.path, self.fix, self.node, cell, related)
+
+    def __repr__(self) -> str:
+        return (f"Finding(code={self.code!r}, name={self.name!r}, message={self.message!r}, span={self.span!r}, "
+                f"path={self.path!r}, fix={self.fix!r}, cell={self.cell!r}, related={self.related!r})")
 
     @property
     def fixable(self) -> bool:

@@ -17,14 +17,13 @@ stale, which `python -m odelint.dev generate --check` (CI, pre-commit) reports. 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from odelint.api.finding import Safety
 
@@ -39,8 +38,7 @@ PYTHON_FILES = ("*.py", "*.pyi")  # the files a rule looks at unless it names ot
 _GENERATED = ("confirmations.json", INDEX_NAME)
 
 
-@dataclasses.dataclass(frozen=True)
-class RuleInfo:
+class RuleInfo(NamedTuple):
     """What the faces and the configuration need to know about a rule, duck-typed like the
     rule class for `odelint.api.docs` (`code`, `name`, `summary`, `fix_safety`,
     `file_patterns`, `docs()`)."""

@@ -533,8 +533,7 @@ def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list
         finding.span = span(node) or finding.span
     for finding in findings:
         if finding.related:
-            finding.related = tuple(dataclasses.replace(related, span=span(related.node) or related.span)
-                                    for related in finding.related)
+            finding.related = tuple(related.moved(span(related.node) or related.span) for related in finding.related)
 
 
 def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: Sequence[type[BaseRule]],

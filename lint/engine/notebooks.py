@@ -4,7 +4,6 @@ runs on the joined program (odelint.files.notebook.Program); this module moves i
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from collections.abc import Iterable
 
@@ -17,9 +16,9 @@ def place(findings: Iterable[Finding], notebook: Program) -> list[Finding]:
     placed = []
     for finding in findings:
         cell, span = _in_cell(finding.span, notebook)
-        related = tuple(dataclasses.replace(related, cell=where, span=within)
+        related = tuple(related.moved(within, where)
                         for related in finding.related for where, within in [_in_cell(related.span, notebook)])
-        placed.append(dataclasses.replace(finding, cell=cell, span=span, related=related))
+        placed.append(finding.moved(span, cell, related))
     return placed
 
 

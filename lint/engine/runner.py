@@ -10,13 +10,12 @@ through it the rules and LibCST, the process pool, difflib) is imported when a f
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from odelint.analysis import project
 from odelint.api.finding import SYNTAX_ERROR_CODE, Finding, Safety
@@ -60,8 +59,7 @@ class Progress(Protocol):
     def close(self) -> None: ...
 
 
-@dataclasses.dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     """How a run goes: its mode, its workers and its limits."""
 
     mode: str = CHECK
@@ -73,8 +71,7 @@ class Options:
     max_seconds: float = MAX_SECONDS  # linting one file longer than this stops and is reported (ODL001)
 
 
-@dataclasses.dataclass(frozen=True)
-class Task:
+class Task(NamedTuple):
     """One file for a worker, with everything the worker needs to lint it."""
 
     path: str
@@ -83,47 +80,47 @@ class Task:
     kind: str                    # PYTHON, NOTEBOOK or TEXT
     mode: str
     unsafe: bool
-    versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)  # the JAX stack's targets
+    versions: Mapping[str, Version | None] = {}  # the JAX stack's targets (read, never changed)
     options: frozenset[str] = frozenset()  # settings rules read (Settings.options)
     max_source: int = MAX_SOURCE
     max_seconds: float = MAX_SECONDS
     run: tuple[int, int] | None = None  # the run it belongs to: where files are is looked up once per run
 
 
-@dataclasses.dataclass
 class Outcome:
     """What a worker sends back for a file: plain data, so it crosses processes."""
 
-    path: str
-    findings: list[dict] = dataclasses.field(default_factory=list)
-    error: str | None = None
-    crashes: list[str] = dataclasses.field(default_factory=list)
-    new_data: bytes | None = None
-    diff: str | None = None
-    applied: int = 0
-    applied_codes: dict[str, int] = dataclasses.field(default_factory=dict)
-    cache_key: str | None = None  # of the bytes the findings are for; None for stdin
-    relevant: list[str] = dataclasses.field(default_factory=list)  # the rules that could fire on those bytes
-    depends: dict[str, list[int] | None] = dataclasses.field(default_factory=dict)  # paths looked up -> stamp
-    read_digest: str | None = None  # sha256 of the bytes that new_data replaces
-    skipped: str | None = None  # why a file that is not Python was left alone
+    def __init__(self, path: str, error: str | None = None) -> None:
+        self.path = path
+        self.findings: list[dict] = []
+        self.error = error
+        self.crashes: list[str] = []
+        self.new_data: bytes | None = None
+        self.diff: str | None = None
+        self.applied = 0
+        self.applied_codes: dict[str, int] = {}
+        self.cache_key: str | None = None  # of the bytes the findings are for; None for stdin
+        self.relevant: list[str] = []  # the rules that could fire on those bytes
+        self.depends: dict[str, list[int] | None] = {}  # paths looked up -> stamp
+        self.read_digest: str | None = None  # sha256 of the bytes that new_data replaces
+        self.skipped: str | None = None  # why a file that is not Python was left alone
 
 
-@dataclasses.dataclass
 class RunResult:
     """What a run found, fixed and could not do, for the reporters."""
 
-    findings: list[Finding] = dataclasses.field(default_factory=list)
-    errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    internal_errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    fixes_applied: int = 0
-    fixed_by_file: dict[str, Counter] = dataclasses.field(default_factory=dict)  # path -> fixes per code
-    changed: list[str] = dataclasses.field(default_factory=list)
-    diffs: list[str] = dataclasses.field(default_factory=list)
-    files: int = 0
-    stdout_data: bytes | None = None  # fixed stdin, for `--fix -`
-    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (path, why): warnings
-    config_errors: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # (path, why) -> line
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.errors: list[tuple[str, str]] = []
+        self.internal_errors: list[tuple[str, str]] = []
+        self.fixes_applied = 0
+        self.fixed_by_file: dict[str, Counter] = {}  # path -> fixes per code
+        self.changed: list[str] = []
+        self.diffs: list[str] = []
+        self.files = 0
+        self.stdout_data: bytes | None = None  # fixed stdin, for `--fix -`
+        self.skipped: list[tuple[str, str]] = []  # (path, why): warnings
+        self.config_errors: dict[tuple[str, str], int] = {}  # (path, why) -> line
 
 
 class _TooSlow(BaseException):
@@ -554,7 +551,7 @@ def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
             result.errors.append((task.path, str(error) if isinstance(error, SourceError) else
                                   f"cannot write: {error.strerror or error}"))
             # Not fixed: what the file holds is still wrong, and reported as such.
-            unfixed = process(dataclasses.replace(task, mode=CHECK))
+            unfixed = process(task._replace(mode=CHECK))
             result.findings.extend(_findings(task.path, unfixed.findings if unfixed.error is None else []))
             return
     result.findings.extend(_findings(task.path, outcome.findings))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NamedTuple
 
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
 from odelint.files.versions import TargetError, parse_targets, target_versions
@@ -48,8 +48,7 @@ class ConfigError(Exception):
         return text[len(self.path) + 2:] if self.path and text.startswith(f"{self.path}: ") else text
 
 
-@dataclasses.dataclass(frozen=True)
-class Overrides:
+class Overrides(NamedTuple):
     """What the command line says; it wins over the file."""
 
     select: tuple[str, ...] | None = None
@@ -65,32 +64,37 @@ class Overrides:
     config: str | None = None
     isolated: bool = False
     # `--config "key = value"`: validated settings (Python names) that win over every file
-    settings: Mapping = dataclasses.field(default_factory=dict)
+    settings: Mapping = MappingProxyType({})
     target_versions: tuple[tuple[str, Version], ...] = ()  # --target-version
 
     def layer(self) -> Layer:
         return Layer(self.select, self.extend_select, self.ignore)
 
 
-@dataclasses.dataclass(frozen=True)
 class Settings:
     """What applies to the files under one configuration: its rule selection, exclusions and overrides."""
 
-    root: str
-    path: str | None
-    file_layer: Layer
-    overrides: Overrides
-    exclude: tuple[str, ...]
-    include: tuple[str, ...] | None  # None: the default file patterns
-    extend_include: tuple[str, ...]
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
-    unsafe_fixes: bool
-    respect_gitignore: bool
-    force_exclude: bool
-    codes: tuple[str, ...]
-    targets: tuple[tuple[str, Version], ...] = ()  # target-version, then --target-version
-    options: frozenset[str] = frozenset()  # the RULE_OPTIONS set to true
-    preview: bool = False  # `preview = true` / `--preview`: the opt-in rules are on like the others
+    def __init__(self, *, root: str, path: str | None, file_layer: Layer, overrides: Overrides,
+                 exclude: tuple[str, ...], include: tuple[str, ...] | None, extend_include: tuple[str, ...],
+                 per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...], unsafe_fixes: bool,
+                 respect_gitignore: bool, force_exclude: bool, codes: tuple[str, ...],
+                 targets: tuple[tuple[str, Version], ...] = (), options: frozenset[str] = frozenset(),
+                 preview: bool = False) -> None:
+        self.root = root
+        self.path = path
+        self.file_layer = file_layer
+        self.overrides = overrides
+        self.exclude = exclude
+        self.include = include  # None: the default file patterns
+        self.extend_include = extend_include
+        self.per_file_ignores = per_file_ignores
+        self.unsafe_fixes = unsafe_fixes
+        self.respect_gitignore = respect_gitignore
+        self.force_exclude = force_exclude
+        self.codes = codes
+        self.targets = targets  # target-version, then --target-version
+        self.options = options  # the RULE_OPTIONS set to true
+        self.preview = preview  # `preview = true` / `--preview`: the opt-in rules are on like the others
 
     @functools.cached_property
     def versions(self) -> Mapping[str, Version | None]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import functools
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from odelint.files.config import ConfigError, ConfigResolver
 from odelint.files.fileio import display, is_temporary, not_regular, remove_stale_temporary
@@ -17,24 +16,23 @@ if TYPE_CHECKING:
     import pathspec
 
 
-@dataclasses.dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """A file to lint, as discovery found it."""
 
     path: str
     explicit: bool  # named on the command line: linted whatever its name
     regular: bool = True  # False: a pipe named on the command line (`<(cat t.py)`), read once
-    status: os.stat_result | None = dataclasses.field(default=None, compare=False)  # as discovery found it
+    status: os.stat_result | None = None  # as discovery found it
 
 
-@dataclasses.dataclass
 class Discovery:
     """The files to lint, and what discovery could not read or skipped."""
 
-    targets: list[Target]
-    errors: list[tuple[str, str]]  # (path, reason)
-    config_errors: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)  # of errors: -> line
-    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (path, why): warnings
+    def __init__(self, targets: list[Target], errors: list[tuple[str, str]]) -> None:
+        self.targets = targets
+        self.errors = errors  # (path, reason)
+        self.config_errors: dict[tuple[str, str], int] = {}  # of errors: -> line
+        self.skipped: list[tuple[str, str]] = []  # (path, why): warnings
 
 
 class GitIgnore:

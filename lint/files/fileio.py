@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import dataclasses
 import io
 import os
 import stat
 import sys
 import time
 from collections.abc import Iterator
+from typing import NamedTuple
 
 
 class SourceError(Exception):
     """A file that cannot be linted; the message is one line naming the reason."""
 
 
-@dataclasses.dataclass(frozen=True)
-class SourceText:
+class SourceText(NamedTuple):
     """A file's decoded text and the encoding to write it back in."""
 
     text: str

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 SELECTOR = re.compile(r"^(ALL|ODL\d{0,3})$")
 
@@ -13,8 +13,7 @@ class SelectionError(ValueError):
     pass
 
 
-@dataclasses.dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     """One source of choices (the config file, then the command line)."""
 
     select: tuple[str, ...] | None = None
