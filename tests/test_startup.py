@@ -77,6 +77,9 @@ def test_a_warm_check_imports_no_rule_no_libcst_and_no_process_pool(tmp_path: Pa
     # no rule class (the engine's own included), no notebook reader, no thread
     assert not modules & {"odelint.api.rule", "odelint.api.engine_rules", "odelint.files.notebook", "threading"}
     assert "shutil" not in modules  # argparse's formatters are told the width (odelint.faces.cli._Parser)
+    # the records a warm run builds are named tuples and small classes: `dataclasses` (and the
+    # `inspect` it imports) cost a quarter of a warm run's instructions (bench/RESULTS.md)
+    assert not modules & {"dataclasses", "inspect"}
     assert libcst == "_StandIn"
 
 
