@@ -83,7 +83,8 @@ def _cache_entries(project: Path) -> int:
     total = 0
     for path in (project / CACHE).glob("results-*.json"):
         with open(path, encoding="utf-8") as handle:
-            total += sum(len(entry.get("results", ())) or 1 for entry in json.load(handle).values())
+            entries = json.load(handle).get("entries", {})  # the layout of odelint.files.cache
+        total += sum(len(entry.get("results", ())) or 1 for entry in entries.values())
     return total
 
 
