@@ -153,4 +153,152 @@ def test_a_file_linted_once_keeps_nothing() -> None:
         return Facts(build_scope_index(cst.parse_module(SOURCE), model_node_types()), "train.py")
 
     assert KeyUses(facts()).reuses  # sample, split_twice
-    assert facts().carried(KeyUses) == {}
+    assert facts().carried(KeyUses) is None
+
+
+# ---- call targets (odelint.analysis.reach.CallTargets) ----------------------------------
+
+TARGETS = '''import functools
+
+
+def apply(f, x):
+    return f(x)
+
+
+def loss(x):
+    return x ** 2
+
+
+def other(x):
+    return x + 1.5
+
+
+class Model:
+    def step(self, x):
+        return loss(x)
+
+
+def report():
+    return loss(2.0)
+
+
+def use(model: Model, x):
+    return model(x)
+
+
+class Scaler:
+    @staticmethod
+    def __call__(x):
+        return x
+
+
+class Base:
+    def __call__(self, x):
+        return x
+
+
+class Net:
+    pass
+
+
+def run(scaler: Scaler, net: Net, x):
+    return scaler(x) + net(x)
+
+
+def main(x):
+    m = Model()
+    m.step(x)
+    return apply(loss, x) + loss(x)
+'''
+
+
+def _targets(parser, source: str):
+    """The model's call targets for `source`, as an editor's re-lint builds them."""
+    import libcst as cst
+    from odelint.analysis.facts import Facts, model_node_types
+    from odelint.analysis.reach import CallTargets
+    from odelint.analysis.scopes import build_scope_index
+
+    module = parser.parse(source)
+    index = build_scope_index(module, model_node_types(), parser.traversals)
+    targets = Facts(index, "train.py").part(CallTargets, CallTargets)
+    described = []
+    for call, _ in targets.calls:
+        called, handed_on, qualname = targets.of(call)
+        for function in (*called, *handed_on):  # functions of this tree, not of the last one
+            assert index.body_scope(function) is not None and index.body_scope(function).node is function
+        named = [tuple(f.name.value if isinstance(f, cst.FunctionDef) else "lambda" for f in group)
+                 for group in (called, handed_on)]
+        described.append((module.code_for_node(call), *named, qualname))
+    return described
+
+
+@pytest.fixture
+def answered(monkeypatch) -> list[str]:
+    """The calls whose targets are worked out (not kept from the last lint)."""
+    import libcst as cst
+    from odelint.analysis.reach import CallTargets
+
+    calls: list[str] = []
+    answer = CallTargets._answer
+
+    def spy(self, call, site, record=True):
+        calls.append(cst.Module([]).code_for_node(call))
+        return answer(self, call, site, record)
+
+    monkeypatch.setattr(CallTargets, "_answer", spy)
+    return calls
+
+
+def test_an_edit_inside_one_function_works_out_only_its_calls(answered) -> None:
+    parser = IncrementalParser()
+    _targets(parser, TARGETS)
+    answered.clear()
+    edited = TARGETS.replace("apply(loss, x) + loss(x)", "apply(loss, x) * loss(x)")
+    after = _targets(parser, edited)
+    # `main`'s own calls, and two that read what calls in `main` pass: `f(x)` in `apply` and
+    # `loss(x)` in `step` (`f` and `x` are parameters); `loss(2.0)` in `report` is kept
+    assert sorted(answered) == ["Model()", "apply(loss, x)", "f(x)", "loss(x)", "loss(x)", "m.step(x)"]
+    assert after == _targets(IncrementalParser(), edited)
+
+
+@pytest.mark.parametrize(("edit", "reader"), [
+    # every call of `apply` now passes `other`: `f(x)` inside `apply` calls it
+    (("apply(loss, x)", "apply(other, x)"), "f(x)"),
+    # no call passes anything to `apply` any more: `f(x)` calls nothing known
+    (("apply(loss, x) + loss(x)", "loss(x)"), "f(x)"),
+    # `loss` is a new node after an edit inside it: who calls it names the new one
+    (("return x ** 2", "return x ** 3"), "loss(x)"),
+    # the class gains `__call__`: `model(x)` elsewhere runs it (the class's outline changed)
+    (("    def step(self, x):", "    def __call__(self, x):\n        return x\n\n    def step(self, x):"), "model(x)"),
+    # `__call__` is no longer a static method: calling an instance runs it
+    (("    @staticmethod\n    def __call__(x):", "    def __call__(self, x):"), "scaler(x)"),
+    # `Net` now inherits `__call__`
+    (("class Net:", "class Net(Base):"), "net(x)"),
+    # a second call of `apply` passes another function: `f(x)` no longer knows which it calls
+    (("return loss(2.0)", "return loss(2.0) + apply(other, 2.0)"), "f(x)"),
+    # `other` now assigns a global: code elsewhere may read it, so nothing is kept
+    (("    return x + 1.5", "    global loss\n    loss = other\n    return x + 1.5"), "loss(x)"),
+])
+def test_kept_call_targets_follow_what_an_edit_elsewhere_changes(answered, edit, reader) -> None:
+    parser = IncrementalParser()
+    before = _targets(parser, TARGETS)
+    answered.clear()
+    edited = TARGETS.replace(*edit)
+    assert edited != TARGETS
+    after = _targets(parser, edited)
+    worked_out = list(answered)
+    assert after == _targets(IncrementalParser(), edited)
+    assert reader in worked_out
+    assert edit[0] != "return x ** 2" or after == before  # the same names, on the new nodes
+
+
+def test_a_file_linted_once_keeps_no_call_targets() -> None:
+    import libcst as cst
+    from odelint.analysis.facts import Facts, model_node_types
+    from odelint.analysis.reach import CallTargets
+    from odelint.analysis.scopes import build_scope_index
+
+    facts = Facts(build_scope_index(cst.parse_module(TARGETS), model_node_types()), "train.py")
+    assert facts.part(CallTargets, CallTargets).calls
+    assert facts.carried(CallTargets) is None

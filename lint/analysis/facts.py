@@ -100,12 +100,12 @@ class Facts:
             found = self._parts[kind] = build(self)
         return found  # type: ignore[return-value]
 
-    def carried(self, kind: type) -> dict:
+    def carried(self, kind: type) -> dict | None:
         """What the analysis `kind` kept from this document's last lint, to reuse where an edit
         changed none of its inputs (an editor's document: the statements an edit did not touch
-        are the same nodes in the new tree); empty for a file linted once. The analysis puts
-        in it what it keeps for the next lint."""
-        return self.index.carried.setdefault(kind, {})
+        are the same nodes in the new tree); the analysis puts in it what it keeps for the
+        next lint. None for a file linted once: there is no next lint to keep anything for."""
+        return self.index.carried.setdefault(kind, {}) if self.index.carried is not None else None
 
     @property
     def differentiation(self) -> Differentiation:

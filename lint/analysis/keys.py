@@ -133,10 +133,15 @@ class KeyUses:
             self._walk_body(facts.index.module_scope, module.body)
         kept, keeping = facts.carried(KeyUses), {}
         for scope in facts.index.body_scopes.values():
-            if scope.kind == FUNCTION and scope in walked:
+            if scope.kind != FUNCTION or scope not in walked:
+                continue
+            if kept is None:  # a file linted once: nothing to compare with, nothing to keep
+                self._walk_body(scope, scope.node.body.body)  # type: ignore[attr-defined]
+            else:
                 keeping[scope.node] = self._walk_or_reuse(scope, kept.get(scope.node))
-        kept.clear()
-        kept.update(keeping)
+        if kept is not None:
+            kept.clear()
+            kept.update(keeping)
 
     def _walk_or_reuse(self, scope: Scope, last: tuple[tuple, _Found] | None) -> tuple[tuple, _Found]:
         """Walk a function's body, or take what the last lint found there: in an editor, a

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
 import libcst as cst
+from odelint.analysis import outline
 from odelint.analysis.calls import argument_for, positional_args
 from odelint.analysis.classes import instance_class, method_of
 from odelint.analysis.facts import Facts, function_wrappers
@@ -29,6 +30,10 @@ class Reach:
         self._never_into = frozenset(never_into)  # callees given these functions run elsewhere
         self._following: set[int] = set()         # parameters being followed to their callers
         self._passed: dict[int, tuple[Function, int, str | None] | None] = {}  # parameter -> the function passed
+        self._passed_read: dict[int, frozenset[int]] = {}  # parameter -> the functions whose calls decided it
+        # When a set: the functions whose calls the answers since it was set read (CallTargets
+        # keeps an answer across an edit only if the edit touched no call of those functions).
+        self.read: set[int] | None = None
 
     def why(self, site: Site) -> str | None:
         """Why the context holds for code at `site` (or in a function around it), else None."""
@@ -82,16 +87,25 @@ class Reach:
         if len(bindings) != 1 or bindings[0].kind != "param" or not bindings[0].path:
             return None
         binding = bindings[0]
-        if id(binding) in self._passed:
-            return self._passed[id(binding)]
         owner = binding.scope.node
+        if self.read is not None:
+            self.read.add(id(owner))
+        if id(binding) in self._passed:
+            if self.read is not None:
+                self.read |= self._passed_read[id(binding)]
+            return self._passed[id(binding)]
         if not isinstance(owner, cst.FunctionDef) or binding.scope.parent is None or id(binding) in self._following:
             return None
         self._following.add(id(binding))
+        outer, self.read = self.read, set()
         found = self._passed_for(binding, owner)
+        inner, self.read = self.read, outer
+        if self.read is not None:
+            self.read |= inner
         self._following.discard(id(binding))
         if not self._following:  # an answer found while following another parameter may be provisional
             self._passed[id(binding)] = found
+            self._passed_read[id(binding)] = frozenset(inner)
         return found
 
     def _passed_for(self, binding: Binding, owner: cst.FunctionDef) -> tuple[Function, int, str | None] | None:
@@ -142,36 +156,97 @@ class Reach:
         return called + handed_on if handed_on and qualname not in self._never_into else called
 
 
+Targets = tuple[list["Function"], list["Function"], str | None]  # called, handed on, the callee's name
+
+
 class CallTargets:
     """For each call of the file that runs or hands on a function of the file: the functions it
     calls and those it passes as arguments. Found once per file and shared by every context
-    (traced, differentiated, reverse mode, kernels), each of which spreads along them."""
+    (traced, differentiated, reverse mode, kernels), each of which spreads along them.
+
+    An editor's re-lint keeps the answers for calls outside the statements an edit replaced
+    while those keep their outline (odelint.analysis.outline), unless an answer names a
+    function of a replaced statement or read the calls of a function that the replaced
+    statements call (a parameter's passed function: `f` in `def hessian(f)`)."""
 
     def __init__(self, facts: Facts) -> None:
-        resolver = Reach(facts)
+        self._facts = facts
+        self._resolver = Reach(facts)
         self.calls: list[tuple[cst.Call, Site]] = []
-        self._targets: dict[int, tuple[list[Function], list[Function], str | None]] = {}
-        for call, site in facts.index.of_type(cst.Call):
-            called: list[Function] = []
-            callee = resolver.function(call.func, site.scope)
-            if callee is not None:
-                called.append(callee[0])
-            cls = instance_class(facts, call.func, site.scope)
-            method = method_of(facts, cls, "__call__") if cls is not None else None
-            if method is not None:
-                called.append(method)
-            handed_on = []
-            for arg in call.args:
-                if type(arg.value) is cst.Name or type(arg.value) is cst.Attribute:
-                    passed = resolver.function(arg.value, site.scope)
-                    if passed is not None:
-                        handed_on.append(passed[0])
-            if called or handed_on:
-                self.calls.append((call, site))
-                qualname = facts.qualname(call.func, site.scope) if handed_on else None
-                self._targets[id(call)] = (called, handed_on, qualname)
+        self._targets: dict[int, Targets] = {}
+        calls = facts.index.of_type(cst.Call)
+        carried = facts.carried(CallTargets)
+        if carried is None:  # a file linted once
+            for call, site in calls:
+                self._add(call, site, self._answer(call, site, record=False)[1])
+            return
+        module = facts.index.module
+        shapes = outline.outlines(facts.index, module)
+        last = carried.get("answers")
+        if last is not None and outline.replaced(carried["body"], carried["outlines"], module, shapes) is None:
+            last = None
+        answers: dict[int, tuple[cst.Call, Targets | None, frozenset[int]]] = {}
+        touched: set[int] = set()  # the functions that calls of the replaced statements call
+        if last is not None:
+            present = {id(call) for call, _ in calls}  # a kept call's id is no other node's
+            touched.update(id(function) for key, (_, found, _) in last.items()
+                           if found is not None and key not in present for function in found[0])
+        for call, site in calls:
+            kept = last.get(id(call)) if last is not None else None
+            if kept is None or kept[0] is not call:
+                answers[id(call)] = self._answer(call, site)
+                if answers[id(call)][1] is not None:
+                    touched.update(id(function) for function in answers[id(call)][1][0])  # type: ignore[index]
+        for call, site in calls:
+            if id(call) in answers:
+                continue
+            kept = last[id(call)]  # type: ignore[index]
+            answers[id(call)] = kept if self._still_right(kept, touched) else self._answer(call, site)
+        for call, site in calls:
+            self._add(call, site, answers[id(call)][1])
+        carried.update(answers=answers, body=tuple(module.body), outlines=shapes)
 
-    def of(self, call: cst.Call) -> tuple[list[Function], list[Function], str | None] | None:
+    def _add(self, call: cst.Call, site: Site, found: Targets | None) -> None:
+        if found is not None:
+            self.calls.append((call, site))
+            self._targets[id(call)] = found
+
+    def _answer(self, call: cst.Call, site: Site,
+                record: bool = True) -> tuple[cst.Call, Targets | None, frozenset[int]]:
+        """The call's targets (None: it reaches no function of the file), and the functions whose
+        calls the answer read (when recorded)."""
+        facts, resolver = self._facts, self._resolver
+        resolver.read = set() if record else None
+        called: list[Function] = []
+        callee = resolver.function(call.func, site.scope)
+        if callee is not None:
+            called.append(callee[0])
+        cls = instance_class(facts, call.func, site.scope)
+        method = method_of(facts, cls, "__call__") if cls is not None else None
+        if method is not None:
+            called.append(method)
+        handed_on = []
+        for arg in call.args:
+            if type(arg.value) is cst.Name or type(arg.value) is cst.Attribute:
+                passed = resolver.function(arg.value, site.scope)
+                if passed is not None:
+                    handed_on.append(passed[0])
+        read, resolver.read = frozenset(resolver.read or ()), None
+        if not called and not handed_on:
+            return call, None, read
+        qualname = facts.qualname(call.func, site.scope) if handed_on else None
+        return call, (called, handed_on, qualname), read
+
+    def _still_right(self, kept: tuple[cst.Call, Targets | None, frozenset[int]], touched: set[int]) -> bool:
+        """Is a kept answer for an unchanged call right in the new tree?"""
+        _, found, read = kept
+        if read and not read.isdisjoint(touched):
+            return False
+        scopes = self._facts.index.body_scopes
+        return found is None or all((scope := scopes.get(id(function))) is not None and scope.node is function
+                                    for function in (*found[0], *found[1]))
+
+    def of(self, call: cst.Call) -> Targets | None:
         """(functions called, functions handed on, the callee's qualified name), or None for a
         call that reaches no function of the file."""
         return self._targets.get(id(call))

@@ -94,8 +94,8 @@ class ScopeIndex:
         self._calls_by_name: dict[str, list[tuple[cst.Call, Site]]] | None = None
         self._calls_by_func: dict[int, tuple[cst.Call, Site]] | None = None
         # An editor document's analyses keep what they found in the statements an edit did not
-        # touch (the same nodes in the next tree), by analysis; a file linted once keeps nothing.
-        self.carried: dict[type, dict] = {}
+        # touch (the same nodes in the next tree), by analysis; None for a file linted once.
+        self.carried: dict[type, dict] | None = None
 
     def top_of(self, order: int | None) -> int | None:
         """The index of the top-level statement that the node visited at `order` lies in."""

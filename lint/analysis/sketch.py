@@ -129,6 +129,9 @@ class Sketch:
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
+                if type(target) is ast.Name:  # most targets: no walk (a generator per target)
+                    self._assigned.setdefault(target.id, []).append(node.value)
+                    continue
                 for part in ast.walk(target):
                     if isinstance(part, ast.Name):
                         self._assigned.setdefault(part.id, []).append(node.value)
