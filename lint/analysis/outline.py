@@ -22,25 +22,39 @@ MAX_REPLACED = 4  # more statements replaced at once (a paste, a whole-file pars
 Outline = tuple | None  # None: a statement whose outline is not followed (an import, an assignment, ...)
 
 
-def outlines(index: ScopeIndex, module: cst.Module) -> list[Outline]:
-    """Each top-level statement's outline, in order."""
-    bound: dict[int, list[tuple[int, str, str]]] = {}  # top-level statement -> (order, name, kind)
+def outlines(index: ScopeIndex, module: cst.Module, known: dict[int, tuple[cst.CSTNode, Outline]]) -> list[Outline]:
+    """Each top-level statement's outline, in order. An outline depends on its statement alone,
+    so `known` keeps them by statement from one lint to the next (updated here)."""
+    found: list[Outline] = []
+    bound: dict[int, list[tuple[int, str, str]]] | None = None  # top-level statement -> (order, name, kind)
+    for top, statement in enumerate(module.body):
+        kept = known.get(id(statement))
+        if kept is not None and kept[0] is statement:
+            found.append(kept[1])
+            continue
+        if bound is None:
+            bound = _module_bindings(index)
+        names = [(name, kind) for _, name, kind in sorted(bound.get(top, ()))]
+        # only the statement's own name: a `global` assigned inside could mean something else now
+        shape: Outline = None
+        if type(statement) is cst.FunctionDef and names == [(statement.name.value, "def")]:
+            shape = ("def", statement.name.value)
+        elif type(statement) is cst.ClassDef and names == [(statement.name.value, "class")]:
+            shape = ("class", statement.name.value, _class_outline(index, module, statement))
+        found.append(shape)
+    known.clear()
+    known.update((id(statement), (statement, shape)) for statement, shape in zip(module.body, found, strict=True))
+    return found
+
+
+def _module_bindings(index: ScopeIndex) -> dict[int, list[tuple[int, str, str]]]:
+    bound: dict[int, list[tuple[int, str, str]]] = {}
     for name, bindings in index.module_scope.bindings.items():
         for binding in bindings:
             top = index.top_of(binding.order)
             if top is not None:
                 bound.setdefault(top, []).append((binding.order, name, binding.kind))
-    found: list[Outline] = []
-    for top, statement in enumerate(module.body):
-        names = [(name, kind) for _, name, kind in sorted(bound.get(top, ()))]
-        # only the statement's own name: a `global` assigned inside could mean something else now
-        if type(statement) is cst.FunctionDef and names == [(statement.name.value, "def")]:
-            found.append(("def", statement.name.value))
-        elif type(statement) is cst.ClassDef and names == [(statement.name.value, "class")]:
-            found.append(("class", statement.name.value, _class_outline(index, module, statement)))
-        else:
-            found.append(None)
-    return found
+    return bound
 
 
 def _class_outline(index: ScopeIndex, module: cst.Module, cls: cst.ClassDef) -> tuple:

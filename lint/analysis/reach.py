@@ -181,7 +181,7 @@ class CallTargets:
                 self._add(call, site, self._answer(call, site, record=False)[1])
             return
         module = facts.index.module
-        shapes = outline.outlines(facts.index, module)
+        shapes = outline.outlines(facts.index, module, carried.setdefault("known", {}))
         last = carried.get("answers")
         if last is not None and outline.replaced(carried["body"], carried["outlines"], module, shapes) is None:
             last = None
