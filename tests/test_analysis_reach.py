@@ -62,3 +62,23 @@ def test_a_context_that_never_enters_callbacks_does_not_follow_what_they_are_giv
     site = next(site for call, site in facts.index.of_type(cst.Call) if call is callback)
     assert _names(Reach(facts)._targets(callback, site)) == ["log"]
     assert Reach(facts, never_into={"jax.debug.callback"})._targets(callback, site) == []
+
+
+def test_a_partial_application_reaches_its_function_with_the_bound_arguments_counted() -> None:
+    from odelint.analysis.scopes import build_scope_index
+
+    source = textwrap.dedent("""
+        import functools
+        import jax
+
+        def step(scale, params, x):
+            return params * x * scale
+
+        def train(params, x):
+            return jax.jit(functools.partial(step, 2.0, params))(x)
+    """)
+    facts = Facts(build_scope_index(cst.parse_module(source), {cst.Call}))
+    partial, site = next((call, site) for call, site in facts.index.of_type(cst.Call)
+                         if facts.index.module.code_for_node(call).startswith("functools.partial"))
+    function, bound = Reach(facts).function(partial, site.scope)
+    assert (function.name.value, bound) == ("step", 2)  # `scale` and `params` are bound

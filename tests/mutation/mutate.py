@@ -57,6 +57,8 @@ TARGETS = (
     Target("lint/analysis/keys.py", ("tests/test_carried.py", "tests/test_analysis_keys.py",
                                      "tests/test_rule_examples.py", SURVIVORS, "-k",
                                      "ODL704 or carried or analysis_keys or survivors")),
+    Target("lint/analysis/outline.py", ("tests/test_carried.py",)),
+    Target("lint/analysis/reach.py", ("tests/test_carried.py", "tests/test_analysis_reach.py", SURVIVORS)),
     Target("lint/analysis/project.py", ("tests/test_project_places.py", "tests/test_project_kept.py",
                                         "tests/test_project_buffers.py", SURVIVORS)),
     Target("lint/faces/report/sarif.py", ("tests/test_breakage_regressions.py", SURVIVORS, "-k", "sarif")),
