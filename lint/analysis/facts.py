@@ -688,16 +688,18 @@ class Facts:
 
     def kind(self, node: cst.BaseExpression, site: Site) -> Kind:
         """What kind of value `node` evaluates to at `site`."""
-        if isinstance(node, cst.Name):
-            if node.value in _LITERAL_NAMES and not self.lookup(node.value, site.scope):
+        kind = type(node)  # exact types first (the common cases): an ABC's isinstance is slower
+        if kind is cst.Name:
+            name = cast(cst.Name, node).value
+            if name in _LITERAL_NAMES and not self.lookup(name, site.scope):
                 return Kind.PLAIN
-            return self._name_kind(node.value, site)
-        if isinstance(node, cst.Call):
-            return self._call_kind(node, site)
-        if isinstance(node, cst.Subscript):
-            return self._subscript_kind(node, site)
-        if isinstance(node, cst.Attribute):
-            return self._attribute_kind(node, site)
+            return self._name_kind(name, site)
+        if kind is cst.Call:
+            return self._call_kind(cast(cst.Call, node), site)
+        if kind is cst.Subscript:
+            return self._subscript_kind(cast(cst.Subscript, node), site)
+        if kind is cst.Attribute:
+            return self._attribute_kind(cast(cst.Attribute, node), site)
         if isinstance(node, (cst.BaseNumber, cst.BaseString)):
             return Kind.PLAIN
         if isinstance(node, cst.Lambda):
@@ -1210,12 +1212,13 @@ def loaded_names(node: cst.CSTNode, into_nested: bool = False) -> Iterator[cst.N
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Name):
-            yield current
-        elif isinstance(current, cst.Attribute):
-            stack.append(current.value)
-        elif isinstance(current, cst.Arg):
-            stack.append(current.value)
+        kind = type(current)  # exact types: an ABC's isinstance is slower
+        if kind is cst.Name:
+            yield cast(cst.Name, current)
+        elif kind is cst.Attribute:
+            stack.append(cast(cst.Attribute, current).value)
+        elif kind is cst.Arg:
+            stack.append(cast(cst.Arg, current).value)
         elif into_nested or not isinstance(current, nested):
             stack.extend(children_of(current))
 
@@ -1241,7 +1244,7 @@ def _self_assignments(function: cst.FunctionDef, attr: str) -> Iterator[cst.Base
 def method_call(call: cst.Call, method: str) -> cst.BaseExpression | None:
     """The receiver of `receiver.method(...)`, else None."""
     func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == method:
+    if type(func) is cst.Attribute and func.attr.value == method:  # exact types: asked of every call
         return func.value
     return None
 

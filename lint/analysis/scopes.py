@@ -249,10 +249,10 @@ def names_read(*nodes: cst.CSTNode) -> frozenset[str]:
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` as text, or None for anything that is not a plain attribute chain."""
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:  # exact types: an ABC's isinstance is slower
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))

@@ -72,7 +72,7 @@ class InPlaceArrayUpdate(Rule):
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         for target in node.targets:
             item = target.target
-            if isinstance(item, cst.Subscript) and self._array_item(item, site):
+            if type(item) is cst.Subscript and self._array_item(item, site):
                 fixable = len(node.targets) == 1 and rebindable_here(self.facts, item.value, site)
                 self._flag(node, item, site, "set", node.value, fixable)
 

@@ -63,7 +63,7 @@ class PrintOfTracedValue(Rule):
     needs = Needs.fact("traced_print")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        builtin = isinstance(node.func, cst.Name) and node.func.value == "print"
+        builtin = type(node.func) is cst.Name and node.func.value == "print"
         if not builtin or self.facts.definitions("print", site):
             return
         for arg in node.args:

@@ -80,12 +80,12 @@ class TracedValueHashed(Rule):
             left = target.comparator
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "hash" and not self.facts.definitions("hash", site):
+        if type(node.func) is cst.Name and node.func.value == "hash" and not self.facts.definitions("hash", site):
             if len(node.args) == 1:
                 self._check(node.args[0].value, site, "passed to `hash()`")
             return
         function = self.facts.callee(node.func, site.scope)
-        if isinstance(function, cst.FunctionDef) and self._cached(function):
+        if function is not None and self._cached(function):
             role = f"an argument of `{function.name.value}`, which `functools` caches by hashing its arguments"
             for arg in node.args:
                 self._check(arg.value, site, role)

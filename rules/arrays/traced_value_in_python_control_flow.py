@@ -99,7 +99,7 @@ class TracedValueInPythonControlFlow(Rule):
             self._test(node.expression, site, "`not`", "jnp.logical_not")
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
-        if not isinstance(node.func, cst.Name) or node.func.value not in _CONVERSIONS:
+        if type(node.func) is not cst.Name or node.func.value not in _CONVERSIONS:
             return
         args = positional_args(node)
         if not args or len(node.args) != 1 or self.facts.definitions(node.func, site):

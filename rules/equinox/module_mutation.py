@@ -78,7 +78,7 @@ class ModuleMutation(Rule):
         self._check(node, node.target, site)
 
     def _check(self, node: cst.Assign | cst.AugAssign, target: cst.BaseExpression, site: Site) -> None:
-        if not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name):
+        if type(target) is not cst.Attribute or type(target.value) is not cst.Name:  # exact: every assignment
             return
         owner, field = target.value, target.attr.value
         cls = enclosing_class(site.scope)

@@ -60,7 +60,7 @@ class TransformedModuleField(Rule):
 
     def visit_Assign(self, node: cst.Assign, site: Site) -> None:
         value = node.value
-        if len(node.targets) != 1 or not isinstance(value, cst.Call) or not _in_module_init(self, site):
+        if len(node.targets) != 1 or type(value) is not cst.Call or not _in_module_init(self, site):
             return
         target = node.targets[0].target
         if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
