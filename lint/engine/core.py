@@ -7,6 +7,7 @@ findings only -> noqa. Fixing re-runs this until the text stops changing.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import os
 import sys
@@ -37,6 +38,7 @@ from odelint.api.rule import (
 from odelint.engine import noqa
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
+from odelint.engine.unchecked import nodes_unchecked
 from packaging.version import Version
 
 if TYPE_CHECKING:
@@ -292,7 +294,8 @@ def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cs
     refuses would take LibCST's native parser minutes or overflow its stack, a segfault
     no `except` can catch (`x = 1+1+...` with 10,000 terms, 5,000 nested brackets)."""
     if parser is not None:  # an editor's re-lint: CPython checks only the statements it parses
-        spliced = parser.splice(source, _compiles)
+        with nodes_unchecked():  # what it parses, CPython has compiled
+            spliced = parser.splice(source, _compiles)
         if spliced is not None:
             return spliced
     complaint, libcst_may_try = _cpython_verdict(source, path)
@@ -303,9 +306,11 @@ def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cs
 
 def _libcst_parse(source: str, path: str, complaint: Finding | None,
                   parser: IncrementalParser | None = None) -> cst.Module | Finding:
-    """CPython's complaint, when it has one, names the error the way `python` would."""
+    """CPython's complaint, when it has one, names the error the way `python` would. Without one,
+    CPython has accepted the text, and LibCST's nodes need not check themselves (`unchecked`)."""
     try:
-        module = parser.parse(source) if parser is not None else cst.parse_module(source)
+        with nodes_unchecked() if complaint is None else contextlib.nullcontext():
+            module = parser.parse(source) if parser is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return complaint or syntax_finding(path, error.raw_line, error.raw_column + 1, error.message)
     except cst.CSTValidationError as error:  # e.g. a str literal next to a bytes literal
