@@ -29,7 +29,7 @@ def nodes_unchecked() -> Iterator[None]:
     if checking is None or checking is _checks_nothing:  # another LibCST, or already inside the block
         yield
         return
-    node_class.__post_init__ = _checks_nothing  # type: ignore[method-assign]
+    node_class.__post_init__ = _checks_nothing  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
