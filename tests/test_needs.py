@@ -389,3 +389,42 @@ def test_only_what_the_static_options_can_reach_is_asked_to_be_hashable() -> Non
                     by_position.replace("OPTIONS)", "options=[3])"), by_position.replace("argnums=2", "argnums=-2")):
         assert Needs.fact("unhashable_static_argument").holds(sketch(flagged))
         assert lint_source(flagged, "solve.py", {"ODL708"}).findings
+
+
+FROZEN_IN_USE = """
+import equinox as eqx
+import jax
+import optax
+
+
+class Model(eqx.Module):
+    weight: jax.Array
+    buffer: jax.Array
+
+    def __init__(self, key):
+        self.weight = jax.random.normal(key, (3,))
+        self.buffer = jax.numpy.ones(3)
+
+    def __call__(self, x):
+        return self.weight * jax.lax.stop_gradient(self.buffer) * x
+
+
+def loss(model, x):
+    return jax.lax.stop_gradient(model(x)).sum()
+"""
+
+
+def test_odl206_needs_a_field_stored_through_stop_gradient_or_frozen_beside_an_optimiser() -> None:
+    """`stop_gradient` on a loss value, or on a field with no optimiser initialised in the file,
+    cannot be reported; stored in `__init__`, or a field frozen beside `optimiser.init`, can."""
+    assert not Needs.fact("stop_gradient_on_field").holds(sketch(FROZEN_IN_USE))
+    assert lint_source(FROZEN_IN_USE, "model.py", {"ODL206"}, gate=False).findings == []
+    stored = FROZEN_IN_USE.replace("self.buffer = jax.numpy.ones(3)",
+                                   "self.buffer = jax.lax.stop_gradient(jax.numpy.ones(3))")
+    decayed = FROZEN_IN_USE + ("\nmodel = Model(jax.random.key(0))\nopt = optax.adamw(1e-3)\n"
+                               "state = opt.init(eqx.filter(model, eqx.is_array))\n")
+    for flagged in (stored, decayed):
+        assert Needs.fact("stop_gradient_on_field").holds(sketch(flagged))
+        assert lint_source(flagged, "model.py", {"ODL206"}).findings
+    in_a_function = stored.replace("def __init__(self, key)", "def build(self, key)")
+    assert not Needs.fact("stop_gradient_on_field").holds(sketch(in_a_function))

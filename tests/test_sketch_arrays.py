@@ -72,6 +72,13 @@ ODL701_KEPT = {
             def reset(self):
                 self.w[0] = 0.0
     """,
+    "a parameter of __init__ the class's call passes an array": """
+        class Holder:
+            def __init__(self, w):
+                w[0] = 1.0
+                self.w = w
+        Holder(jnp.zeros(3))
+    """,
     "a module name bound by `global` in a function": """
         def start():
             global buffer
@@ -127,6 +134,14 @@ ODL701_DROPPED = {
 
             def reset(self):
                 self.w[0] = 0.0
+    """,
+    "a parameter of __init__ the class's calls pass no array": """
+        class Holder:
+            def __init__(self, w):
+                w[0] = 1.0
+                self.w = w
+        Holder([0.0, 1.0])
+        Holder(np.zeros(3))
     """,
     "the same name holding an array in another function": """
         def make():

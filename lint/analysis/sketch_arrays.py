@@ -342,7 +342,8 @@ class _Solution:
 class _Sources:
     """Where arrays come from in a file, for `_Solution._solve`, keyed by `keys`: names and
     fields declared arrays, each name's assigned values (with their tuple paths), what the
-    calls of each function pass for each parameter, `__init__`'s `self.x = ...`, returns."""
+    calls of each function pass for each parameter (a class's calls pass to its `__init__`),
+    `__init__`'s `self.x = ...`, returns."""
 
     def __init__(self, arrays: SketchArrays, keys: _Names | _Scopes) -> None:
         sketch = arrays.sketch
@@ -367,7 +368,11 @@ class _Sources:
         calls = _calls_by_callee(sketch)
         for name, functions in sketch.defs.items():
             for function in functions:
-                self._parameters(arrays, keys, function, calls.get(name, []), 1 if id(function) in methods else 0)
+                given = calls.get(name, [])
+                owner = sketch.parent(function) if name == "__init__" else None
+                if type(owner) is ast.ClassDef:  # `Holder(w)` gives `w` to `Holder.__init__` (`Facts.arguments_of`)
+                    given = [*given, *calls.get(owner.name, ())]
+                self._parameters(arrays, keys, function, given, 1 if id(function) in methods else 0)
                 if name in calls:  # a function no call runs returns nothing to anyone
                     self.returned.extend((function, value) for value in _returns(function.body))
 

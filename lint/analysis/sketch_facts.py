@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
+from odelint.analysis.differentiation import STOP_GRADIENT
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
 from odelint.analysis.sketch import FunctionNode, Sketch
@@ -731,6 +732,36 @@ def tree_map_update(sketch: Sketch) -> bool:
                                    and statement.value is call and len(statement.targets) == 1):
             return True
     return False
+
+
+@fact("stop_gradient_on_field")
+def stop_gradient_on_field(sketch: Sketch) -> bool:
+    """ODL206's two shapes, where a module may be in play: `self.field = stop_gradient(...)` in
+    an `__init__` of a class that may be a module, or `stop_gradient(self.field)` (argument `x`)
+    in a file that calls some `<optimiser>.init(...)`."""
+    if not sketch.may_hold_modules():
+        return False
+    calls = sketch.calls_to([STOP_GRADIENT])
+    if not calls:
+        return False
+    inits = any(type(call.func) is ast.Attribute and call.func.attr == "init" for call in sketch.calls)
+    for call in calls:
+        given = keyword(call, "x") or positional(call, 0)
+        if inits and _self_attribute(given):
+            return True
+        statement = sketch.parent(call)
+        if not (type(statement) is ast.Assign and statement.value is call and len(statement.targets) == 1
+                and _self_attribute(statement.targets[0])):
+            continue
+        function = sketch.enclosing_function(call)
+        cls = enclosing_class(sketch, function) if function is not None and function.name == "__init__" else None
+        if cls is not None and may_be_module_class(sketch, cls):
+            return True
+    return False
+
+
+def _self_attribute(node: ast.expr | None) -> bool:
+    return type(node) is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self"
 
 
 @fact("differentiated_code")

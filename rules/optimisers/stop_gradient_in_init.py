@@ -93,7 +93,7 @@ class StopGradientInInit(Rule):
     fixtures = "tests/fixtures/ODL206"
 
     # both parts: a module class, and a call of `stop_gradient`
-    needs = Needs.may_hold_modules() & Needs.calls_to(STOP_GRADIENT)
+    needs = Needs.fact("stop_gradient_on_field")
 
     @classmethod
     def callees(cls) -> Callees:
