@@ -132,8 +132,8 @@ class Sketch:
                 if type(target) is ast.Name:  # most targets: no walk (a generator per target)
                     self._assigned.setdefault(target.id, []).append(node.value)
                     continue
-                for part in ast.walk(target):
-                    if isinstance(part, ast.Name):
+                for part in walk(target):
+                    if type(part) is ast.Name:
                         self._assigned.setdefault(part.id, []).append(node.value)
 
     @overload
@@ -263,7 +263,7 @@ class Sketch:
         found = self._contained.get(key)
         if found is None:
             names, functions = set(), []
-            for inner in ast.walk(node):
+            for inner in walk(node):
                 kind = type(inner)
                 if kind is ast.Name:
                     names.add(inner.id)  # type: ignore[attr-defined]
@@ -389,4 +389,27 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     """The fields of a node type that may hold nodes, the shared `ctx` markers (Load, Store)
     left out: `ast.iter_child_nodes` asks every field of every node, a third of the walk."""
     found = _CHILD_FIELDS[kind] = tuple(field for field in kind._fields if field != "ctx")  # type: ignore[attr-defined]
+    return found
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes` as a list, without the `ctx` markers: the Sketch's analyses walk
+    every function of a file, and the generic walk costs three times as much."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    found: list[ast.AST] = []
+    for field in _child_fields(kind) if fields is None else fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            found += [item for item in value if isinstance(item, ast.AST)]
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
+
+
+def walk(node: ast.AST) -> list[ast.AST]:
+    """`ast.walk` as a list (`node` first), without the `ctx` markers."""
+    found = [node]
+    for inner in found:  # grows as it goes: each node's children are appended behind it
+        found += children(inner)
     return found

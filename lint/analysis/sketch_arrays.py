@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from odelint.analysis import jax_api, literals
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
 from odelint.analysis.facts import _KIND_PRESERVING, function_wrappers
+from odelint.analysis.sketch import children
 from odelint.analysis.sketch_calls import parameters
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ class _Scopes:
                         scope.bound.add(alias.asname or alias.name.split(".")[0])
             elif isinstance(node, (ast.ExceptHandler, ast.MatchAs)) and node.name:  # not `*rest`: as the model
                 scope.bound.add(node.name)
-            stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+            stack.extend((child, scope) for child in children(node))
 
     def _open(self, node: ast.AST, scope: _Scope) -> Iterator[tuple[ast.AST, _Scope]]:
         """A function, lambda or class: its name is bound around it, and decorators, bases,
@@ -473,7 +474,7 @@ def _class_body(cls: ast.ClassDef) -> Iterator[ast.stmt]:
         if isinstance(node, ast.stmt):
             yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            stack.extend(child for child in children(node) if isinstance(child, ast.stmt))
 
 
 def _at_receiver(node: ast.expr) -> ast.expr:
@@ -507,7 +508,7 @@ def dynamic_names(sketch: Sketch, node: ast.expr) -> list[ast.Name]:
                 stack.append(current.left)
                 stack.extend(current.comparators)
         elif not isinstance(current, _COMPREHENSIONS):
-            stack.extend(ast.iter_child_nodes(current))
+            stack.extend(children(current))
     return found
 
 

@@ -13,7 +13,7 @@ from odelint.analysis import jax_api, literals
 from odelint.analysis.differentiation import STOP_GRADIENT
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
-from odelint.analysis.sketch import FunctionNode, Sketch
+from odelint.analysis.sketch import FunctionNode, Sketch, children, walk
 from odelint.analysis.sketch_arrays import at_update_statement
 from odelint.analysis.sketch_calls import (
     PARTIAL,
@@ -207,7 +207,7 @@ def _static_arguments(call: ast.Call, options: list[tuple[ast.Call, _Compiled]])
 def _may_be_array_module(sketch: Sketch, cls: ast.ClassDef) -> bool:
     """May `_has_array_field` hold: a class that may be a module, with a field that may be declared an array?"""
     return may_be_module_class(sketch, cls) and any(
-        isinstance(node, ast.AnnAssign) and sketch.arrays.may_declare_array(node.annotation) for node in ast.walk(cls))
+        isinstance(node, ast.AnnAssign) and sketch.arrays.may_declare_array(node.annotation) for node in walk(cls))
 
 
 def _may_be_unhashable(sketch: Sketch, value: ast.expr, modules: bool) -> bool:
@@ -466,7 +466,7 @@ def compiled_repeatedly(sketch: Sketch) -> bool:
             return True
     return any(sketch.repeats(function) for function in sketch.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
                if any(sketch.qualnames(node) & COMPILING for decorator in function.decorator_list
-                      for node in ast.walk(decorator) if isinstance(node, (ast.Name, ast.Attribute))))
+                      for node in walk(decorator) if isinstance(node, (ast.Name, ast.Attribute))))
 
 
 @fact("module_field_assigned")
@@ -507,7 +507,7 @@ def _initialising(sketch: Sketch, target: ast.Attribute,
         return None
     arguments = [*method.args.posonlyargs, *method.args.args]
     if id(method) not in rebound:  # the names the method binds, found once per method
-        rebound[id(method)] = {node.id for node in ast.walk(method)
+        rebound[id(method)] = {node.id for node in walk(method)
                                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
     if not arguments or arguments[0].arg != target.value.id or target.value.id in rebound[id(method)]:
         return None  # not the instance, or a name rebound in the method
@@ -690,7 +690,7 @@ def _sketch_singular_uses(sketch: Sketch, node: ast.AST) -> Iterator[tuple[jax_a
             power = _sketch_power(current.right)
             if power is not None:
                 yield power, [current.left]
-        stack.extend(ast.iter_child_nodes(current))
+        stack.extend(children(current))
 
 
 def _sketch_power(exponent: ast.expr) -> jax_api.Singular | None:

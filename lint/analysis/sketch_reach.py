@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, cast
 
 from odelint.analysis import jax_api
+from odelint.analysis.sketch import children, walk
 from odelint.analysis.sketch_calls import PARTIAL, parameters, positional_names, static_options
 
 if TYPE_CHECKING:
@@ -289,7 +290,7 @@ class SketchReach:
         roots = [decorator]
         if isinstance(decorator, ast.Name):
             roots += [value for value in self.sketch.assigned(decorator.id) if isinstance(value, ast.Call)]
-        return any(self.sketch.qualnames(node) & transforms for root in roots for node in ast.walk(root)
+        return any(self.sketch.qualnames(node) & transforms for root in roots for node in walk(root)
                    if isinstance(node, (ast.Name, ast.Attribute)))
 
     def _named_functions(self, node: ast.AST) -> Iterator[FunctionNode]:
@@ -303,7 +304,7 @@ class SketchReach:
     def _called_instances(self, function: FunctionNode) -> Iterator[FunctionNode]:
         """`model(x)` runs `__call__`: of any class named in the file or around `function`."""
         if self._callables is None:
-            self._callables = [(cls, method, {id(f) for f in ast.walk(cls) if isinstance(f, FUNCTIONS)})
+            self._callables = [(cls, method, {id(f) for f in walk(cls) if isinstance(f, FUNCTIONS)})
                                for classes in self.sketch.classes.values() for cls in classes
                                for method in cls.body
                                if isinstance(method, ast.FunctionDef) and method.name == "__call__"]
@@ -390,7 +391,7 @@ class SketchReach:
                         stack.append(current.left)
                         stack.extend(current.comparators)
                 elif not isinstance(current, (ast.Lambda, *_COMPREHENSIONS)):
-                    stack.extend(ast.iter_child_nodes(current))
+                    stack.extend(children(current))
             self._dynamic[key] = frozenset(found)
         return self._dynamic[key]
 
@@ -449,7 +450,7 @@ class SketchReach:
             scope = _scope_of(self.sketch, node)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
             made = {(self._binding_scope(scope, name.id), name.id) for target in targets
-                    for name in ast.walk(target) if isinstance(name, ast.Name)}
+                    for name in walk(target) if isinstance(name, ast.Name)}
             for name in self.dynamic_names(value):
                 readers.setdefault(name, []).append((scope, value, made))
         return readers
@@ -498,7 +499,7 @@ class Own:
         self.inner: list[FunctionNode] = []
         names: set[str] = set()
         calls = False
-        stack = list(ast.iter_child_nodes(function))
+        stack = list(children(function))
         while stack:
             node = stack.pop()
             if isinstance(node, FUNCTIONS):
@@ -514,7 +515,7 @@ class Own:
                         names.add(value.id)
                     elif isinstance(value, ast.Attribute):
                         names.add(value.attr)
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
         self.names = names
         self.calls = calls
 
@@ -632,12 +633,12 @@ def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a scope's own code, not those of the scopes nested in it."""
     stack: list[ast.AST] = (
         list(scope.body) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        else [scope.body] if isinstance(scope, ast.Lambda) else list(ast.iter_child_nodes(scope)))
+        else [scope.body] if isinstance(scope, ast.Lambda) else list(children(scope)))
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, _SCOPES):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
 
 
 # -- loops, as odelint.analysis.keys walks them ---------------------------------------------------
@@ -758,7 +759,7 @@ def _may_jump(statement: ast.AST) -> bool:
         if isinstance(node, (ast.Break, ast.Continue, ast.Return, ast.Raise)):
             return True
         if not isinstance(node, (*FUNCTIONS, ast.ClassDef)) or node is statement:
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
     return False
 
 
