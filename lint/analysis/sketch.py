@@ -107,6 +107,8 @@ class Sketch:
                 elif isinstance(value, node_type):
                     parents[id(value)] = node
                     stack.append(value)
+                elif value is not None:
+                    _holds_no_node(kind, field)
         for name in self.of_type(ast.Name):
             self.identifiers.add(name.id)
         for attribute in self.of_type(ast.Attribute):
@@ -383,17 +385,26 @@ def _with_leading_parts(names: Iterable[str]) -> frozenset[str]:
 
 
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_MARKER_FIELDS = frozenset({"ctx", "op", "ops"})
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:
-    """The fields of a node type that may hold nodes, the shared `ctx` markers (Load, Store)
-    left out: `ast.iter_child_nodes` asks every field of every node, a third of the walk."""
-    found = _CHILD_FIELDS[kind] = tuple(field for field in kind._fields if field != "ctx")  # type: ignore[attr-defined]
+    """The fields of a node type that may hold nodes, the shared markers left out: `ctx`
+    (Load, Store) and operators (`op`, `ops`: Add, Eq, ...), which the analyses read from
+    their node. `ast.iter_child_nodes` asks every field of every node, a third of the walk."""
+    found = _CHILD_FIELDS[kind] = tuple(field for field in kind._fields  # type: ignore[attr-defined]
+                                        if field not in _MARKER_FIELDS)
     return found
 
 
+def _holds_no_node(kind: type, field: str) -> None:
+    """Leave out a field once it has held a name, string or number: the grammar gives each
+    field one type, so it never holds a node (`Name.id`, `Constant.value`, `alias.asname`)."""
+    _CHILD_FIELDS[kind] = tuple(name for name in _CHILD_FIELDS[kind] if name != field)
+
+
 def children(node: ast.AST) -> list[ast.AST]:
-    """`ast.iter_child_nodes` as a list, without the `ctx` markers: the Sketch's analyses walk
+    """`ast.iter_child_nodes` as a list, without the markers: the Sketch's analyses walk
     every function of a file, and the generic walk costs three times as much."""
     kind = type(node)
     fields = _CHILD_FIELDS.get(kind)
@@ -408,7 +419,7 @@ def children(node: ast.AST) -> list[ast.AST]:
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
-    """`ast.walk` as a list (`node` first), without the `ctx` markers."""
+    """`ast.walk` as a list (`node` first), without the markers."""
     found = [node]
     for inner in found:  # grows as it goes: each node's children are appended behind it
         found += children(inner)
