@@ -3,6 +3,7 @@ LibCST's whole-module PositionProvider gives."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import libcst as cst
@@ -59,6 +60,21 @@ def test_every_node_has_the_whole_module_position(path: str) -> None:
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     wanted = [(node, top) for top, statement in enumerate(module.body) for node in _nodes(statement)]
     got = locate(module, source, wanted)
+    assert all(got[node] == expected[node] for node, _ in wanted)
+
+
+def test_a_tree_the_face_has_spares_a_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """flake8 hands over CPython's tree: positions come from it, exactly, with no parse."""
+    module = cst.parse_module(TRICKY)
+    tree = ast.parse(TRICKY)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    wanted = [(node, top) for top, statement in enumerate(module.body) for node in _nodes(statement)]
+
+    def no_parse(*args: object, **kwargs: object) -> ast.Module:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(ast, "parse", no_parse)
+    got = locate(module, TRICKY, wanted, tree=tree)
     assert all(got[node] == expected[node] for node, _ in wanted)
 
 

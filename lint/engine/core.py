@@ -244,7 +244,7 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
-    return run_rules(parsed, source, path, chosen, apply_noqa, versions, parser, saved, options=options)
+    return run_rules(parsed, source, path, chosen, apply_noqa, versions, parser, saved, options=options, tree=tree)
 
 
 def candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
@@ -383,11 +383,12 @@ def _syntax_error(source: str, path: str) -> Finding | None:
 def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[BaseRule]],
               apply_noqa: bool = True, versions: Mapping[str, Version | None] = NO_VERSIONS,
               parser: IncrementalParser | None = None, saved: Sequence[SavedCell] = (),
-              options: frozenset[str] = NO_OPTIONS) -> LintResult:
+              options: frozenset[str] = NO_OPTIONS, tree: ast.Module | None = None) -> LintResult:
     """One traversal for facts, then every rule's visitors over the indexed nodes.
 
     `parser`, an editor document's, lends what it knows of the statements' lines and
-    positions. `saved` are a notebook's cells with a saved state: findings in one that shows
+    positions; `tree`, CPython's of the same source where a face has one (flake8's), where
+    the statements start. `saved` are a notebook's cells with a saved state: findings in one that shows
     the failure it demonstrates follow each rule's expected-errors policy (never with a fix),
     and findings whose symptom a cell's output shows are dropped (`_respect_intent`)."""
     result = LintResult([], parsed=True)
@@ -423,7 +424,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         result.findings.extend(rule.findings)
     if result.findings:
         try:
-            _locate(module, source, result.findings, *_tops(index, result.findings, visited_at), parser)
+            _locate(module, source, result.findings, *_tops(index, result.findings, visited_at), parser, tree)
         except RecursionError:
             raise _TooDeep from None
         result.findings = _respect_intent(result.findings, facts, source, rules, saved)
@@ -515,7 +516,7 @@ def _tops(index: ScopeIndex, findings: list[Finding], visited_at: dict[int, int]
 
 
 def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list[int | None], lookup: _Tops,
-            parser: IncrementalParser | None) -> None:
+            parser: IncrementalParser | None, tree: ast.Module | None) -> None:
     """Positions are computed only for files that have findings, and only around them (and
     around the related locations findings name)."""
     located = [(finding, node, top) for finding, top in zip(findings, tops, strict=True)
@@ -524,7 +525,7 @@ def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list
     wanted += [(related.node, lookup.of(related.node)) for finding in findings for related in finding.related
                if related.node]
     if parser is None:
-        positions = locate(module, source, wanted)
+        positions = locate(module, source, wanted, tree=tree)
     else:
         positions = locate(module, source, wanted, text_lines=parser.text_lines(module), memo=parser.positions)
         parser.positions.keep_only(module)

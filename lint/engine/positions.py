@@ -88,13 +88,14 @@ def _first_ast_statements(body: Sequence[cst.CSTNode], ast_body: list[ast.stmt])
     return found if cursor == len(ast_body) else None
 
 
-def _ast_statements(module: cst.Module, source: str) -> list[ast.stmt] | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+def _ast_statements(module: cst.Module, source: str, tree: ast.Module | None) -> list[ast.stmt] | None:
+    if tree is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     return _first_ast_statements(module.body, tree.body)
 
 
@@ -182,16 +183,18 @@ def _rendered(module: cst.Module, statement: cst.CSTNode, statement_ast: ast.stm
 
 
 def locate(module: cst.Module, source: str, nodes: Iterable[tuple[cst.CSTNode, int | None]], *,
-           text_lines: Sequence[int] | None = None, memo: StatementPositions | None = None) -> Ranges:
+           text_lines: Sequence[int] | None = None, memo: StatementPositions | None = None,
+           tree: ast.Module | None = None) -> Ranges:
     """Ranges for `nodes`, each given with the index of the top-level statement that holds
     it (None when unknown: then it is searched for). `text_lines`, when known, gives the line
     where each statement's text (leading lines included) starts; `memo` keeps relative
-    ranges across an editor's edits. Nodes outside their statement fall back to the whole module."""
+    ranges across an editor's edits; `tree`, CPython's of `source` where the caller has it,
+    spares parsing it again. Nodes outside their statement fall back to the whole module."""
     wanted = [(node, top if top is not None else _top_holding(module, node)) for node, top in nodes]
     tops = {top for _, top in wanted}
     if None in tops:
         return _whole(module)
-    statements = None if text_lines is not None else _ast_statements(module, source)
+    statements = None if text_lines is not None else _ast_statements(module, source, tree)
     if text_lines is None and statements is None:
         return _whole(module)
     if text_lines is None and memo is not None:  # an editor document's first lint
