@@ -88,7 +88,7 @@ def _first_ast_statements(body: Sequence[cst.CSTNode], ast_body: list[ast.stmt])
     return found if cursor == len(ast_body) else None
 
 
-def _ast_statements(module: cst.Module, source: str, tree: ast.Module | None) -> list[ast.stmt] | None:
+def _ast_statements(module: cst.Module, source: str, tree: ast.Module | None = None) -> list[ast.stmt] | None:
     if tree is None:
         try:
             with warnings.catch_warnings():
