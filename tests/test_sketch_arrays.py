@@ -52,6 +52,16 @@ ODL701_KEPT = {
         x = make()
         x[0] = 1.0
     """,
+    "a for target over a display of arrays": """
+        def fill():
+            for x in [jnp.zeros(3), jnp.ones(3)]:
+                x[0] = 1.0
+    """,
+    "a for target over a name assigned a display of arrays": """
+        rows = (jnp.zeros(3), jnp.ones(3))
+        for row in rows:
+            row[1] = 2.0
+    """,
     "a tuple position a function returns an array at": """
         def make():
             return 0, jnp.zeros(3)
@@ -171,6 +181,33 @@ def test_names_outside_the_file_fall_back_to_every_binding_of_the_name() -> None
         return ast.parse(text, mode="eval").body
     assert sketch.may_be_array(name("w")) and sketch.may_be_array(name("w[0] + 1"))
     assert not sketch.may_be_array(name("n")) and not sketch.may_be_array(name("len(w)"))
+
+
+def test_keys_are_followed_as_the_model_follows_them() -> None:
+    """`may_be_array_or_key` over-approximates `Facts.kind` ARRAY or KEY: a key made, split and
+    unpacked, declared, or passed; `may_be_array` still says no to keys."""
+    sketch = Sketch(ast.parse(HEAD + textwrap.dedent("""
+        from jaxtyping import PRNGKeyArray
+
+        def init(seed: int, key: PRNGKeyArray, given, width: float):
+            made = jax.random.PRNGKey(seed)
+            key, sub = jax.random.split(key)
+            first = jax.random.split(made)[0]
+            for k in [made, sub]:
+                pass
+            return width
+
+        init(0, None, jax.random.key(1), 2.0)
+    """)))
+
+    def value(text: str) -> ast.expr:
+        return ast.parse(text, mode="eval").body
+
+    for name in ("made", "sub", "key", "first", "k", "given"):
+        assert sketch.arrays.may_be_array_or_key(value(name)), name
+        assert not sketch.may_be_array(value(name)), name
+    for name in ("seed", "width", "width * 2", "[made]"):
+        assert not sketch.arrays.may_be_array_or_key(value(name)), name
 
 
 # -- ODL710: traced values ---------------------------------------------------------------------

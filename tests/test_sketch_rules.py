@@ -57,6 +57,56 @@ FIRES = [
         class Net(eqx.Module):
             table: np.ndarray = eqx.field(static=True)
     """),
+    # a static field `__init__` assigns a key, a key unpacked from `split`, or what a
+    # construction passes (an array), whatever its annotation says
+    ("ODL603", """
+        import equinox as eqx
+        import jax
+        class Net(eqx.Module):
+            seed: int = eqx.field(static=True)
+            def __init__(self):
+                self.seed = jax.random.PRNGKey(0)
+    """),
+    ("ODL603", """
+        import equinox as eqx
+        import jax
+        class Net(eqx.Module):
+            noise: object = eqx.field(static=True)
+            def __init__(self, key):
+                key, sub = jax.random.split(key)
+                self.noise = sub
+    """),
+    ("ODL603", """
+        import equinox as eqx
+        import jax.numpy as jnp
+        class Net(eqx.Module):
+            scale: float = eqx.field(static=True)
+            def __init__(self, scale):
+                self.scale = scale
+        net = Net(jnp.ones(3))
+    """),
+    # `self.w` set in a method that a method other than `__init__` calls too; an undeclared
+    # field set through a first parameter not named `self`
+    ("ODL604", """
+        import equinox as eqx
+        class Net(eqx.Module):
+            w: float
+            def __init__(self):
+                self._reset()
+            def _reset(self):
+                self.w = 0.0
+            def __call__(self, x):
+                self._reset()
+                return x
+    """),
+    ("ODL604", """
+        import equinox as eqx
+        class Net(eqx.Module):
+            w: float
+            def __init__(this):
+                this.w = 0.0
+                this.b = 1.0
+    """),
     ("ODL605", """
         import equinox as eqx
         def loss(model, x):
@@ -131,6 +181,38 @@ DROPS = [
         import equinox as eqx
         class Net(eqx.Module):
             depth: int = eqx.field(static=True)
+    """),
+    # static fields `__init__` fills from plain parameters (the annotation or every construction
+    # says so) and from expressions that are never arrays
+    ("ODL603", """
+        import equinox as eqx
+        class Dropout(eqx.Module):
+            p: float = eqx.field(static=True)
+            mode: str = eqx.field(static=True)
+            width: int = eqx.field(static=True)
+            def __init__(self, p: float, mode: str, width):
+                self.p = p
+                self.mode = mode
+                self.width = width if width is not None else 1
+        layer = Dropout(0.1, "row", None)
+    """),
+    # a field set by a helper only `__init__` calls (through another helper, a lambda or a
+    # comprehension): the instance is still being initialised
+    ("ODL604", """
+        import equinox as eqx
+        class Net(eqx.Module):
+            w: float
+            sizes: list
+            def __init__(self, n):
+                self._build(n)
+                self.sizes = [self._size(k) for k in range(n)]
+            def _build(self, n):
+                (lambda: self._fill(n))()
+            def _fill(self, n):
+                self.w = float(n)
+            def _size(self, k):
+                self.last = k
+                return k
     """),
     ("ODL605", """
         import equinox as eqx

@@ -6,7 +6,9 @@ following the model's own rules:
   be an array: an annotation that declares one (the
   outer name, `jax.Array`, `Float[Array, "n"]`; a string declares nothing), an assignment of
   a value that may be one (through tuple unpacking, and into the returns of a function of
-  this file: `a, b = f()`), or a parameter for which some call of its function by name (or
+  this file: `a, b = f()`), a `for` target over a display one of whose elements may be one
+  (`Facts.elements`: a list, tuple or set display, a dict's keys, a comprehension's element,
+  through names assigned one), or a parameter for which some call of its function by name (or
   through a wrapper: `jax.jit(f)(x)`) may pass an array (`_param_kind`);
 - a call's result only if the function may be a JAX function returning arrays
   (jax_api.returns_array), an array method of a value that may be an array (`x.sum()`,
@@ -18,6 +20,10 @@ following the model's own rules:
   else b`, lambdas, `for` targets).
 These facts feed each other (a parameter from an assigned name, a return from a parameter),
 so they are solved together: the least fixpoint, grown from the declarations.
+
+`may_be_array_or_key` over-approximates `Facts.kind(...) in (ARRAY, KEY)` the same way, grown
+also from key annotations and the functions that return keys (`jax.random.split`, also
+unpacked: `key, sub = jax.random.split(key)`).
 
 `may_be_traced` over-approximates `Facts.traced_value`: code that may run traced, holding a
 name its value depends on (`tracing.dynamic_names`) that is a parameter of a function that
@@ -43,6 +49,8 @@ if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
 
 Path = tuple[int, ...]
+ARRAY = ("array",)
+ARRAY_OR_KEY = ("array", "key")
 _VIEWS = frozenset({"T", "mT", "real", "imag"})  # attributes of an array that are arrays
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # fields of compound statements holding code
 _COMPREHENSIONS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -54,17 +62,22 @@ class SketchArrays:
 
     def __init__(self, sketch: Sketch) -> None:
         self.sketch = sketch
-        self._solutions: list[_Solution] = []
+        self._solutions: dict[tuple[str, ...], list[_Solution]] = {}  # by the kinds they grow from
+        self._scopes: _Scopes | None = None
         self._callees: dict[int, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
 
     def may_be_array(self, node: ast.expr) -> bool:
         """Could the model find `node` to be an array (`Facts.kind` ARRAY, NumPy's included)?"""
-        return all(solution.may_be_array(node) for solution in self._stages())
+        return all(solution.may_be_array(node) for solution in self._stages(ARRAY))
+
+    def may_be_array_or_key(self, node: ast.expr) -> bool:
+        """Could the model find `node` to be an array or a PRNG key (`Facts.kind` ARRAY or KEY)?"""
+        return all(solution.may_be_array(node) for solution in self._stages(ARRAY_OR_KEY))
 
     def may_be_traced(self, node: ast.expr) -> bool:
         """Could `Facts.traced_value` find `node` traced: in code that may run traced, depending
         on a name that a traced function's parameter may reach?"""
-        return self.sketch.in_traced(node) and all(solution.may_be_traced(node) for solution in self._stages())
+        return self.sketch.in_traced(node) and all(solution.may_be_traced(node) for solution in self._stages(ARRAY))
 
     def may_declare_array(self, annotation: ast.expr) -> bool:
         return self.may_declare(annotation, "array")
@@ -84,14 +97,18 @@ class SketchArrays:
                                   for f in self.sketch.defs.get(name, ())]
         return self._callees[key]
 
-    def _stages(self) -> Iterator[_Solution]:
-        """The solution by name, then (built only when asked) the one by scope."""
-        if not self._solutions:
-            self._solutions.append(_Solution(self, _Names()))
-        yield self._solutions[0]
-        if len(self._solutions) == 1:
-            self._solutions.append(_Solution(self, _Scopes(self.sketch.tree)))
-        yield self._solutions[1]
+    def _stages(self, kinds: tuple[str, ...]) -> Iterator[_Solution]:
+        """The solution by name, then (built only when asked) the one by scope, for values of
+        these kinds (the scopes, one walk of the file, are drawn once for every kind)."""
+        solutions = self._solutions.setdefault(kinds, [])
+        if not solutions:
+            solutions.append(_Solution(self, _Names(), kinds))
+        yield solutions[0]
+        if len(solutions) == 1:
+            if self._scopes is None:
+                self._scopes = _Scopes(self.sketch.tree)
+            solutions.append(_Solution(self, self._scopes, kinds))
+        yield solutions[1]
 
 
 class _Names:
@@ -211,12 +228,14 @@ class _Scope:
 
 
 class _Solution:
-    """What may be an array (and what may be traced) with names keyed one way (`_Names` or
-    `_Scopes`): the keys, attributes and function returns that may hold arrays, grown from
-    the declarations until nothing changes (see the module docstring)."""
+    """What may be an array (or a key, with `kinds` ARRAY_OR_KEY; and what may be traced) with
+    names keyed one way (`_Names` or `_Scopes`): the keys, attributes and function returns
+    that may hold one, grown from the declarations until nothing changes (see the module
+    docstring)."""
 
-    def __init__(self, arrays: SketchArrays, keys: _Names | _Scopes) -> None:
+    def __init__(self, arrays: SketchArrays, keys: _Names | _Scopes, kinds: tuple[str, ...] = ARRAY) -> None:
         self.arrays, self.sketch, self.keys = arrays, arrays.sketch, keys
+        self.kinds, self.keyed = kinds, "key" in kinds
         self._names: set[Hashable] = set()            # keys one of whose bindings may be an array
         self._fields: set[str] = set()                # attributes `obj.<attr>` that may be arrays
         self._returns: dict[int, set[Path]] = {}      # function -> where in what it returns an array may be
@@ -263,7 +282,7 @@ class _Solution:
         an array, an array method of an array, or a function of this file returning one."""
         func = call.func
         names = self.sketch.qualnames(func)
-        if any(jax_api.returns_array(name) for name in names):
+        if any(jax_api.returns_array(name) or (self.keyed and jax_api.returns_key(name)) for name in names):
             return True
         if any(name in names and position < len(call.args) and self._may(call.args[position])
                for name, position in _KIND_PRESERVING.items()):
@@ -277,7 +296,9 @@ class _Solution:
         unpacked; a call unpacks what its function of this file returns (`_unpacked_call_kind`)."""
         for depth, position in enumerate(path):
             if not isinstance(value, (ast.Tuple, ast.List)) or position >= len(value.elts):
-                return isinstance(value, ast.Call) and self._returns_at(value.func, path[depth:])
+                return isinstance(value, ast.Call) and (self._returns_at(value.func, path[depth:]) or (
+                    self.keyed and depth + 1 == len(path)
+                    and any(jax_api.returns_key(name) for name in self.sketch.qualnames(value.func))))
             value = value.elts[position]
         return self._may(value)
 
@@ -286,7 +307,7 @@ class _Solution:
 
     def _solve(self) -> None:
         """Grow the keys, fields and returns that may be arrays until nothing changes."""
-        sources = _Sources(self.arrays, self.keys)
+        sources = _Sources(self.arrays, self.keys, self.kinds)
         self._names, self._fields = set(sources.declared), set(sources.declared_fields)
         self._solved = changed = True
         while changed:
@@ -346,8 +367,9 @@ class _Sources:
     calls of each function pass for each parameter (a class's calls pass to its `__init__`),
     `__init__`'s `self.x = ...`, returns."""
 
-    def __init__(self, arrays: SketchArrays, keys: _Names | _Scopes) -> None:
+    def __init__(self, arrays: SketchArrays, keys: _Names | _Scopes, kinds: tuple[str, ...]) -> None:
         sketch = arrays.sketch
+        self.kinds = kinds
         self.declared: set[Hashable] = set()
         self.declared_fields: set[str] = set()
         self.values: list[tuple[Hashable, ast.expr, Path]] = []
@@ -357,15 +379,19 @@ class _Sources:
         for node in sketch.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                    and arrays.may_declare_array(node.annotation)):
+                    and arrays.may_declare(node.annotation, *kinds)):
                 self.declared.add(keys.target(node.target))
             if node.value is not None:
                 for target in targets:
                     self.values.extend((keys.target(name), node.value, path) for name, path in _bound(target))
+        for loop in sketch.of_type(ast.For, ast.AsyncFor, ast.comprehension):
+            if type(loop.target) is ast.Name:  # `for x in [a, b]`: x holds each element (`Facts.elements`)
+                self.values.extend((keys.target(loop.target), element, ())
+                                   for element in _elements(sketch, loop.iter, set()))
         methods: set[int] = set()
         for classes in sketch.classes.values():
             for cls in classes:
-                methods.update(self._fields(arrays, cls))
+                methods.update(self._fields(arrays, cls, kinds))
         calls = _calls_by_callee(sketch)
         for name, functions in sketch.defs.items():
             for function in functions:
@@ -383,7 +409,7 @@ class _Sources:
         by keyword, or by position when no `*args`/`**kwargs` hides it; `bound`: a method's `self`)."""
         positional = [*function.args.posonlyargs, *function.args.args]
         for position, parameter in [*enumerate(positional), *((None, a) for a in function.args.kwonlyargs)]:
-            if parameter.annotation is not None and arrays.may_declare_array(parameter.annotation):
+            if parameter.annotation is not None and arrays.may_declare(parameter.annotation, *self.kinds):
                 self.declared.add(keys.parameter(function, parameter))
                 continue
             arguments = []
@@ -397,12 +423,12 @@ class _Sources:
             if arguments:
                 self.passed.append((keys.parameter(function, parameter), arguments))
 
-    def _fields(self, arrays: SketchArrays, cls: ast.ClassDef) -> Iterator[int]:
+    def _fields(self, arrays: SketchArrays, cls: ast.ClassDef, kinds: tuple[str, ...]) -> Iterator[int]:
         """A class body's array annotations, and `__init__`'s top-level `<name>.attr = value`;
         yields the ids of the functions defined in the class's scope (methods: `self` is bound)."""
         for statement in _class_body(cls):
             if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-                    and arrays.may_declare_array(statement.annotation)):
+                    and arrays.may_declare(statement.annotation, *kinds)):
                 self.declared_fields.add(statement.target.id)
             elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 yield id(statement)
@@ -422,6 +448,22 @@ def _bound(target: ast.expr, path: Path = ()) -> Iterator[tuple[ast.Name, Path]]
         for position, element in enumerate(target.elts):
             if not isinstance(element, ast.Starred):
                 yield from _bound(element, path + (position,))
+
+
+def _elements(sketch: Sketch, container: ast.expr, seen: set[str]) -> Iterator[ast.expr]:
+    """What iterating `container` may give (`Facts.elements(..., iterated=True)`): the elements
+    of a list, tuple or set display, a dict display's keys, a comprehension's element, and
+    through a name, those of every display assigned to it anywhere in the file."""
+    if isinstance(container, (ast.List, ast.Tuple, ast.Set)):
+        yield from (element for element in container.elts if not isinstance(element, ast.Starred))
+    elif isinstance(container, ast.Dict):
+        yield from (key for key in container.keys if key is not None)
+    elif isinstance(container, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        yield container.elt
+    elif isinstance(container, ast.Name) and container.id not in seen:
+        seen.add(container.id)
+        for value in sketch.assigned(container.id):
+            yield from _elements(sketch, value, seen)
 
 
 def _calls_by_callee(sketch: Sketch) -> dict[str, list[ast.Call]]:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
+from odelint.analysis.classes import INITIALISERS
 from odelint.analysis.differentiation import STOP_GRADIENT
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
@@ -31,7 +32,13 @@ from odelint.analysis.sketch_calls import (
     positional_names,
     static_options,
 )
-from odelint.analysis.sketch_reach import bound_between, rebinds_each_iteration, repeating_loop
+from odelint.analysis.sketch_reach import (
+    COMPREHENSIONS,
+    bound_between,
+    rebinds_each_iteration,
+    repeating_loop,
+    scope_of,
+)
 
 FACTS: dict[str, Callable[[Sketch], bool]] = {}
 
@@ -477,10 +484,11 @@ def module_field_assigned(sketch: Sketch) -> bool:
         return False
     owners: set[str] = set()
     rebound: dict[int, set[str]] = {}
+    methods = _InitialisingMethods(sketch)
     for target in _targets(sketch):
         if not isinstance(target.value, ast.Name):
             continue
-        initialising = _initialising(sketch, target, rebound)
+        initialising = _initialising(sketch, target, rebound, methods)
         if initialising is None:
             owners.add(target.value.id)
         elif _undeclared(sketch, target, *initialising) and may_be_module_class(sketch, initialising[1]):
@@ -489,21 +497,21 @@ def module_field_assigned(sketch: Sketch) -> bool:
     return any(may_name_module(sketch, owner, called) for owner in owners)
 
 
-def _initialising(sketch: Sketch, target: ast.Attribute,
-                  rebound: dict[int, set[str]]) -> tuple[ast.FunctionDef, ast.ClassDef] | None:
-    """The `__init__` or `__post_init__` and its class, when `target` is `<instance>.field` directly
-    in one (the method's first parameter, never rebound there). `ModuleMutation` lets such a
-    method set its class's fields; in `__init__` it reports only a field the class does not
-    declare, and only when the class is a module."""
+def _initialising(sketch: Sketch, target: ast.Attribute, rebound: dict[int, set[str]],
+                  methods: _InitialisingMethods) -> tuple[ast.FunctionDef, ast.ClassDef] | None:
+    """The initialising method (`__init__`, `__post_init__`, or a method only they call) and its
+    class, when `target` is `<instance>.field` directly in one (the method's first parameter,
+    never rebound there). `ModuleMutation` lets such a method set its class's fields; in `__init__`
+    it reports only a field the class does not declare, and only when the class is a module."""
     statement = sketch.parent(target)
     method = sketch.parent(statement) if statement is not None else None
     while method is not None and not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
                                                          ast.ClassDef)):
         method = sketch.parent(method)
-    if not isinstance(method, ast.FunctionDef) or method.name not in ("__init__", "__post_init__"):
+    if not isinstance(method, ast.FunctionDef) or not isinstance(target.value, ast.Name):
         return None
     cls = sketch.parent(method)
-    if not isinstance(cls, ast.ClassDef) or not isinstance(target.value, ast.Name):
+    if not isinstance(cls, ast.ClassDef) or method.name not in methods.of(cls):
         return None
     arguments = [*method.args.posonlyargs, *method.args.args]
     if id(method) not in rebound:  # the names the method binds, found once per method
@@ -512,6 +520,52 @@ def _initialising(sketch: Sketch, target: ast.Attribute,
     if not arguments or arguments[0].arg != target.value.id or target.value.id in rebound[id(method)]:
         return None  # not the instance, or a name rebound in the method
     return method, cls
+
+
+class _InitialisingMethods:
+    """`initialising_methods` on the sketch: `__init__`, `__post_init__`, and the methods of a
+    class that only they call on `self` (directly or through other such methods; from a
+    method's own body, lambdas and comprehensions included), the calls filed once per file."""
+
+    def __init__(self, sketch: Sketch) -> None:
+        self.sketch = sketch
+        self._callers: dict[int, dict[str, set[str]]] | None = None  # class -> method -> its callers on self
+        self._found: dict[int, frozenset[str]] = {}
+
+    def of(self, cls: ast.ClassDef) -> frozenset[str]:
+        found = self._found.get(id(cls))
+        if found is None:
+            found = self._found[id(cls)] = self._close(cls)
+        return found
+
+    def _close(self, cls: ast.ClassDef) -> frozenset[str]:
+        callers = self._filed().get(id(cls), {})
+        defined = {item.name for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        found = set(INITIALISERS)
+        changed = True
+        while changed:
+            changed = False
+            for name, by in callers.items():
+                if name in defined and name not in found and by <= found:
+                    found.add(name)
+                    changed = True
+        return frozenset(found)
+
+    def _filed(self) -> dict[int, dict[str, set[str]]]:
+        if self._callers is None:
+            self._callers = {}
+            for call in self.sketch.calls:
+                func = call.func
+                if not (type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self"):
+                    continue
+                scope = scope_of(self.sketch, call)
+                while isinstance(scope, (ast.Lambda, *COMPREHENSIONS)):  # they run in the method
+                    scope = scope_of(self.sketch, scope)
+                if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    cls = scope_of(self.sketch, scope)
+                    if isinstance(cls, ast.ClassDef):
+                        self._callers.setdefault(id(cls), {}).setdefault(func.attr, set()).add(scope.name)
+        return self._callers
 
 
 def _undeclared(sketch: Sketch, target: ast.Attribute, method: ast.FunctionDef, cls: ast.ClassDef) -> bool:
@@ -551,7 +605,7 @@ def transform_stored_in_init(sketch: Sketch) -> bool:
 @fact("static_array_field")
 def static_array_field(sketch: Sketch) -> bool:
     """A static field of a class that may be a module, annotated with what may be an array
-        or in a class with an `__init__` (which may assign it one)."""
+        or key, or assigned one in `__init__`."""
     return any(_may_be_static(sketch, node) and _may_hold_array(sketch, node)
                for node in sketch.of_type(ast.AnnAssign))
 
@@ -569,11 +623,19 @@ def _may_be_static(sketch: Sketch, node: ast.AnnAssign) -> bool:
 
 def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:
     """In the body of a class that may be a module, with an annotation that may declare an
-    array or key, or an `__init__` that may assign one."""
+    array or key, or an `__init__` that may assign the field one (`Facts.init_assignments`:
+    `<name>.<field> = value` among its own statements)."""
     cls = enclosing_class(sketch, node)
-    return cls is not None and may_be_module_class(sketch, cls) and (
-        sketch.arrays.may_declare(node.annotation, "array", "key")
-        or any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in cls.body))
+    if cls is None or not may_be_module_class(sketch, cls):
+        return False
+    if sketch.arrays.may_declare(node.annotation, "array", "key"):
+        return True
+    field = node.target.id if isinstance(node.target, ast.Name) else None  # a name (`_may_be_static`)
+    return any(sketch.arrays.may_be_array_or_key(statement.value)
+               for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and item.name == "__init__" for statement in item.body if isinstance(statement, ast.Assign)
+               if any(isinstance(target, ast.Attribute) and target.attr == field and isinstance(target.value, ast.Name)
+                      for target in statement.targets))
 
 
 @fact("float64_without_x64")

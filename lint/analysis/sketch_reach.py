@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*FUNCTIONS, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _PROGRESS_METER = "diffrax.AbstractProgressMeter"
 
 
@@ -248,7 +248,7 @@ class SketchReach:
         which `Reach.function` could reach the method: `step = self.step`)?"""
         owner = self.sketch.parent(function)
         return (isinstance(owner, ast.ClassDef) and not isinstance(function, ast.Lambda)
-                and function.name == name.id and _scope_of(self.sketch, name) is not owner
+                and function.name == name.id and scope_of(self.sketch, name) is not owner
                 and not self.sketch.assigned(name.id) and not self._arguments_for(name.id))
 
     def _reach(self, roots: list[FunctionNode]) -> list[FunctionNode]:
@@ -318,7 +318,7 @@ class SketchReach:
         """May the value of `node` derive from a traced parameter (`Tracing.traced_value`): does a
         dynamic name of it have a traced binding in a scope its lookup may reach?"""
         names = self.dynamic_names(node)
-        return bool(names) and self._sees_traced(_scope_of(self.sketch, node), names)
+        return bool(names) and self._sees_traced(scope_of(self.sketch, node), names)
 
     def _sees_traced(self, scope: ast.AST | None, names: Iterable[str]) -> bool:
         traced = self.traced_bindings()
@@ -339,7 +339,7 @@ class SketchReach:
                 if mapped is None:
                     traced.update((id(function), arg.arg) for arg in parameters(function))
                 for parameter, value in mapped or ():
-                    reader = (_scope_of(self.sketch, call), value, {(id(function), parameter)})
+                    reader = (scope_of(self.sketch, call), value, {(id(function), parameter)})
                     for name in self.dynamic_names(value):
                         readers.setdefault(name, []).append(reader)
             pending = [name for _, name in traced]
@@ -361,7 +361,7 @@ class SketchReach:
             while current is not None:
                 if first or not isinstance(current, ast.ClassDef):
                     found.append(id(current))
-                current, first = _scope_of(self.sketch, current), False
+                current, first = scope_of(self.sketch, current), False
             self._chains[key] = [*found, 0]
         return self._chains[key]
 
@@ -390,7 +390,7 @@ class SketchReach:
                     if not all(isinstance(op, (ast.Is, ast.IsNot)) for op in current.ops):
                         stack.append(current.left)
                         stack.extend(current.comparators)
-                elif not isinstance(current, (ast.Lambda, *_COMPREHENSIONS)):
+                elif not isinstance(current, (ast.Lambda, *COMPREHENSIONS)):
                     stack.extend(children(current))
             self._dynamic[key] = frozenset(found)
         return self._dynamic[key]
@@ -412,7 +412,7 @@ class SketchReach:
             for name in _bare_callee_names(call.func):
                 for function in self._callees_named(name):
                     owner = self.sketch.parent(function)
-                    if not isinstance(owner, ast.ClassDef) or _scope_of(self.sketch, call) is owner:
+                    if not isinstance(owner, ast.ClassDef) or scope_of(self.sketch, call) is owner:
                         yield call, function
 
     def _callees_named(self, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -447,7 +447,7 @@ class SketchReach:
             value = node.value  # type: ignore[attr-defined]
             if value is None:
                 continue
-            scope = _scope_of(self.sketch, node)
+            scope = scope_of(self.sketch, node)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
             made = {(self._binding_scope(scope, name.id), name.id) for target in targets
                     for name in walk(target) if isinstance(name, ast.Name)}
@@ -471,7 +471,7 @@ class SketchReach:
     def binds_locally(self, node: ast.AST, name: str) -> bool:
         """Does the innermost scope around `node` (as odelint.analysis.scopes draws scopes) bind
         `name` itself, as a parameter or a target, without declaring it `global`?"""
-        scope = _scope_of(self.sketch, node)
+        scope = scope_of(self.sketch, node)
         if scope is None:
             return False
         found = False
@@ -548,7 +548,7 @@ def _mapped_arguments(sketch: Sketch, call: ast.Call,
     a method, a `*args` or `**kwargs` in the call."""
     func = call.func
     if not (isinstance(func, ast.Name) and func.id == function.name) or isinstance(
-            _scope_of(sketch, function), ast.ClassDef):
+            scope_of(sketch, function), ast.ClassDef):
         return None
     if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
         return None
@@ -614,12 +614,12 @@ def _static_options(call: ast.Call, meanings: set[str] | frozenset[str]) -> tupl
     return static_options(call, keywords)
 
 
-def _scope_of(sketch: Sketch, node: ast.AST) -> ast.AST | None:
+def scope_of(sketch: Sketch, node: ast.AST) -> ast.AST | None:
     """The innermost scope node around `node`: a function's decorators, defaults and annotations
     are in the scope around it, a class's bases too; a comprehension holds all of itself."""
     child, current = node, sketch.parent(node)
     while current is not None:
-        if isinstance(current, _COMPREHENSIONS):
+        if isinstance(current, COMPREHENSIONS):
             return current
         if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child in current.body:
             return current
@@ -653,7 +653,7 @@ def repeating_loop(sketch: Sketch, node: ast.AST) -> ast.AST | None:
             return current
         if isinstance(current, ast.While) and (child is current.test or child in current.body):
             return current
-        if isinstance(current, _COMPREHENSIONS) and child is not current.generators[0]:
+        if isinstance(current, COMPREHENSIONS) and child is not current.generators[0]:
             return current
         if isinstance(current, ast.comprehension) and child is not current.iter:
             return sketch.parent(current)
@@ -664,7 +664,7 @@ def repeating_loop(sketch: Sketch, node: ast.AST) -> ast.AST | None:
 def rebinds_each_iteration(loop: ast.AST, name: str) -> bool:
     """Does every iteration of `loop` bind `name` afresh: as a loop target, or by an assignment
     among the body's own statements (not one inside an `if`)?"""
-    if isinstance(loop, _COMPREHENSIONS):
+    if isinstance(loop, COMPREHENSIONS):
         return any(_binds_name(generator.target, name) for generator in loop.generators)
     if isinstance(loop, (ast.For, ast.AsyncFor)) and _binds_name(loop.target, name):
         return True

@@ -83,7 +83,7 @@ class ModuleMutation(Rule):
         owner, field = target.value, target.attr.value
         cls = enclosing_class(site.scope)
         method = self.facts.body_at(site)
-        if (cls is not None and isinstance(method, cst.FunctionDef) and owner.value == "self"
+        if (cls is not None and isinstance(method, cst.FunctionDef)
                 and method.name.value in initialising_methods(self.facts, cls) and self._is_self(owner, site)):
             if method.name.value == "__init__" and isinstance(node, cst.Assign):
                 self._check_declared(node, cls, field)
@@ -195,7 +195,8 @@ class ModuleMutation(Rule):
                 net = tree_at(lambda t: t.activation, net, abs)
                 return net
         """, unsafe=True, span="6:5-6:25"),
-        # declared fields set in __init__/__post_init__ (also a base's), tree_at, a class that is not a module
+        # declared fields set in __init__/__post_init__ (also a base's, or through a first parameter not
+        # named `self`), tree_at, a class that is not a module
         Pass("""
             import equinox as eqx
             import jax
@@ -224,6 +225,12 @@ class ModuleMutation(Rule):
             class Mixed(eqx.Module, Unknown):
                 def __init__(self):
                     self.declared_in_unknown = 1
+
+            class Renamed(eqx.Module):
+                w: float
+
+                def __init__(this, w):
+                    this.w = w
 
             class Plain:
                 def __init__(self):
