@@ -182,6 +182,16 @@ DROPS = [
         class Net(eqx.Module):
             depth: int = eqx.field(static=True)
     """),
+    # a tree map over a module whose leaves include a function, with no filtered tree in the
+    # file to mix it with (no `eqx.filter`, `eqx.partition` or filtered gradient)
+    ("ODL205", """
+        import equinox as eqx
+        import jax
+        model = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0))
+        model = jax.tree_util.tree_map(lambda p: p * 0.5, model)
+        grads = jax.grad(lambda m: 0.0)(model)
+        model = jax.tree_util.tree_map(lambda p, g: p - g, model, grads)
+    """),
     # static fields `__init__` fills from plain parameters (the annotation or every construction
     # says so) and from expressions that are never arrays
     ("ODL603", """

@@ -159,6 +159,14 @@ def at_update(method: str) -> bool:
     return method in _returns()["at_updates"]
 
 
+def filtered_tree_makers() -> tuple[str, ...]:
+    """The calls a filtered tree (`Kind.FILTERED`: `None` where a module holds no array) comes
+    from: `eqx.filter`, `eqx.partition`, and the filtered gradient transforms
+    (`eqx.filter_grad(loss)(model)`)."""
+    gradients = sorted(name for name, found in transforms().items() if found.filtered and found.gradient)
+    return ("equinox.filter", "equinox.partition", *gradients)
+
+
 def tree_maps() -> tuple[str, ...]:
     """`jax.tree_util.tree_map` and its spellings: a function mapped over several trees."""
     return tuple(_api()["trees"]["map"])

@@ -70,7 +70,9 @@ class TreeMapUpdateOverModule(Rule):
     triggers = (("equinox", "tree"),)
     fixtures = "tests/fixtures/ODL205"
 
-    needs = Needs.may_hold_modules() & Needs.calls_to(*jax_api.tree_maps()) & Needs.fact("tree_map_update")
+    # every report pairs the module with a filtered tree, which only these calls of the file make
+    needs = (Needs.may_hold_modules() & Needs.calls_to(*jax_api.tree_maps()) & Needs.fact("tree_map_update")
+             & Needs.refers_to(*jax_api.filtered_tree_makers()))
 
     @classmethod
     def callees(cls) -> Callees:
