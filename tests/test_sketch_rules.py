@@ -37,6 +37,13 @@ FIRES = [
         import equinox as eqx
         f = eqx.filter_jit(lambda x: x, static_argnums=0)
     """),
+    # a removed module imported from its package, or a module inside it
+    ("ODL903", """
+        from jax.experimental import host_callback
+    """),
+    ("ODL903", """
+        import jax.experimental.host_callback.extra
+    """),
     ("ODL604", """
         import equinox as eqx
         class Net(eqx.Module):
@@ -191,6 +198,13 @@ DROPS = [
         model = jax.tree_util.tree_map(lambda p: p * 0.5, model)
         grads = jax.grad(lambda m: 0.0)(model)
         model = jax.tree_util.tree_map(lambda p, g: p - g, model, grads)
+    """),
+    # the config object imported from its package, which lives on as `jax.config`; a
+    # relative import of a module of the same name
+    ("ODL903", """
+        from jax import config
+        from .jax.config import settings
+        config.update("jax_enable_x64", True)
     """),
     # static fields `__init__` fills from plain parameters (the annotation or every construction
     # says so) and from expressions that are never arrays

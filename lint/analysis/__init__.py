@@ -35,7 +35,7 @@ DOOR: dict[str, tuple[str, ...]] = {
     "classes": ("constructions", "declared_fields", "enclosing_class", "initialising_methods", "instance_class",
                 "is_module_class", "method_of", "named_class"),
     "definitions": ("DefinedAs", "Definition"),
-    "deprecated_apis": ("DeprecatedApi", "Standing", "rows_for", "triggers_for"),
+    "deprecated_apis": ("DeprecatedApi", "Standing", "rows_for", "triggers_for", "within_module"),
     "differentiation": (
         "FORWARD", "REVERSE", "STOP_GRADIENT", "Differentiation", "callbacks", "is_stop_gradient",
     ),
@@ -123,6 +123,9 @@ if TYPE_CHECKING:
     )
     from odelint.analysis.deprecated_apis import (
         triggers_for as triggers_for,
+    )
+    from odelint.analysis.deprecated_apis import (
+        within_module as within_module,
     )
     from odelint.analysis.differentiation import (
         FORWARD as FORWARD,

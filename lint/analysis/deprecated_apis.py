@@ -154,3 +154,8 @@ def triggers_for(code: str) -> tuple[tuple[str, ...], ...]:
         last = row.name.rsplit(".", 1)[-1]
         groups[(last, row.keyword) if row.keyword else (last,)] = None
     return tuple(groups)
+
+
+def within_module(module: str, name: str) -> bool:
+    """Is `module` the module `name` or one of its submodules?"""
+    return module == name or module.startswith(name + ".")

@@ -117,6 +117,13 @@ class Needs:
         return Need(f"imports({name})", lambda sketch: sketch.imports(name))
 
     @staticmethod
+    def imports_module(name: str, from_parent: bool) -> Need:
+        """An import of the module `name` or of one inside it, or with `from_parent`, from its
+        package (`from a import b` for `a.b`: where `b` lives on as an attribute, it is not the module)."""
+        return Need(f"imports_module({name}{', from its package' if from_parent else ''})",
+                    lambda sketch: sketch.imports_module(name, from_parent))
+
+    @staticmethod
     def transforms_own_function(*names: str) -> Need:
         """One of these transforms applied to a function of the file, called (`jax.jit(loss)`,
         `jax.vmap(lambda x: ...)`) or as a decorator: not only to a value from elsewhere

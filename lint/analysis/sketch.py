@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from odelint.analysis import jax_api
+from odelint.analysis.deprecated_apis import within_module
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -285,6 +286,21 @@ class Sketch:
         if self._imported is None:
             self._imported = _with_leading_parts(self.imported_modules)
         return name in self._imported
+
+    def imports_module(self, name: str, from_parent: bool) -> bool:
+        """Does an import statement import the module `name` or one inside it (`import a.b`,
+        `from a.b import c`), or, with `from_parent`, import it from its package (`from a
+        import b`)? Relative imports name no package's module."""
+        if any(within_module(alias.name, name) for node in self.of_type(ast.Import) for alias in node.names):
+            return True
+        for statement in self.of_type(ast.ImportFrom):
+            module = statement.module
+            if statement.level or module is None:
+                continue
+            if within_module(module, name) or (from_parent and any(
+                    f"{module}.{alias.name}" == name for alias in statement.names)):
+                return True
+        return False
 
     # -- where a node is -------------------------------------------------------------------
 

@@ -6,15 +6,26 @@ from __future__ import annotations
 import functools
 
 import libcst as cst
-from odelint.analysis import DefinedAs, DeprecatedApi, Need, Needs, Site, Standing, dotted_name, rows_for, source_of
+from odelint.analysis import (
+    DefinedAs,
+    DeprecatedApi,
+    Need,
+    Needs,
+    Site,
+    Standing,
+    dotted_name,
+    rows_for,
+    source_of,
+    within_module,
+)
 from odelint.api.finding import Edits, Replace
 from odelint.api.rule import Callees, Rule
 
 
 def _need(row: DeprecatedApi) -> Need:
     """What a file must hold for the row to be found in it (what the visitors below match)."""
-    if row.match == "import":
-        return Needs.imports(row.name)
+    if row.match == "import":  # as `visit_Import` and `visit_ImportFrom` match them
+        return Needs.imports_module(row.name, from_parent=row.replacement != row.name)
     named = Needs.imports(row.name) | Needs.mentions(row.name)  # cheap, and implied by a call
     if row.match == "keyword":
         return named & Needs.calls_to(row.name, keywords=(row.keyword,))
@@ -121,7 +132,7 @@ class DeprecatedApiRule(Rule):
             # config object), which its replacement being itself says
             from_parent = row.replacement != row.name and any(
                 f"{module}.{dotted_name(alias.name)}" == row.name for alias in names)
-            if _within(module, row.name) or from_parent:
+            if within_module(module, row.name) or from_parent:
                 self._report_import_from_module(node, module, names, row)
         if (id(node), "*") in self._failing_imports:
             return  # the module is gone: the import fails there, whatever names it asks for
@@ -169,7 +180,7 @@ class DeprecatedApiRule(Rule):
     def visit_Import(self, node: cst.Import, site: Site) -> None:
         for row in self._rows_of("import"):
             for alias in node.names:
-                if _within(dotted_name(alias.name) or "", row.name):
+                if within_module(dotted_name(alias.name) or "", row.name):
                     self._report_import(node, alias, row)
 
     def _report_import(self, node: cst.Import, alias: cst.ImportAlias, row: DeprecatedApi) -> None:
@@ -260,11 +271,6 @@ def _rows_of(code: str, match: str) -> tuple[DeprecatedApi, ...]:
 def _last_names(code: str) -> frozenset[str]:
     """The last component of each name `code`'s references rows look for."""
     return frozenset(row.name.rpartition(".")[2] for row in _rows_of(code, "reference"))
-
-
-def _within(module: str, name: str) -> bool:
-    """Is `module` the module `name` or one of its submodules?"""
-    return module == name or module.startswith(name + ".")
 
 
 def _local_name(alias: cst.ImportAlias) -> str:
