@@ -4,29 +4,18 @@ CPython accepts, and the checks back on for everything else."""
 from __future__ import annotations
 
 import pathlib
-import warnings
 
 import hypothesmith
 import libcst as cst
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-from odelint.engine.core import lint_source, parse
+from odelint.engine.core import _compiles, lint_source, parse
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.unchecked import nodes_unchecked
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Real programs: the fixtures that run under JAX, and the bundled example.
 PROGRAMS = sorted([*REPO.glob("tests/fixtures/ODL*/*.py"), *REPO.glob("examples/*.py")])[::7]
-
-
-def _compiles(source: str) -> bool:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            compile(source, "<test>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return False
-    return True
 
 
 def _same_tree(source: str) -> None:

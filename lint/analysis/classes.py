@@ -109,17 +109,22 @@ class _SelfCalls:
         return found
 
     def _close(self, cls: cst.ClassDef) -> frozenset[str]:
-        callers = self._callers.get(id(cls), {})
         defined = {statement.name.value for statement in cls.body.body if isinstance(statement, cst.FunctionDef)}
-        found = set(INITIALISERS)
-        changed = True
-        while changed:
-            changed = False
-            for name, by in callers.items():
-                if name in defined and name not in found and by <= found:
-                    found.add(name)
-                    changed = True
-        return frozenset(found)
+        return initialisers_closed(self._callers.get(id(cls), {}), defined)
+
+
+def initialisers_closed(callers: dict[str, set[str]], defined: set[str]) -> frozenset[str]:
+    """`__init__`, `__post_init__`, and each method of `defined` all of whose callers on `self`
+    (`callers`: method -> the methods calling it) are among them, until none is added."""
+    found = set(INITIALISERS)
+    changed = True
+    while changed:
+        changed = False
+        for name, by in callers.items():
+            if name in defined and name not in found and by <= found:
+                found.add(name)
+                changed = True
+    return frozenset(found)
 
 
 def constructions(facts: Facts, cls: cst.ClassDef) -> list[tuple[cst.Call, Site]]:

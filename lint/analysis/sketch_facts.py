@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
-from odelint.analysis.classes import INITIALISERS
+from odelint.analysis.classes import initialisers_closed
 from odelint.analysis.differentiation import STOP_GRADIENT
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
@@ -539,17 +539,8 @@ class _InitialisingMethods:
         return found
 
     def _close(self, cls: ast.ClassDef) -> frozenset[str]:
-        callers = self._filed().get(id(cls), {})
         defined = {item.name for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        found = set(INITIALISERS)
-        changed = True
-        while changed:
-            changed = False
-            for name, by in callers.items():
-                if name in defined and name not in found and by <= found:
-                    found.add(name)
-                    changed = True
-        return frozenset(found)
+        return initialisers_closed(self._filed().get(id(cls), {}), defined)
 
     def _filed(self) -> dict[int, dict[str, set[str]]]:
         if self._callers is None:
