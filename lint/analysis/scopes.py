@@ -382,7 +382,8 @@ class ScopeBuilder:
 
     def _plan(self, node_type: type) -> tuple:
         name = node_type.__name__
-        plan = (getattr(self, f"visit_{name}", None), getattr(self, f"leave_{name}", None),
+        cls = type(self)  # functions, not bound methods: a builder holding its own methods is a cycle
+        plan = (getattr(cls, f"visit_{name}", None), getattr(cls, f"leave_{name}", None),
                 None if self.trivia else child_fields(node_type))
         self._plans[node_type] = plan
         return plan
@@ -393,7 +394,7 @@ class ScopeBuilder:
         if node_type in self.wanted:
             self.index.nodes.setdefault(node_type, []).append((node, Site(self.scope, self.order)))
         visit, leave, fields = self._plans.get(node_type) or self._plan(node_type)
-        if visit is None or visit(node) is not False:
+        if visit is None or visit(self, node) is not False:
             if fields is None:  # a rule wants layout nodes: LibCST's own (slower) child list
                 for child in node.children:
                     self.walk(child)
@@ -406,7 +407,7 @@ class ScopeBuilder:
                     elif not isinstance(value, self.leaves):
                         self.walk(value)
         if leave is not None:
-            leave(node)
+            leave(self, node)
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode, **extra) -> None:
         scope = self.scope

@@ -83,6 +83,11 @@ class Sketch:
         self._reach: SketchReach | None = None
         self._arrays: SketchArrays | None = None
 
+    def release(self) -> None:
+        """Drop what the Sketch holds once the gate has its answer: its analyses refer back to
+        it, so without this only the cyclic collector would free them (and the file's tree)."""
+        self.__dict__.clear()
+
     # -- names ----------------------------------------------------------------------------
 
     def _collect(self) -> None:

@@ -49,10 +49,13 @@ class IdleCollector:
         self.handle = self.loop.call_later(self.idle, gc.collect)
 
 
-# A file's trees are freed only by a full collection: its scopes and their bindings refer to
-# each other, and every node hangs from them. With the thresholds above a full collection
-# seldom comes, so files' garbage piled up and fragmented the heap: a run over the library
-# corpus with --jobs 1 peaked at 275 MiB where its largest file alone needs 204 MiB.
+# A file's model is full of cycles (scopes and their bindings, the model and its analyses),
+# and every node of its trees hangs from it. A run's files and flake8's are linted once, and
+# their models released when done (odelint.engine.once), so refcounting frees the trees; what
+# else dies in cycles, and other files' models dropped from the project's cache, wait for these
+# collections (before the release, files' garbage piled up between them and fragmented the
+# heap: a run over the library corpus with --jobs 1 peaked at 275 MiB where its largest file
+# alone needs 204 MiB).
 COLLECT_EVERY_BYTES = 256 * 1024
 
 

@@ -35,13 +35,14 @@ from odelint.api.rule import (
     all_node_types,
     triggered,
 )
-from odelint.engine import noqa
+from odelint.engine import noqa, once
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
 from odelint.engine.unchecked import nodes_unchecked
 from packaging.version import Version
 
 if TYPE_CHECKING:
+    from odelint.analysis.sketch import Sketch
     from odelint.files.notebook import SavedCell  # a notebook's cells, handed in by the runner
 
 MAX_FIX_ROUNDS = 10
@@ -271,15 +272,22 @@ def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]], tree: a
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(tree, path, options)
+    try:
+        return _settled(sketch, rules), True
+    finally:
+        sketch.release()
+
+
+def _settled(sketch: Sketch, rules: Sequence[type[BaseRule]]) -> list[type[BaseRule]]:
     maybe = [rule for rule in rules if not _declares(rule) or rule.needs.holds(sketch, settle=False)]  # type: ignore[attr-defined]
     # Settle declarations, cheapest first, only until one holds: then the file is parsed with
     # LibCST anyway, and running a rule whose declaration may hold costs less than settling it.
     refuted: set[type[BaseRule]] = set()
     for rule in sorted(maybe, key=lambda rule: not _declares(rule) or not rule.needs.settles_cheaply):  # type: ignore[attr-defined]
         if not _declares(rule) or rule.needs.holds(sketch):  # type: ignore[attr-defined]
-            return [rule for rule in maybe if rule not in refuted], True
+            return [rule for rule in maybe if rule not in refuted]
         refuted.add(rule)
-    return [], True
+    return []
 
 
 def _declares(rule: type[BaseRule]) -> bool:
@@ -398,6 +406,8 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     except RecursionError:
         raise _TooDeep from None
     facts = Facts(index, path)
+    if parser is None:  # an editor's document keeps its model for the next edit
+        once.made(facts)
     context = FileContext(path, source, module, facts, versions, options)
     declared = DeclaredNodes(facts)
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
@@ -422,6 +432,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
             result.crashes.append(_crash(rule_class.code, path, error))
             continue
         result.findings.extend(rule.findings)
+        rule.findings = []  # a fix's builder holds the rule: no cycle from the rule back to its findings
     if result.findings:
         try:
             _locate(module, source, result.findings, *_tops(index, result.findings, visited_at), parser, tree)

@@ -22,6 +22,7 @@ from odelint.api.finding import SYNTAX_ERROR_CODE, Finding, Safety
 from odelint.api.registry import file_patterns, uses_versions
 from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.deferred import load
+from odelint.engine.once import linted_once
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
 from odelint.files.discover import Target, discover, shown_path
@@ -130,7 +131,8 @@ class _TooSlow(BaseException):
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
     outcome = Outcome(task.path)
-    with project.places(task.run), project.recording() as outcome.depends, _time_limit(task.max_seconds):
+    with (project.places(task.run), project.recording() as outcome.depends, _time_limit(task.max_seconds),
+          linted_once()):  # the outcome holds the findings as data: the models can go
         try:
             outcome = _process(task, outcome)
         except _TooSlow:

@@ -23,6 +23,7 @@ from odelint.api.registry import all_rules
 from odelint.engine import noqa
 from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.core import lint_source
+from odelint.engine.once import linted_once
 from odelint.engine.preload import load_linting
 from odelint.files.config import ConfigResolver, Overrides
 
@@ -65,7 +66,7 @@ class Flake8Plugin:
         codes = settings.enabled(self.filename) - {SyntaxErrorRule.code}
         source = "".join(self.lines)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
-        with project.places(self.flake8_run):
+        with project.places(self.flake8_run), linted_once():  # flake8 takes the findings as text: no fix is built
             result = lint_source(source, self.filename, codes, python=True, apply_noqa=False, tree=tree,
                                  options=settings.options)
         sweeper.linted(len(source), project.forget)  # as the runner does: files' garbage freed as it comes
