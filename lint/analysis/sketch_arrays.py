@@ -391,7 +391,7 @@ class _Sources:
         methods: set[int] = set()
         for classes in sketch.classes.values():
             for cls in classes:
-                methods.update(self._fields(arrays, cls, kinds))
+                methods.update(self._fields(arrays, cls))
         calls = _calls_by_callee(sketch)
         for name, functions in sketch.defs.items():
             for function in functions:
@@ -423,20 +423,26 @@ class _Sources:
             if arguments:
                 self.passed.append((keys.parameter(function, parameter), arguments))
 
-    def _fields(self, arrays: SketchArrays, cls: ast.ClassDef, kinds: tuple[str, ...]) -> Iterator[int]:
+    def _fields(self, arrays: SketchArrays, cls: ast.ClassDef) -> Iterator[int]:
         """A class body's array annotations, and `__init__`'s top-level `<name>.attr = value`;
         yields the ids of the functions defined in the class's scope (methods: `self` is bound)."""
         for statement in _class_body(cls):
             if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-                    and arrays.may_declare(statement.annotation, *kinds)):
+                    and arrays.may_declare(statement.annotation, *self.kinds)):
                 self.declared_fields.add(statement.target.id)
             elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 yield id(statement)
-        for init in cls.body:
-            if isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)) and init.name == "__init__":
-                self.init_fields.extend((target.attr, statement.value) for statement in init.body
-                                        if isinstance(statement, ast.Assign) for target in statement.targets
-                                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name))
+        self.init_fields.extend(init_assignments(cls))
+
+
+def init_assignments(cls: ast.ClassDef) -> Iterator[tuple[str, ast.expr]]:
+    """(field, value) for each `<name>.field = value` among the own statements of the class's
+    `__init__` (`Facts.init_assignments`)."""
+    for init in cls.body:
+        if isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)) and init.name == "__init__":
+            yield from ((target.attr, statement.value) for statement in init.body
+                        if isinstance(statement, ast.Assign) for target in statement.targets
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name))
 
 
 def _bound(target: ast.expr, path: Path = ()) -> Iterator[tuple[ast.Name, Path]]:

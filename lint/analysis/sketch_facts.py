@@ -15,7 +15,7 @@ from odelint.analysis.differentiation import STOP_GRADIENT
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
 from odelint.analysis.sketch import FunctionNode, Sketch, children, walk
-from odelint.analysis.sketch_arrays import at_update_statement
+from odelint.analysis.sketch_arrays import at_update_statement, init_assignments
 from odelint.analysis.sketch_calls import (
     PARTIAL,
     UNHASHABLE_LITERALS,
@@ -622,11 +622,7 @@ def _may_hold_array(sketch: Sketch, node: ast.AnnAssign) -> bool:
     if sketch.arrays.may_declare(node.annotation, "array", "key"):
         return True
     field = node.target.id if isinstance(node.target, ast.Name) else None  # a name (`_may_be_static`)
-    return any(sketch.arrays.may_be_array_or_key(statement.value)
-               for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and item.name == "__init__" for statement in item.body if isinstance(statement, ast.Assign)
-               if any(isinstance(target, ast.Attribute) and target.attr == field and isinstance(target.value, ast.Name)
-                      for target in statement.targets))
+    return any(sketch.arrays.may_be_array_or_key(value) for name, value in init_assignments(cls) if name == field)
 
 
 @fact("float64_without_x64")
