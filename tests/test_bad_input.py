@@ -97,6 +97,21 @@ def test_unparseable_files_are_odl000_and_the_rest_is_linted(
 
 
 @pytest.mark.parametrize("body", [
+    "x = " + "(" * 3_000 + "1" + ")" * 3_000 + "\n",
+    "x = " + "+".join(["1"] * 20_000) + "\n",
+])
+def test_another_file_read_for_its_classes_is_parsed_only_where_cpython_may(scratch: Path, body: str) -> None:
+    """Reading the class `Net` of model.py for train.py's finding used to hand model.py's text to
+    LibCST even where CPython refuses it: the native parser overflowed its stack (a segfault)."""
+    (scratch / "model.py").write_text("import equinox as eqx\n" + body + "class Net(eqx.Module):\n    f: int\n")
+    (scratch / "train.py").write_text(HAZARD + "import jax\nfrom model import Net\n\n\ndef loss(m: Net, x):\n"
+                                      "    return x\n\n\njax.jit(loss)(Net(1), 1.0)\n")
+    result = odelint("check", "--no-cache", "train.py", cwd=scratch, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert [line.split(" ")[1] for line in flagged(result, "train.py")] == ["ODL201"]
+
+
+@pytest.mark.parametrize("body", [
     "type Vector = list[float]\n",
     "def first[T](items: list[T]) -> T:\n    return items[0]\n",
     "class Box[T: (int, str), *Ts, **P]:\n    pass\n",

@@ -9,7 +9,8 @@ import hypothesmith
 import libcst as cst
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-from odelint.engine.core import _compiles, lint_source, parse
+from odelint.analysis.project import compiles
+from odelint.engine.core import lint_source, parse
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.unchecked import nodes_unchecked
 
@@ -47,7 +48,7 @@ def test_real_programs_give_the_same_tree(path: pathlib.Path) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hypothesmith.from_grammar())
 def test_generated_programs_give_the_same_tree(source: str) -> None:
-    assume(_compiles(source))
+    assume(compiles(source))
     _same_tree(source)
 
 
@@ -74,7 +75,7 @@ def test_text_cpython_rejects_is_still_checked() -> None:
     """A str literal beside a bytes literal parses in LibCST's grammar; only its node check
     rejects it, so the engine must keep the checks on where CPython complained."""
     source = "x = 'a' b'b'\n"
-    assert not _compiles(source)
+    assert not compiles(source)
     found = parse(source, "bad.py")
     assert isinstance(found, cst.Module) is False
     assert found.code == "ODL000"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
+from odelint.analysis.project import compiles
 from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
 from odelint.api.engine_rules import IoErrorRule, SyntaxErrorRule
 from odelint.api.finding import Finding, Span
@@ -303,7 +304,7 @@ def parse(source: str, path: str, parser: IncrementalParser | None = None) -> cs
     no `except` can catch (`x = 1+1+...` with 10,000 terms, 5,000 nested brackets)."""
     if parser is not None:  # an editor's re-lint: CPython checks only the statements it parses
         with nodes_unchecked():  # what it parses, CPython has compiled
-            spliced = parser.splice(source, _compiles)
+            spliced = parser.splice(source, compiles)
         if spliced is not None:
             return spliced
     complaint, libcst_may_try = _cpython_verdict(source, path)
@@ -330,17 +331,6 @@ def _libcst_parse(source: str, path: str, complaint: Finding | None,
     if source.endswith("\r") and not module.has_trailing_newline:  # LibCST misses a final bare `\r`
         module = module.with_changes(has_trailing_newline=True)
     return module
-
-
-def _compiles(text: str) -> bool:
-    """Does CPython compile these top-level statements? (Then LibCST may parse them too.)"""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            compile(text, "<edit>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return False
-    return True
 
 
 def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:
