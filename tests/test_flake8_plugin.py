@@ -14,6 +14,7 @@ from odelint.api.registry import all_rules
 from odelint.api.rule import Flag, Rule
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
 FLAKE8 = shutil.which("flake8", path=str(BIN)) or shutil.which("flake8")
 ODELINT = shutil.which("odelint", path=str(BIN)) or shutil.which("odelint")
 pytestmark = pytest.mark.skipif(FLAKE8 is None or ODELINT is None, reason="flake8 or odelint not installed")
@@ -118,15 +119,46 @@ def test_stdin_uses_the_display_name(tmp_path):
     assert done.stdout.startswith("piped.py:4:8: ODL203 "), done.stderr
 
 
-def test_the_engine_is_loaded_before_flake8_forks_its_workers():
-    """flake8 calls `parse_options` in its main process: the rules and LibCST loaded there
-    are shared by every forked worker instead of loaded again in each."""
+@pytest.mark.parametrize(("filenames", "jobs", "loaded"), [
+    ([], "2", True),                       # `flake8`: the folder ".", in workers
+    (["a.py", "b.py"], "2", True),
+    (["tests"], "2", True),                # a folder
+    (["a.py"], "2", False),                # one file: flake8 lints it in its own process
+    (["a.py", "b.py"], "1", False),        # `-j1`
+    (["-"], "2", False),                   # stdin
+])
+def test_the_engine_is_loaded_before_flake8_forks_its_workers(filenames, jobs, loaded):
+    """flake8 calls `parse_options` in its main process: where it then forks workers, the rules
+    and LibCST loaded there are shared by all of them instead of loaded again in each. Where it
+    lints in its own process, nothing is loaded before a file needs it (an editor's flake8 on a
+    file no rule looks at never imports LibCST)."""
     script = ("import sys, types\n"
+              "from flake8.main.options import JobsArgument\n"
               "from odelint.faces.flake8_plugin import Flake8Plugin\n"
               "assert not any(name.startswith('odelint.rules.') for name in sys.modules)\n"
               "assert 'libcst._nodes' not in sys.modules\n"
-              "Flake8Plugin.parse_options(types.SimpleNamespace(disable_noqa=False))\n"
-              "assert any(name.startswith('odelint.rules.') for name in sys.modules)\n"
-              "assert 'libcst._nodes' in sys.modules\n")
-    done = _run([sys.executable, "-c", script], Path.cwd())
+              f"options = types.SimpleNamespace(disable_noqa=False, filenames={filenames!r},\n"
+              f"                                jobs=JobsArgument({jobs!r}))\n"
+              "Flake8Plugin.parse_options(options)\n"
+              f"assert any(name.startswith('odelint.rules.') for name in sys.modules) is {loaded}\n"
+              f"assert ('libcst._nodes' in sys.modules) is {loaded}\n")
+    done = _run([sys.executable, "-c", script], ROOT)
     assert done.returncode == 0, done.stderr
+
+
+def test_one_file_no_rule_looks_at_is_linted_without_libcst(tmp_path):
+    """flake8 on one file lints it in its own process: the gate turns the file away, and LibCST
+    is never imported (about 0.17 s of an editor's flake8 on each save)."""
+    (tmp_path / "plain.py").write_text("import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sum(x)\n")
+    (tmp_path / "hazard.py").write_text(ADAMW + "u, s = optim.update({}, None)\n")
+    script = ("import sys\n"
+              "from flake8.main.cli import main\n"
+              "try:\n"
+              "    main(['--isolated', '--select', 'ODL', sys.argv[1]])\n"
+              "except SystemExit:\n"
+              "    pass\n"
+              "print('libcst._nodes' in sys.modules)\n")  # what the real package imports (not the stand-in)
+    plain = _run([sys.executable, "-c", script, "plain.py"], tmp_path)
+    hazard = _run([sys.executable, "-c", script, "hazard.py"], tmp_path)
+    assert plain.stdout.splitlines() == ["False"], plain.stderr
+    assert hazard.stdout.splitlines()[-1] == "True" and " ODL203 " in hazard.stdout, hazard.stderr

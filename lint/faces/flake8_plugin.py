@@ -40,6 +40,19 @@ def _load_before_fork() -> None:
     load_linting()
 
 
+def _forks(options: object) -> bool:
+    """Will flake8 lint in forked workers? Only with more than one job and more than one file
+    (`checker.Manager.run`). One file, stdin or `-j1` is linted in this process, which loads
+    what it needs when it needs it: an editor's or pre-commit's flake8 on one file that no
+    rule looks at never imports LibCST."""
+    names = list(getattr(options, "filenames", None) or ["."])  # flake8 lints "." when given nothing
+    if "-" in names:
+        return False
+    jobs = getattr(options, "jobs", None)
+    count = (os.cpu_count() or 1) if jobs is None or getattr(jobs, "is_auto", False) else getattr(jobs, "n_jobs", 1)
+    return count > 1 and (len(names) > 1 or os.path.isdir(names[0]))
+
+
 class Flake8Plugin:
     """A flake8 tree plugin (flake8 classifies plugins by their parameter names): flake8's
     `ast` tree feeds the rules' pre-checks; the rules themselves run on LibCST."""
@@ -53,7 +66,8 @@ class Flake8Plugin:
     def parse_options(cls, options: object) -> None:
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
         cls.flake8_run = (os.getpid(), time.monotonic_ns())
-        _load_before_fork()
+        if _forks(options):
+            _load_before_fork()
 
     def __init__(self, tree: ast.Module, lines: list[str], filename: str) -> None:
         self.tree = tree
