@@ -10,12 +10,12 @@ either line ending. `--hypothesis-profile=long` runs 10,000 of each (tests/conft
 from __future__ import annotations
 
 import textwrap
-import warnings
 
 import hypothesmith
 import libcst as cst
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from odelint.analysis.project import compiles
 from odelint.api.registry import all_rules
 from odelint.api.rule import Flag, Rule
 from odelint.engine.core import fix_source, lint_source
@@ -81,16 +81,6 @@ def _libcst_parses(source: str) -> bool:
     return True
 
 
-def _compiles(source: str) -> bool:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            compile(source, "generated.py", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            return False
-    return True
-
-
 def _check(source: str) -> None:
     linted = lint_source(source, "generated.py")
     assert linted.crashes == [], [crash.message() for crash in linted.crashes]
@@ -100,8 +90,8 @@ def _check(source: str) -> None:
         assert fixed.source == source and [f.code for f in linted.findings] == ["ODL000"]
         return
     assert _libcst_parses(fixed.source), "a fix produced code that does not parse"
-    if _compiles(source):
-        assert _compiles(fixed.source), "a fix turned a program CPython compiles into one it rejects"
+    if compiles(source):
+        assert compiles(fixed.source), "a fix turned a program CPython compiles into one it rejects"
     again = fix_source(fixed.source, "generated.py", unsafe=True)
     assert again.source == fixed.source, "a second fix changed the code again"
     assert again.applied == 0
