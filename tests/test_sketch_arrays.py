@@ -89,6 +89,17 @@ ODL701_KEPT = {
                 self.w = w
         Holder(jnp.zeros(3))
     """,
+    "an array assigned last, after a list": """
+        def fill():
+            x = [0.0, 0.0]
+            x = jnp.zeros(3)
+            x[0] = 1.0
+    """,
+    "an array assigned last, a list stored into it": """
+        def fill():
+            x = jnp.zeros(3)
+            x[0] = x.tolist()
+    """,
     "a module name bound by `global` in a function": """
         def start():
             global buffer
@@ -152,6 +163,12 @@ ODL701_DROPPED = {
                 self.w = w
         Holder([0.0, 1.0])
         Holder(np.zeros(3))
+    """,
+    "a list assigned after the array, before the store": """
+        def fill():
+            x = jnp.zeros(3)
+            x = x.tolist()
+            x[0] = 1.0
     """,
     "the same name holding an array in another function": """
         def make():

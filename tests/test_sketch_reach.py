@@ -4,9 +4,11 @@ and on similar code that the pre-check rules out before any LibCST parse."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
+from odelint.analysis.sketch import Sketch
 from odelint.api.registry import rule_for
 from odelint.engine.core import candidates, lint_source
 
@@ -268,3 +270,49 @@ def test_names_assigned_in_a_cycle_reach_every_function_whatever_the_order(order
     first, second = ("a", "b") if order == "a first" else ("b", "a")
     for name in (first, second):
         assert [f.name for f in sketch.reach.functions_named(name)] == ["helper"]
+
+
+LAST_ASSIGNED = """
+import jax
+
+def f(x, flag):
+    y = jax.numpy.zeros(3)
+    if flag:
+        y = (1, 2)
+    use(y)                       # the tuple, last before the read
+    use(x)                       # a parameter
+    a, b = 1, 2
+    use(a)                       # a tuple target
+    y = g(y)                     # the read inside the assignment
+    z = 1
+    z += 1
+    use(z)                       # an augmented assignment
+    use(lambda: y)               # a read in a lambda
+    w = 1
+    use([w for _ in x])          # a read in a comprehension
+
+def h():
+    global v
+    v = 1
+    use(v)                       # a `global`
+"""
+
+
+def test_last_assigned_is_the_plain_assignment_just_before_a_read_in_the_same_function() -> None:
+    tree = ast.parse(LAST_ASSIGNED)
+    sketch = Sketch(tree)
+    reads = {(node.id, node.lineno): node for node in ast.walk(tree)
+             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+
+    def last(name: str, line: int) -> str | None:
+        found = sketch.reach.last_assigned(reads[(name, line)])
+        return ast.unparse(found) if found is not None else None
+
+    assert last("y", 8) == "(1, 2)"
+    assert last("x", 9) is None
+    assert last("a", 11) is None
+    assert last("y", 12) is None
+    assert last("z", 15) is None
+    assert last("y", 16) is None
+    assert last("w", 18) is None
+    assert last("v", 23) is None

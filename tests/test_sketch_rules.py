@@ -37,6 +37,17 @@ FIRES = [
         import equinox as eqx
         f = eqx.filter_jit(lambda x: x, static_argnums=0)
     """),
+    # the array is what the name holds last before the call
+    ("ODL708", """
+        import jax
+        import jax.numpy as jnp
+        def solve(f, ts, fixed):
+            ts = jnp.asarray(ts)
+            static_ts = tuple(ts.tolist())
+            if fixed:
+                static_ts = ts
+            return jax.jit(f, static_argnames=("ts",))(ts=static_ts)
+    """),
     # a removed module imported from its package, or a module inside it
     ("ODL903", """
         from jax.experimental import host_callback
@@ -172,6 +183,17 @@ DROPS = [
             return x
         tile(1.0, (2, 3))
         print([1, 2])
+    """),
+    # the name held an array, but a tuple was assigned to it last before the call
+    ("ODL708", """
+        import jax
+        import jax.numpy as jnp
+        def solve(f, ts, fixed):
+            ts = jnp.asarray(ts)
+            static_ts = ts
+            if fixed:
+                static_ts = tuple(ts.tolist())
+            return jax.jit(f, static_argnames=("ts",))(ts=static_ts)
     """),
     # `self.x = ...` in a class that cannot be a module; a module never assigned to
     ("ODL604", """

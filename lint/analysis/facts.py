@@ -465,15 +465,18 @@ class Facts:
             return None
         module, _, name = qualname.rpartition(".")
         other = self._project_facts(module)
-        if other is None:
-            return None
-        for binding in other.index.module_scope.bindings.get(name, []):
-            if binding.kind == "class" and other.is_module_class(binding):
-                return ModuleClass(binding.node, name, other)  # type: ignore[arg-type]
+        return other.exported_module_class(name) if other is not None else None
+
+    def exported_module_class(self, name: str) -> ModuleClass | None:
+        """The module class `from <this file> import name` gives: one defined here, or one
+        imported or star-imported here from another project file."""
+        for binding in self.index.module_scope.bindings.get(name, []):
+            if binding.kind == "class" and self.is_module_class(binding):
+                return ModuleClass(binding.node, name, self)  # type: ignore[arg-type]
             if binding.kind == "import":
-                return other._project_module_type(binding.qualname)
-        starred = other._star_qualname(name) if other.index.star_imports else None
-        return other._project_module_type(starred) if starred is not None else None
+                return self._project_module_type(binding.qualname)
+        starred = self._star_qualname(name) if self.index.star_imports else None
+        return self._project_module_type(starred) if starred is not None else None
 
     def _star_qualname(self, name: str) -> str | None:
         """`models.MLP` for `MLP` after `from models import *`, when `models` is a file of the
@@ -499,14 +502,11 @@ class Facts:
         this file, a file being read already, or no file)."""
         from odelint.analysis import project
 
-        if self.path is None or module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
+        if self.path is None:
             return None
         path = self.path
-        where = self.part(lambda _: project.ImportsOf(path), project.ImportsOf).file(module)
-        if (where is None or os.path.abspath(where) in self._seen
-                or os.path.abspath(where) == os.path.abspath(self.path)):
-            return None
-        return project.facts_of(where, self._seen | {os.path.abspath(self.path)})
+        return project.facts_imported(self.part(lambda _: project.ImportsOf(path), project.ImportsOf), module,
+                                      self._seen)
 
     def is_module_class(self, binding: Binding) -> bool:
         """Is this class binding a subclass of eqx.Module (directly or through this file's classes)?"""

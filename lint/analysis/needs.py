@@ -143,6 +143,22 @@ class Needs:
         return Need("may_hold_modules()", lambda sketch: sketch.may_hold_modules(), costly=True)
 
     @staticmethod
+    def transforms_get_invalid_module(*names: str) -> Need:
+        """One of these transforms, applied to a function of the file, may get an Equinox module
+        with a function or string leaf for a parameter it consumes (`Facts.module_received`)."""
+        wanted = frozenset(names)
+        return Need(f"transforms_get_invalid_module({', '.join(sorted(wanted))})",
+                    lambda sketch: sketch.module_classes.transform_may_get(wanted), costly=True)
+
+    @staticmethod
+    def calls_given_invalid_module(*names: str) -> Need:
+        """A call to one of these dotted names may be given an Equinox module with a function or
+        string leaf (`module_with_invalid_leaf`)."""
+        wanted = frozenset(names)
+        return Need(f"calls_given_invalid_module({', '.join(sorted(wanted))})",
+                    lambda sketch: sketch.module_classes.given_to(wanted), costly=True)
+
+    @staticmethod
     def defines(name: str) -> Need:
         """A `def` (or method) of this name."""
         return Need(f"defines({name})", lambda sketch: name in sketch.defs)

@@ -290,6 +290,18 @@ def facts_of(path: str, seen: frozenset[str]) -> Facts | None:
     return facts
 
 
+def facts_imported(imports: ImportsOf, module: str, seen: frozenset[str]) -> Facts | None:
+    """The facts of the project file that `import <module>` means in the file `imports` is for
+    (None for a library, that file itself, a file of `seen`, being read already, or no file)."""
+    if module.lstrip(".").split(".")[0] in NEVER_PROJECT:
+        return None
+    where = imports.file(module)
+    importer = os.path.abspath(imports.importer)
+    if where is None or os.path.abspath(where) in seen or os.path.abspath(where) == importer:
+        return None
+    return facts_of(where, seen | {importer})
+
+
 def forget() -> None:
     """Drop the other files' facts kept so far (they are built again when asked for)."""
     _parsed.clear()

@@ -8,7 +8,8 @@ and the named facts of odelint.analysis.sketch_facts): which dotted
 names the file may refer to (through imports and `x = a.b` aliases, like `Facts.qualname`),
 where code sits (loops, functions called in loops), and, in their own modules, which
 functions may run traced or differentiated (sketch_reach), which values may be JAX arrays
-(sketch_arrays) and whether an Equinox module may be in play (sketch_modules).
+(sketch_arrays), whether an Equinox module may be in play (sketch_modules) and which values
+may be modules with a function or string leaf (sketch_module_classes).
 A declaration that does not hold must mean the rule cannot fire: tests/test_gate.py lints every
 fixture, program and example with and without it; tests/test_sketch.py pins each fact.
 """
@@ -28,6 +29,7 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch_arrays import SketchArrays
+    from odelint.analysis.sketch_module_classes import SketchModuleClasses
     from odelint.analysis.sketch_reach import SketchReach
 
 _Node = TypeVar("_Node", bound=ast.AST)
@@ -82,6 +84,7 @@ class Sketch:
         self._modules: bool | None = None
         self._reach: SketchReach | None = None
         self._arrays: SketchArrays | None = None
+        self._module_classes: SketchModuleClasses | None = None
 
     def release(self) -> None:
         """Drop what the Sketch holds once the gate has its answer: its analyses refer back to
@@ -390,6 +393,16 @@ class Sketch:
 
             self._arrays = SketchArrays(self)
         return self._arrays
+
+    @property
+    def module_classes(self) -> SketchModuleClasses:
+        """Which values may be Equinox modules with a function or string leaf
+        (odelint.analysis.sketch_module_classes)."""
+        if self._module_classes is None:
+            from odelint.analysis.sketch_module_classes import SketchModuleClasses
+
+            self._module_classes = SketchModuleClasses(self)
+        return self._module_classes
 
 
 def _with_leading_parts(names: Iterable[str]) -> frozenset[str]:

@@ -68,11 +68,21 @@ class SketchArrays:
 
     def may_be_array(self, node: ast.expr) -> bool:
         """Could the model find `node` to be an array (`Facts.kind` ARRAY, NumPy's included)?"""
-        return all(solution.may_be_array(node) for solution in self._stages(ARRAY))
+        return all(solution.may_be_array(node) for solution in self._stages(ARRAY)) and self._last_may(node, ARRAY)
 
     def may_be_array_or_key(self, node: ast.expr) -> bool:
         """Could the model find `node` to be an array or a PRNG key (`Facts.kind` ARRAY or KEY)?"""
-        return all(solution.may_be_array(node) for solution in self._stages(ARRAY_OR_KEY))
+        return (all(solution.may_be_array(node) for solution in self._stages(ARRAY_OR_KEY))
+                and self._last_may(node, ARRAY_OR_KEY))
+
+    def _last_may(self, node: ast.expr, kinds: tuple[str, ...]) -> bool:
+        """A name read after `name = value` in its own function is of a kind that value may be
+        (`SketchReach.last_assigned`): `x = jnp.zeros(3)` then `x = tuple(x.tolist())` is no
+        array after the second."""
+        value = self.sketch.reach.last_assigned(node) if isinstance(node, ast.Name) else None
+        if value is None:
+            return True
+        return self.may_be_array(value) if kinds is ARRAY else self.may_be_array_or_key(value)
 
     def may_be_traced(self, node: ast.expr) -> bool:
         """Could `Facts.traced_value` find `node` traced: in code that may run traced, depending

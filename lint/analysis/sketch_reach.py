@@ -74,6 +74,7 @@ class SketchReach:
         self._globals: dict[int, set[str]] = {}  # scope -> the names it declares `global`
         self._dynamic: dict[int, frozenset[str]] = {}
         self._passed_to: dict[str, list[ast.expr]] | None = None  # parameter name -> arguments of calls
+        self._bindings: dict[tuple[int, str], list[_Binding] | None] = {}
 
     # -- which functions ----------------------------------------------------------------------
 
@@ -92,17 +93,17 @@ class SketchReach:
             for call in self.sketch.calls:
                 names = self.sketch.qualnames(call.func)
                 if names & tracing:
-                    static = _static_options(call, names & tracing)
-                    for target in _given(call, ("fun", "f"), 0):
+                    static = static_options_of(call, names & tracing)
+                    for target in given_at(call, ("fun", "f"), 0):
                         self._add_roots(target, None, static)
                 for name in names & bodies.keys():
                     for target in _body_targets(call, bodies[name]):
                         self._add_roots(target, bodies[name].params)
             methods = {id(f) for classes in self.sketch.classes.values() for cls in classes for f in cls.body}
-            for function in self._decorated(tracing):
+            for function in self.decorated(tracing):
                 bound = int(id(function) in methods)  # a method's `self`
                 root = self._roots.setdefault(id(function), Root(function, set()))
-                root.ways.update(Way(bound, None, *static) for static in self._decorator_options(function, tracing))
+                root.ways.update(Way(bound, None, *static) for static in self.decorator_options(function, tracing))
         return self._roots
 
     def _add_roots(self, target: ast.expr, params: tuple[int, ...] | None,
@@ -111,7 +112,7 @@ class SketchReach:
         for function, offset in self.function_targets(target):
             self._roots.setdefault(id(function), Root(function, set())).ways.add(Way(offset, params, *static))
 
-    def _decorator_options(self, function: FunctionNode,
+    def decorator_options(self, function: FunctionNode,
                            transforms: set[str]) -> Iterator[tuple[frozenset[str], frozenset[int]]]:
         """What each tracing decorator of `function` marks static: read from the decorator's own
         call (`@partial(jax.jit, static_argnames="n")`, `@jax.jit(static_argnums=1)`) or the call
@@ -131,7 +132,7 @@ class SketchReach:
                 meanings = self.sketch.qualnames(value.func) & transforms
                 if not meanings and PARTIAL in self.sketch.qualnames(value.func) and value.args:
                     meanings = self.sketch.qualnames(value.args[0]) & transforms
-                yield _static_options(value, meanings)
+                yield static_options_of(value, meanings)
 
     def differentiated(self) -> list[FunctionNode]:
         if self._differentiated is None:
@@ -143,7 +144,7 @@ class SketchReach:
             for call in self.sketch.calls:  # `Differentiation._find_transform_roots`: the first positional
                 if call.args and not isinstance(call.args[0], ast.Starred) and self.sketch.qualnames(call.func) & names:
                     roots.extend(function for function, _ in self.function_targets(call.args[0]))
-            roots.extend(self._decorated(names))
+            roots.extend(self.decorated(names))
             self._differentiated = self._reach(roots)
         return self._differentiated
 
@@ -274,11 +275,11 @@ class SketchReach:
         lambda, a def, a method, or one wrapped by `partial` or another transform, or `@T` on a
         def (what `transformed.applied` and `decorations` find through `Reach.function`)?"""
         for call in self.sketch.calls_to(transforms):
-            if any(next(self.function_targets(target), None) is not None for target in _given(call, ("fun", "f"), 0)):
+            if any(next(self.function_targets(target), None) is not None for target in given_at(call, ("fun", "f"), 0)):
                 return True
-        return next(self._decorated(set(transforms)), None) is not None
+        return next(self.decorated(set(transforms)), None) is not None
 
-    def _decorated(self, transforms: set[str]) -> Iterator[FunctionNode]:
+    def decorated(self, transforms: set[str]) -> Iterator[FunctionNode]:
         for functions in self.sketch.defs.values():
             for function in functions:
                 if any(self._decorates(decorator, transforms) for decorator in function.decorator_list):
@@ -487,6 +488,44 @@ class SketchReach:
                                                              arguments.kwarg) if arg is not None)
         return found
 
+    def last_assigned(self, use: ast.Name) -> ast.expr | None:
+        """The value of `name = value`, when that is the last binding of the name in the function
+        the read `use` is in before it (`Facts._name_kind` takes that binding's kind when known;
+        when not, the union of every binding's kinds holds that unknown one, so the name can
+        only be of a kind that value may be). None where the function binds the name otherwise
+        there (a parameter, a loop or tuple target, `+=`, ...), the assignment holds the read,
+        or the read is in a lambda, comprehension or the module."""
+        scope = scope_of(self.sketch, use)
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        bindings = self._bindings_of(scope, use.id)
+        at = (use.lineno, use.col_offset)
+        before = [binding for binding in bindings or () if binding.start < at]
+        if not before:
+            return None
+        last = before[-1]
+        return last.value if last.value is not None and last.end <= at else None
+
+    def _bindings_of(self, scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[_Binding] | None:
+        """The bindings of `name` in the function's own code, in the order of the source; None
+        where it may be bound in another scope's way (`global`, `nonlocal`, `:=`)."""
+        key = (id(scope), name)
+        if key in self._bindings:
+            return self._bindings[key]
+        start = (scope.lineno, scope.col_offset)
+        bindings = [_Binding(start, start, None)] if any(arg.arg == name for arg in _every_parameter(scope)) else []
+        elsewhere = any(isinstance(named.target, ast.Name) and named.target.id == name
+                        for named in self.sketch.of_type(ast.NamedExpr))
+        for node in _scope_nodes(scope):
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                elsewhere = True
+            where = _binds(node, name, self.sketch.parent(node))
+            if where is not None:
+                bindings.append(where)
+        found = None if elsewhere else sorted(bindings, key=lambda binding: binding.start)
+        self._bindings[key] = found
+        return found
+
 
 class Own:
     """A function's own code: its nodes (not those of functions nested in it), the names it
@@ -558,7 +597,7 @@ def _mapped_arguments(sketch: Sketch, call: ast.Call,
     return found + [(arg.arg, given[arg.arg]) for arg in function.args.kwonlyargs if arg.arg in given]
 
 
-def _given(call: ast.Call, keywords: tuple[str, ...], position: int) -> Iterator[ast.expr]:
+def given_at(call: ast.Call, keywords: tuple[str, ...], position: int) -> Iterator[ast.expr]:
     """What `argument_at` may find for a parameter: by one of its keywords, or at its position."""
     yield from (keyword.value for keyword in call.keywords if keyword.arg in keywords)
     if position < len(call.args) and not any(isinstance(arg, ast.Starred) for arg in call.args[:position + 1]):
@@ -569,10 +608,10 @@ def _body_targets(call: ast.Call, body: jax_api.TracedBody) -> Iterator[ast.expr
     """The functions a traced-body call is given (`tracing._body_functions`)."""
     for index, position in enumerate(body.functions):
         keyword = body.keywords[index] if index < len(body.keywords) else None
-        yield from _given(call, (keyword,) if keyword else (), position)
+        yield from given_at(call, (keyword,) if keyword else (), position)
     for index, position in enumerate(body.lists, start=len(body.functions)):
         keyword = body.keywords[index] if index < len(body.keywords) else None
-        for given in _given(call, (keyword,) if keyword else (), position):
+        for given in given_at(call, (keyword,) if keyword else (), position):
             if isinstance(given, (ast.List, ast.Tuple)):
                 yield from given.elts
 
@@ -606,7 +645,7 @@ def _traces(way: Way, index: int, name: str, count: int) -> bool:
     return position not in static and (way.params is None or position in way.params)
 
 
-def _static_options(call: ast.Call, meanings: set[str] | frozenset[str]) -> tuple[frozenset[str], frozenset[int]]:
+def static_options_of(call: ast.Call, meanings: set[str] | frozenset[str]) -> tuple[frozenset[str], frozenset[int]]:
     """What a transform's options call marks static (`_record`), by the keywords every meaning
     the call's function may have takes as static."""
     transforms = jax_api.transforms()
@@ -819,3 +858,47 @@ def _binds_name(target: ast.AST, name: str) -> bool:
     if isinstance(target, (ast.Tuple, ast.List)):
         return any(_binds_name(element, name) for element in target.elts)
     return isinstance(target, ast.Starred) and _binds_name(target.value, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Binding:
+    """Where a binding of a name starts and ends in the source, and its value when it is a
+    plain `name = value` (None for any other way of binding)."""
+
+    start: tuple[int, int]
+    end: tuple[int, int]
+    value: ast.expr | None
+
+
+def _binds(node: ast.AST, name: str, parent: ast.AST | None) -> _Binding | None:
+    """The binding of `name` that `node` makes, if any: `name = value` with its value, any other
+    store or deletion of the name, an import, `except ... as name`, a `match` capture, a `def` or
+    `class` of it."""
+    if isinstance(node, ast.Assign):
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, ast.Name) and target.id == name:
+            return _Binding((target.lineno, target.col_offset), (node.end_lineno or 0, node.end_col_offset or 0),
+                            node.value)
+        return None
+    if isinstance(node, ast.Name):
+        plain = isinstance(parent, ast.Assign) and parent.targets == [node]  # the `Assign` is the binding
+        bound = node.id if not isinstance(node.ctx, ast.Load) and not plain else None
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
+                           ast.MatchStar)):
+        bound = node.name
+    elif isinstance(node, ast.MatchMapping):
+        bound = node.rest
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        bound = name if any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names) else None
+    else:
+        return None
+    if bound != name:
+        return None
+    start = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    return _Binding(start, start, None)
+
+
+def _every_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    arguments = function.args
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+            *(arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None)]

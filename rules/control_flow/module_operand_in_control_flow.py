@@ -60,7 +60,7 @@ class ModuleOperandInControlFlow(Rule):
     triggers = tuple(("lax", name.rsplit(".", 1)[1]) for name in CARRIERS)
     fixtures = "tests/fixtures/ODL402"
 
-    needs = Needs.may_hold_modules() & Needs.calls_to(*CARRIERS)
+    needs = Needs.may_hold_modules() & Needs.calls_to(*CARRIERS) & Needs.calls_given_invalid_module(*CARRIERS)
 
     @classmethod
     def callees(cls) -> Callees:

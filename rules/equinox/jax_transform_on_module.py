@@ -65,7 +65,8 @@ class JaxTransformOnModule(TransformApplicationRule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL601"
 
-    needs = Needs.refers_to(*_FAILURES) & Needs.transforms_own_function(*_FAILURES) & Needs.may_hold_modules()
+    needs = (Needs.refers_to(*_FAILURES) & Needs.transforms_own_function(*_FAILURES) & Needs.may_hold_modules()
+             & Needs.transforms_get_invalid_module(*_FAILURES))
 
     def check(self, application: Application) -> None:
         if application.qualname not in _FAILURES:

@@ -1,0 +1,374 @@
+"""Which values of a sketched file may be Equinox modules with a function or string leaf.
+
+`jax.jit`, `jax.grad` and `lax` control flow crash on such a module (ODL601, ODL402). The
+model finds a value's class (`Facts.module_class`, `Facts.module_received`) and that class's
+leaves (odelint.analysis.leaves); the Sketch follows the same roots on `ast`, erring towards
+"maybe":
+
+- a type expression may name a class with such a leaf (`class_kinds`): a library's, from
+  lint/analysis/data (`equinox.nn.MLP`'s `activation`), a container of layers, a class of this
+  file that may be a module (its leaves are not read here), or a class of another project
+  file. That last one is asked of the other file's own model, which the rule would ask too,
+  once per run: the leaves are read one way only.
+- a value may be an instance of one (`may_carry`) through what `Facts.module_class` follows:
+  a call of such a class, of a function of this file that returns one, of
+  `eqx.apply_updates`/`eqx.tree_at` given one; a name through every binding of it in the file
+  (assignments, loop targets, annotations, and parameters by their annotation, else by the
+  arguments of the calls of their function); an attribute through the values assigned to an
+  attribute of that name and the annotations of class fields of that name; an item or
+  element of a container.
+- a transform applied to a function of this file may get one (`transform_may_get`): for a
+  parameter it may consume (every one but those literal static options name), the class the
+  annotation names (the model takes it when it is a module class) or else what the calls of
+  the transformed function may pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Hashable, Iterable, Iterator
+from typing import TYPE_CHECKING, cast
+
+from odelint.analysis import jax_api
+from odelint.analysis.facts import _KIND_PRESERVING, _NN_NON_MODULES
+from odelint.analysis.sketch import walk
+from odelint.analysis.sketch_calls import may_be_module_class, positional_names
+from odelint.analysis.sketch_reach import given_at, static_options_of
+
+if TYPE_CHECKING:
+    from odelint.analysis.facts import Facts
+    from odelint.analysis.project import ImportsOf
+    from odelint.analysis.sketch import FunctionNode, Sketch
+
+INVALID = "a module class that may have a function or string leaf"
+CLEAN = "a module class whose leaves are arrays or numbers"
+NONE = "no module class the model knows"
+
+_Item = ast.AST | tuple[Hashable, ...]
+
+
+class SketchModuleClasses:
+    def __init__(self, sketch: Sketch) -> None:
+        self.sketch = sketch
+        self._qualname_kinds: dict[str, str] = {}
+        self._carriers: set[Hashable] = set()     # items known to reach a class with such a leaf
+        self._not_carriers: set[Hashable] = set()  # items known not to
+        self._callers: dict[int, list[ast.Call]] | None = None
+        self._imports: ImportsOf | None = None
+
+    # -- classes --------------------------------------------------------------------------------
+
+    def class_kinds(self, node: ast.expr) -> frozenset[str]:
+        """What the type expression `node` may name (`Facts.module_type`): INVALID, CLEAN, NONE."""
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return frozenset({NONE})
+        found = {self._qualname_kind(name) for name in self.sketch.qualnames(node)}
+        if isinstance(node, ast.Name) and node.id in self.sketch.classes:
+            found.add(INVALID if any(may_be_module_class(self.sketch, cls)
+                                     for cls in self.sketch.classes[node.id]) else NONE)
+        return frozenset(found) or frozenset({NONE})
+
+    def _qualname_kind(self, qualname: str) -> str:
+        kind = self._qualname_kinds.get(qualname)
+        if kind is None:
+            kind = self._qualname_kinds[qualname] = self._compute_qualname_kind(qualname)
+        return kind
+
+    def _compute_qualname_kind(self, qualname: str) -> str:
+        if qualname == "equinox.Module":
+            return CLEAN
+        if qualname.startswith("equinox.nn."):
+            if qualname in _NN_NON_MODULES or not qualname.rsplit(".", 1)[1][:1].isupper():
+                return NONE
+            return _library_kind(qualname)
+        if jax_api.is_library_module(qualname):
+            return _library_kind(qualname)
+        if self.sketch.path is None or "." not in qualname.lstrip("."):
+            return NONE
+        module, _, name = qualname.rpartition(".")
+        other = self._project_facts(module, name)
+        found = other.exported_module_class(name) if other is not None else None
+        if other is None or found is None:
+            return NONE
+        return INVALID if any(leaf.kind.crashes_transforms for leaf in other.non_array_leaves(found)) else CLEAN
+
+    def _project_facts(self, module: str, name: str) -> Facts | None:
+        """The model of the project file `import <module>` means here (`Facts._project_facts`),
+        unless that file only defines `name` by `def` (most names imported are functions: no
+        model is built to learn that one is not a class)."""
+        from odelint.analysis import project
+
+        if self._imports is None:
+            self._imports = project.ImportsOf(cast(str, self.sketch.path))
+        where = self._imports.file(module) if module.lstrip(".").split(".")[0] not in project.NEVER_PROJECT else None
+        if where is None or _only_functions(where, name):
+            return None
+        return project.facts_imported(self._imports, module, frozenset())
+
+    def _annotation_kinds(self, annotation: ast.expr) -> frozenset[str]:
+        """What an annotation declares (its outer name: `list` of `list[Net]`, as the model reads it)."""
+        return self.class_kinds(annotation.value if isinstance(annotation, ast.Subscript) else annotation)
+
+    # -- values ---------------------------------------------------------------------------------
+
+    def may_carry(self, value: ast.expr) -> bool:
+        """May `Facts.module_class` find `value` to be an instance of a class with a function or
+        string leaf? A search through what the value may come from: every item it reaches
+        without finding one is known not to, as the search from it would find the same."""
+        stack: list[_Item] = [value]
+        seen: set[Hashable] = set()
+        while stack:
+            item = stack.pop()
+            key = _key(item)
+            if key in seen or key in self._not_carriers:
+                continue
+            seen.add(key)
+            source, following = self._step(item)
+            if source or key in self._carriers:
+                self._carriers.add(_key(value))
+                return True
+            stack.extend(following)
+        self._not_carriers |= seen
+        return False
+
+    def _step(self, item: _Item) -> tuple[bool, Iterable[_Item]]:
+        """Whether `item` is itself such an instance, and what it may come from."""
+        if isinstance(item, tuple):
+            if item[0] == "name":
+                return self._name_step(cast(str, item[1]))
+            if item[0] == "attribute":
+                return self._attribute_step(cast(str, item[1]))
+            if item[0] == "returns":
+                return False, self._returned(cast("FunctionNode", item[1]))
+            function = cast("FunctionNode", item[1])
+            return False, self._passed(function, cast(str, item[2]), int(_is_method(self.sketch, function)))
+        node = item
+        if isinstance(node, ast.Name):
+            return False, [("name", node.id)]
+        if isinstance(node, ast.Call):
+            return self._call_step(node)
+        if isinstance(node, ast.Attribute):
+            return False, [("attribute", node.attr)]
+        if isinstance(node, (ast.Subscript, ast.Starred, ast.NamedExpr, ast.Await)):
+            return False, [node.value]
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return False, node.elts
+        if isinstance(node, ast.Dict):
+            return False, [*(key for key in node.keys if key is not None), *node.values]
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return False, [node.elt]
+        if isinstance(node, ast.DictComp):
+            return False, [node.key, node.value]
+        if isinstance(node, ast.IfExp):
+            return False, [node.body, node.orelse]
+        return False, ()
+
+    def _call_step(self, call: ast.Call) -> tuple[bool, list[_Item]]:
+        """A class called (also `eqx.nn.make_with_state(Cls)(...)`), a kind-preserving Equinox
+        function's argument, or what a function of this file returns."""
+        func = call.func
+        named = [func] if not isinstance(func, ast.Call) else [
+            node for node in walk(func) if isinstance(node, (ast.Name, ast.Attribute))]
+        if any(INVALID in self.class_kinds(cast(ast.expr, node)) for node in named):
+            return True, []
+        following: list[_Item] = []
+        if self.sketch.qualnames(func) & _KIND_PRESERVING.keys():
+            following.extend(call.args)
+            following.extend(keyword.value for keyword in call.keywords)
+        following.extend(("returns", function) for function in self.sketch.arrays.callees_of(func))
+        return False, following
+
+    def _name_step(self, name: str) -> tuple[bool, list[_Item]]:
+        """Every binding of `name` in the file: assigned values, what loops over, annotations,
+        parameters (by annotation, the `self` of a method, else the arguments of calls)."""
+        sketch = self.sketch
+        following: list[_Item] = list(sketch.assigned(name))
+        for loop in sketch.of_type(ast.For, ast.AsyncFor, ast.comprehension):
+            if any(isinstance(node, ast.Name) and node.id == name for node in walk(loop.target)):
+                following.append(loop.iter)
+        for node in sketch.of_type(ast.AnnAssign):
+            if isinstance(node.target, ast.Name) and node.target.id == name and INVALID in self._annotation_kinds(
+                    node.annotation):
+                return True, []
+        for function, arg, first in _parameters_named(sketch, name):
+            if first and isinstance(sketch.parent(function), ast.ClassDef):
+                return True, []  # `self`: the model reads the leaves of its class
+            kinds = self._annotation_kinds(arg.annotation) if arg.annotation is not None else frozenset({NONE})
+            if INVALID in kinds:
+                return True, []
+            if kinds != {CLEAN}:
+                following.append(("parameter", function, name))
+        return False, following
+
+    def _attribute_step(self, attr: str) -> tuple[bool, list[_Item]]:
+        """`obj.attr`: what is assigned to an attribute of that name, and the annotations of
+        class fields of that name (`Facts._field_module_class`)."""
+        for classes in self.sketch.classes.values():
+            for cls in classes:
+                for node in cls.body:
+                    if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                            and node.target.id == attr and INVALID in self._annotation_kinds(node.annotation)):
+                        return True, []
+        return False, list(self.sketch.assigned_attribute(attr))
+
+    def _returned(self, function: FunctionNode) -> list[_Item]:
+        if isinstance(function, ast.Lambda):
+            return [function.body]
+        return [node.value for node in self.sketch.reach.own(function).nodes
+                if isinstance(node, ast.Return) and node.value is not None]
+
+    def _passed(self, function: FunctionNode, name: str, bound: int) -> list[_Item]:
+        """What the calls of `function` (and, for an `__init__`, of its class) may pass for its
+        parameter `name`, read as `argument_for` reads them with `bound` leading parameters
+        already bound: by position, by keyword, or unpacked."""
+        calls = list(self._calls_of(function))
+        owner = self.sketch.parent(function)
+        if isinstance(function, ast.FunctionDef) and function.name == "__init__" and isinstance(owner, ast.ClassDef):
+            calls += [call for call in self.sketch.calls
+                      if isinstance(call.func, (ast.Name, ast.Attribute)) and _last_name(call.func) == owner.name]
+        names = positional_names(function)
+        position = names.index(name) - bound if name in names else -1
+        found: list[_Item] = []
+        for call in calls:
+            found.extend(keyword.value for keyword in call.keywords if keyword.arg in (name, None))
+            found.extend(arg.value for arg in call.args if isinstance(arg, ast.Starred))
+            if 0 <= position < len(call.args):
+                found.append(call.args[position])
+        return found
+
+    def _calls_of(self, function: FunctionNode) -> list[ast.Call]:
+        """The calls that may run `function` (`SketchReach.function_targets` of each call's
+        function: a name standing for it, `jax.jit(f)(...)`, a method): those `Facts.callee` finds."""
+        if self._callers is None:
+            self._callers = {}
+            for call in self.sketch.calls:
+                for target, _ in self.sketch.reach.function_targets(call.func):
+                    self._callers.setdefault(id(target), []).append(call)
+        return self._callers.get(id(function), [])
+
+    # -- transforms -----------------------------------------------------------------------------
+
+    def transform_may_get(self, transforms: frozenset[str]) -> bool:
+        """May one of these transforms, applied to a function of this file (called or as a
+        decorator), get such a module for a parameter it may consume?"""
+        reach = self.sketch.reach
+        for call in self.sketch.calls_to(transforms):
+            static = static_options_of(call, self.sketch.qualnames(call.func) & transforms)
+            for target in given_at(call, ("fun", "f"), 0):
+                for function, bound in reach.function_targets(target):
+                    if self._may_receive(function, bound, static, decorated=False):
+                        return True
+        for function in reach.decorated(set(transforms)):
+            if isinstance(function, ast.Lambda):
+                continue
+            for static in reach.decorator_options(function, set(transforms)):
+                if self._may_receive(function, 0, static, decorated=True):
+                    return True
+        return False
+
+    def _may_receive(self, function: FunctionNode, bound: int, static: tuple[frozenset[str], frozenset[int]],
+                     decorated: bool) -> bool:
+        names, numbers = static
+        arguments = function.args
+        for index, arg in enumerate([*arguments.posonlyargs, *arguments.args]):
+            if index < bound or arg.arg in names or index - bound in numbers:
+                continue
+            kinds = self._annotation_kinds(arg.annotation) if arg.annotation is not None else frozenset({NONE})
+            if INVALID in kinds:
+                return True
+            if kinds == {CLEAN}:
+                continue  # the model takes the class the annotation names
+            owner = self.sketch.parent(function)
+            if decorated and index == 0 and isinstance(owner, ast.ClassDef):
+                if may_be_module_class(self.sketch, owner):
+                    return True  # `self` of a decorated method: the leaves of its class
+                continue
+            if any(self.may_carry(cast(ast.expr, value)) for value in self._passed(
+                    function, arg.arg, 1 if decorated and _is_method(self.sketch, function) else bound)):
+                return True
+        return False
+
+    def given_to(self, names: frozenset[str]) -> bool:
+        """May a call to one of these dotted names be given such a module (any argument)?"""
+        return any(self.may_carry(value) for call in self.sketch.calls_to(names)
+                   for value in (*call.args, *(keyword.value for keyword in call.keywords)))
+
+
+def _library_kind(qualname: str, depth: int = 0) -> str:
+    """A library class's kind: a container of layers holds what it is given; a row of
+    lint/analysis/data names the function leaves and the modules inside (`Leaves._library`)."""
+    if qualname in jax_api.names("layer_containers"):
+        return INVALID
+    row = jax_api.library_module(qualname)
+    if row is None:
+        return CLEAN
+    if row.functions:
+        return INVALID
+    if depth < 4 and any(_library_kind(inner.rstrip("[]"), depth + 1) == INVALID for _, inner in row.modules):
+        return INVALID
+    return CLEAN
+
+
+# a project file's top-level names bound by `def` and in no other way, by its path, with its stamp
+_defined_only: dict[str, tuple[list[int] | None, frozenset[str]]] = {}
+
+
+def _only_functions(path: str, name: str) -> bool:
+    """Does the file bind `name` at its top level by `def` alone (no class, import or
+    assignment of it, no star import)? Read with CPython's parser, once per version of the file."""
+    from odelint.analysis import project
+
+    path = os.path.abspath(path)
+    stamp = project.noted(path)
+    known = _defined_only.get(path)
+    if known is None or known[0] != stamp:
+        try:
+            tree = ast.parse(project.read_text(path))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = ast.Module(body=[], type_ignores=[])
+        known = _defined_only[path] = (stamp, _names_defined_only(tree))
+    return name in known[1]
+
+
+def _names_defined_only(tree: ast.Module) -> frozenset[str]:
+    defined: set[str] = set()
+    other: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.ClassDef):
+            other.add(node.name)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            other.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                return frozenset()
+            other.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return frozenset(defined - other)
+
+
+def _key(item: _Item) -> Hashable:
+    return item if isinstance(item, tuple) else id(item)
+
+
+def _is_method(sketch: Sketch, function: FunctionNode) -> bool:
+    return not isinstance(function, ast.Lambda) and isinstance(sketch.parent(function), ast.ClassDef)
+
+
+def _last_name(node: ast.Name | ast.Attribute) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr
+
+
+def _parameters_named(sketch: Sketch, name: str) -> Iterator[tuple[FunctionNode, ast.arg, bool]]:
+    """The parameters called `name` of every function and lambda of the file, each with
+    whether it is its function's first positional one."""
+    functions: list[FunctionNode] = [f for found in sketch.defs.values() for f in found]
+    functions += sketch.of_type(ast.Lambda)
+    for function in functions:
+        arguments = function.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        for arg in (*positional, *arguments.kwonlyargs):
+            if arg.arg == name:
+                yield function, arg, bool(positional) and arg is positional[0]
+

@@ -1,0 +1,235 @@
+"""The pre-checks of ODL601 and ODL402 on the `ast` sketch (odelint.analysis.sketch_module_classes):
+which values may be Equinox modules with a function or string leaf.
+
+Each condition is pinned both ways: code the pre-check keeps, on which the rule really fires,
+and similar code it drops, on which the rule cannot fire. Classes of other project files are
+read by their own file's model, so a project of two files is built for those.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+from odelint.analysis import project
+from odelint.analysis.sketch import Sketch
+from odelint.analysis.sketch_module_classes import CLEAN, INVALID, NONE
+from odelint.api.registry import rule_for
+from odelint.engine.core import candidates, lint_source
+
+HEAD = "import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n"
+
+# a project file next to the linted one: a module with a function field, one of arrays only,
+# a configuration module whose `Callable` field is meant to be static, and a plain function
+MODELS = '''
+from typing import Callable
+import equinox as eqx
+import jax
+
+
+class Activated(eqx.Module):
+    weight: jax.Array
+    activation: Callable
+
+
+class Weights(eqx.Module):
+    weight: jax.Array
+    scale: float
+
+
+class Options(eqx.Module):
+    save: Callable | None = None
+    progress: Callable = print
+
+
+def build(key):
+    return Activated(jax.random.normal(key, (2,)), jax.nn.relu)
+'''
+
+
+def _write(folder: Path, code: str) -> str:
+    (folder / "models.py").write_text(MODELS)
+    path = folder / "train.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    return str(path)
+
+
+def kept_and_fires(folder: Path, code: str, rule: str) -> None:
+    path = _write(folder, code)
+    source = Path(path).read_text()
+    with project.places(object()):
+        assert [r.code for r in candidates(source, path, [rule_for(rule)])] == [rule]
+        assert rule in {f.code for f in lint_source(source, path, {rule}, gate=False).findings}
+
+
+def dropped(folder: Path, code: str, rule: str) -> None:
+    path = _write(folder, code)
+    source = Path(path).read_text()
+    with project.places(object()):
+        assert candidates(source, path, [rule_for(rule)]) == []
+        assert rule not in {f.code for f in lint_source(source, path, {rule}, gate=False).findings}
+
+
+# -- ODL601: what a transformed function's parameter may receive ---------------------------------
+
+ODL601_KEPT = {
+    "a library module with a function leaf, passed at once": """
+        def loss(m, x):
+            return m(x)
+        jax.jit(loss)(eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0)), jnp.ones(2))
+    """,
+    "a module a function of this file builds, through a name": """
+        def make(key):
+            return eqx.nn.MLP(2, 1, 8, 2, key=key)
+
+        def loss(m, x):
+            return m(x)
+
+        model = make(jax.random.PRNGKey(0))
+        jax.grad(loss)(model, jnp.ones(2))
+    """,
+    "a parameter annotated with a class of another file that holds a function": """
+        from models import Activated
+
+        @jax.jit
+        def step(model: Activated, x):
+            return model.activation(x)
+    """,
+    "a class of another file, built by the call of the transformed function": """
+        from models import Activated
+
+        def step(model, x):
+            return model.activation(x)
+
+        compiled = jax.jit(step)
+        compiled(Activated(jnp.ones(2), jax.nn.relu), 1.0)
+    """,
+    "a module of this file with a string field, through a method's caller": """
+        class Named(eqx.Module):
+            name: str
+
+        def step(model, x):
+            return x
+
+        def run(model, x):
+            return jax.jit(step)(model, x)
+
+        run(Named("n"), 1.0)
+    """,
+}
+
+ODL601_DROPPED = {
+    "a library module of arrays only": """
+        def loss(m, x):
+            return m(x)
+        jax.jit(loss)(eqx.nn.Linear(2, 1, key=jax.random.PRNGKey(0)), jnp.ones(2))
+    """,
+    "a parameter annotated with another file's module of arrays and numbers": """
+        from models import Weights
+
+        @jax.jit
+        def step(model: Weights, x):
+            return model.weight * x
+    """,
+    "another file's module with a function field, given as a static argument": """
+        from models import Options, Weights
+
+        def solve(model: Weights, options: Options, x):
+            return model.weight * x
+
+        def run(x):
+            options = Options()
+            return jax.jit(solve, static_argnames=("options",))(Weights(x, 1.0), options, x)
+    """,
+    "arrays passed where the file builds an MLP for something else": """
+        def loss(w, x):
+            return jnp.sum(w * x)
+
+        model = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0))
+        print(model)
+        ws = [jnp.ones(2) for _ in range(3)]
+        jax.grad(loss)(ws[0], jnp.ones(2))
+    """,
+    "what another file's function returns (the model does not follow it)": """
+        from models import build
+
+        def loss(m, x):
+            return m.activation(x)
+
+        jax.grad(loss)(build(jax.random.PRNGKey(0)), 1.0)
+    """,
+}
+
+
+@pytest.mark.parametrize("code", ODL601_KEPT.values(), ids=ODL601_KEPT.keys())
+def test_odl601_keeps_a_transform_that_may_get_a_module_with_a_function_or_string(tmp_path: Path, code: str) -> None:
+    kept_and_fires(tmp_path, code, "ODL601")
+
+
+@pytest.mark.parametrize("code", ODL601_DROPPED.values(), ids=ODL601_DROPPED.keys())
+def test_odl601_drops_a_transform_that_cannot(tmp_path: Path, code: str) -> None:
+    dropped(tmp_path, code, "ODL601")
+
+
+# -- ODL402: control-flow operands ----------------------------------------------------------------
+
+def test_odl402_keeps_a_carry_that_may_hold_a_module_with_a_function(tmp_path: Path) -> None:
+    kept_and_fires(tmp_path, """
+        def rollout(xs):
+            model = eqx.nn.MLP(2, 2, 8, 2, key=jax.random.PRNGKey(0))
+            def step(m, x):
+                return m, m(x)
+            return jax.lax.scan(step, model, xs)
+    """, "ODL402")
+
+
+def test_odl402_drops_a_carry_of_arrays_only(tmp_path: Path) -> None:
+    dropped(tmp_path, """
+        from models import Weights
+
+        def rollout(model: Weights, xs):
+            layer = eqx.nn.Linear(2, 2, key=jax.random.PRNGKey(0))
+            def step(carry, x):
+                return carry, x
+            return jax.lax.scan(step, (model, layer), xs)
+    """, "ODL402")
+
+
+# -- the classes a type expression may name ---------------------------------------------------------
+
+def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        from models import Activated, Weights, build
+        import models
+
+        class Local(eqx.Module):
+            w: jax.Array
+
+        class Plain:
+            pass
+
+        a = eqx.nn.MLP
+        b = eqx.nn.Linear
+        c = eqx.nn.Sequential
+        d = eqx.Module
+        e = models.Options
+        used = (Activated, Weights, build, Local, Plain)
+    """)
+    tree = ast.parse(Path(path).read_text())
+    sketch = Sketch(tree, path)
+    names = {node.id: node for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    attributes = {ast.unparse(node): node for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    with project.places(object()):
+        kinds = sketch.module_classes.class_kinds
+        assert kinds(attributes["eqx.nn.MLP"]) == {INVALID}
+        assert kinds(attributes["eqx.nn.Linear"]) == {CLEAN}
+        assert kinds(attributes["eqx.nn.Sequential"]) == {INVALID}  # its leaves are the layers it is given
+        assert kinds(attributes["eqx.Module"]) == {CLEAN}
+        assert kinds(attributes["models.Options"]) == {INVALID}
+        assert kinds(names["Activated"]) == {INVALID}
+        assert kinds(names["Weights"]) == {CLEAN}
+        assert kinds(names["build"]) == {NONE}
+        assert kinds(names["Local"]) == {INVALID}  # a class of this file: its leaves are not read here
+        assert kinds(names["Plain"]) == {NONE}
