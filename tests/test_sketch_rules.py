@@ -37,6 +37,21 @@ FIRES = [
         import equinox as eqx
         f = eqx.filter_jit(lambda x: x, static_argnums=0)
     """),
+    # a module reached as a loop target; `self.field = ...` in a method of a module class
+    ("ODL604", """
+        import equinox as eqx
+        import jax
+        layers = [eqx.nn.Linear(2, 2, key=jax.random.PRNGKey(0))]
+        for layer in layers:
+            layer.weight = 0.0
+    """),
+    ("ODL604", """
+        import equinox as eqx
+        class Counter(eqx.Module):
+            count: int
+            def bump(self):
+                self.count = self.count + 1
+    """),
     # the array is what the name holds last before the call
     ("ODL708", """
         import jax
@@ -205,6 +220,35 @@ DROPS = [
                 self.step += 1
         net = eqx.nn.Linear(2, 1, key=None)
         config = {"a": 1}
+    """),
+    # `self.x = ...` in a method of a plain class, beside a module class of the same file
+    ("ODL604", """
+        import equinox as eqx
+        class Store:
+            def update(self, x):
+                self.data = x
+        class Wrapper(eqx.Module):
+            layer: eqx.Module
+            def __call__(self, x):
+                return self.layer(x)
+    """),
+    # names that hold an imported module, a library's copy, or an instance of a class whose
+    # base is no file of the project
+    ("ODL604", """
+        import copy
+        import equinox as eqx
+        import diffrax._step_size_controller.clip as dx_clip
+        import numpyro.distributions.transforms as transforms
+        clip = dx_clip
+        clip.find = len
+        def widen(config):
+            block = copy.copy(config)
+            block.width = 2
+            return block
+        class ToNumpyro(transforms.Transform):
+            def __init__(self, bijection):
+                self.bijection = bijection
+        layer = eqx.nn.Identity()
     """),
     ("ODL603", """
         import equinox as eqx

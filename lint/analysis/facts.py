@@ -47,9 +47,9 @@ class Kind(enum.Enum):
 
 
 # Equinox functions whose result is the same kind as one of their arguments.
-_KIND_PRESERVING = {"equinox.apply_updates": 0, "equinox.tree_at": 1}
+_KIND_PRESERVING: dict[str, int] = jax_api.names_table("kind_preserving")
 # Members of equinox.nn that are not modules.
-_NN_NON_MODULES = frozenset({"equinox.nn.State", "equinox.nn.StateIndex"})
+_NN_NON_MODULES = jax_api.names("nn_non_modules")
 # optax functions that build no gradient transformation.
 _OPTAX_NOT_TRANSFORMATIONS = frozenset({"apply_updates", "incremental_update", "periodic_update", "global_norm",
                                         "safe_norm", "safe_root_mean_squares"})

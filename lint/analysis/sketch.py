@@ -28,6 +28,7 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 
 if TYPE_CHECKING:
+    from odelint.analysis.project import ImportsOf
     from odelint.analysis.sketch_arrays import SketchArrays
     from odelint.analysis.sketch_module_classes import SketchModuleClasses
     from odelint.analysis.sketch_reach import SketchReach
@@ -61,7 +62,8 @@ class Sketch:
         self.path = path
         self.options = options  # the settings rules read (FileContext.options)
         self._aliases: dict[str, list[str]] = {}        # name -> the dotted names it may stand for
-        self._assigned: dict[str, list[ast.expr]] = {}  # name -> values assigned to it anywhere
+        self._assigned: dict[str, list[ast.expr]] = {}  # name -> values assigned to it (or into it) anywhere
+        self._bound: dict[str, list[ast.expr]] = {}     # name -> values assigned to the name itself
         # name -> functions (methods too) of that name
         self.defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self.classes: dict[str, list[ast.ClassDef]] = {}
@@ -85,6 +87,7 @@ class Sketch:
         self._reach: SketchReach | None = None
         self._arrays: SketchArrays | None = None
         self._module_classes: SketchModuleClasses | None = None
+        self._imports: ImportsOf | None = None
 
     def release(self) -> None:
         """Drop what the Sketch holds once the gate has its answer: its analyses refer back to
@@ -142,10 +145,13 @@ class Sketch:
             for target in targets:
                 if type(target) is ast.Name:  # most targets: no walk (a generator per target)
                     self._assigned.setdefault(target.id, []).append(node.value)
+                    self._bound.setdefault(target.id, []).append(node.value)
                     continue
                 for part in walk(target):
                     if type(part) is ast.Name:
                         self._assigned.setdefault(part.id, []).append(node.value)
+                        if type(part.ctx) is ast.Store:
+                            self._bound.setdefault(part.id, []).append(node.value)
 
     @overload
     def of_type(self, first: type[_Node], /) -> list[_Node]: ...
@@ -161,8 +167,14 @@ class Sketch:
         return [node for kind in types for node in self._nodes.get(kind, ())]
 
     def assigned(self, name: str) -> list[ast.expr]:
-        """The values assigned to `name` anywhere in the file (`x = ...`, tuple targets included)."""
+        """The values assigned to `name` anywhere in the file (`x = ...`, tuple targets included),
+        and those stored into an attribute or item of it (`x.a = ...`)."""
         return self._assigned.get(name, [])
+
+    def bound(self, name: str) -> list[ast.expr]:
+        """The values assigned to `name` itself anywhere in the file (`x = ...`, `a, x = ...`),
+        not those stored into an attribute or item of it (`x.a = ...`, `x[i] = ...`)."""
+        return self._bound.get(name, [])
 
     def assigned_attribute(self, attr: str) -> list[ast.expr]:
         """The values assigned to an attribute of this name anywhere in the file (`self.attr = ...`)."""
@@ -311,6 +323,17 @@ class Sketch:
         return False
 
     # -- where a node is -------------------------------------------------------------------
+
+    def project_file(self, module: str) -> str | None:
+        """The file of the project that `import <module>` means here (odelint.analysis.project),
+        None for none (a library's module, or no path to look from)."""
+        from odelint.analysis import project
+
+        if self.path is None:
+            return None
+        if self._imports is None:
+            self._imports = project.ImportsOf(self.path)
+        return self._imports.file(module)
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self._parents.get(id(node))

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from odelint.analysis import jax_api, literals
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
-from odelint.analysis.facts import _KIND_PRESERVING, function_wrappers
+from odelint.analysis.facts import function_wrappers
 from odelint.analysis.sketch import children
 from odelint.analysis.sketch_calls import parameters
 
@@ -295,7 +295,7 @@ class _Solution:
         if any(jax_api.returns_array(name) or (self.keyed and jax_api.returns_key(name)) for name in names):
             return True
         if any(name in names and position < len(call.args) and self._may(call.args[position])
-               for name, position in _KIND_PRESERVING.items()):
+               for name, position in jax_api.names_table("kind_preserving").items()):
             return True
         if isinstance(func, ast.Attribute) and func.attr in ARRAY_METHODS and self._may(_at_receiver(func.value)):
             return True

@@ -66,7 +66,7 @@ def may_be_module_class(sketch: Sketch, cls: ast.ClassDef, seen: frozenset[int] 
     if id(cls) in seen:
         return False
     for base in cls.bases:
-        if any(_may_name_module_type(name) for name in sketch.qualnames(base)):
+        if any(_may_name_module_type(sketch, name) for name in sketch.qualnames(base)):
             return True
         if isinstance(base, ast.Name) and any(may_be_module_class(sketch, parent, seen | {id(cls)})
                                               for parent in sketch.classes.get(base.id, ())):
@@ -74,11 +74,15 @@ def may_be_module_class(sketch: Sketch, cls: ast.ClassDef, seen: frozenset[int] 
     return False
 
 
-def _may_name_module_type(qualname: str) -> bool:
-    """`Facts.module_type` of a dotted name: Equinox, a library's module, or a project file's class."""
+def _may_name_module_type(sketch: Sketch, qualname: str) -> bool:
+    """`Facts.module_type` of a dotted name: Equinox, a library's module, or a class of a file
+    of the project (one the import finds: `numpyro.distributions.Transform` is none)."""
     top = qualname.lstrip(".").split(".")[0]
-    return (top == "equinox" or jax_api.is_library_module(qualname)
-            or ("." in qualname.lstrip(".") and top not in NEVER_PROJECT))
+    if top == "equinox" or jax_api.is_library_module(qualname):
+        return True
+    if "." not in qualname.lstrip(".") or top in NEVER_PROJECT:
+        return False
+    return sketch.project_file(qualname.rpartition(".")[0]) is not None
 
 
 def enclosing_class(sketch: Sketch, node: ast.AST) -> ast.ClassDef | None:
@@ -90,12 +94,17 @@ def enclosing_class(sketch: Sketch, node: ast.AST) -> ast.ClassDef | None:
     return current if isinstance(current, ast.ClassDef) else None
 
 
-def may_name_module(sketch: Sketch, name: str, called: frozenset[str]) -> bool:
+def may_name_module(sketch: Sketch, name: str, called: frozenset[str], seen: frozenset[str] = frozenset()) -> bool:
     """May `Facts.kind` find the name `name` to be an Equinox module? Some binding of it must:
     a parameter (annotated, the `self` of a class that may be a module, or of a function the
-    file calls by name: `called`, for `Facts._param_kind`), an annotated assignment, or an
-    assignment of a value that may be a module (not a literal, lambda or arithmetic)."""
-    if any(_may_hold_module(value) for value in sketch.assigned(name)):
+    file calls by name: `called`, for `Facts._param_kind`), an annotated assignment, a loop
+    target, or an assignment of a value that may be a module (not a literal, lambda or
+    arithmetic, nor a name that cannot be one, nor a call of a library's function)."""
+    seen = seen | {name}
+    if any(_may_hold_module(sketch, value, called, seen) for value in sketch.bound(name)):
+        return True
+    if any(isinstance(loop.target, ast.Name) and loop.target.id == name  # what the loop runs over (`_element_kind`)
+           for loop in sketch.of_type(ast.For, ast.AsyncFor, ast.comprehension)):
         return True
     if any(isinstance(node.target, ast.Name) and node.target.id == name
            for node in sketch.of_type(ast.AnnAssign)):
@@ -129,12 +138,30 @@ def _param_may_be_module(sketch: Sketch, function: ast.FunctionDef | ast.AsyncFu
     return False
 
 
-def _may_hold_module(value: ast.expr) -> bool:
-    """Can `Facts.kind` make this assigned value a module (a name, call, attribute or item,
-    also as an element of a tuple that is unpacked)?"""
+def _may_hold_module(sketch: Sketch, value: ast.expr, called: frozenset[str], seen: frozenset[str]) -> bool:
+    """Can `Facts.kind` make this assigned value a module: a name that may be one, a call
+    (`_call_kind`) but of a library's function that builds none, an attribute or an item, also
+    as an element of a tuple that is unpacked?"""
     if isinstance(value, (ast.Tuple, ast.List)):
-        return any(_may_hold_module(element) for element in value.elts)
-    return isinstance(value, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))
+        return any(_may_hold_module(sketch, element, called, seen) for element in value.elts)
+    if isinstance(value, ast.Name):
+        return value.id not in seen and may_name_module(sketch, value.id, called, seen)
+    if isinstance(value, ast.Call):
+        return _call_may_build_module(sketch, value.func)
+    return isinstance(value, (ast.Attribute, ast.Subscript))
+
+
+def _call_may_build_module(sketch: Sketch, func: ast.expr) -> bool:
+    """May `Facts._call_kind` find a module: a module class called, an Equinox function that
+    keeps its argument's kind, or a function of this file (or any whose meaning the sketch
+    cannot name). A library's function (`copy.copy`, `jnp.zeros`) builds none."""
+    names = sketch.qualnames(func)
+    if not names or isinstance(func, ast.Call):
+        return True
+    if isinstance(func, ast.Name) and (func.id in sketch.defs or func.id in sketch.classes):
+        return True
+    preserving = jax_api.names_table("kind_preserving")
+    return any(name in preserving or _may_name_module_type(sketch, name) for name in names)
 
 
 def only_defined(sketch: Sketch, names: Iterable[str]) -> frozenset[str]:

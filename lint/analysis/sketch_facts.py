@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
@@ -490,7 +491,11 @@ def module_field_assigned(sketch: Sketch) -> bool:
             continue
         initialising = _initialising(sketch, target, rebound, methods)
         if initialising is None:
-            owners.add(target.value.id)
+            own = _own_instance(sketch, target, rebound)
+            if own is None:
+                owners.add(target.value.id)
+            elif may_be_module_class(sketch, own):
+                return True
         elif _undeclared(sketch, target, *initialising) and may_be_module_class(sketch, initialising[1]):
             return True
     called = called_names(sketch)
@@ -520,6 +525,27 @@ def _initialising(sketch: Sketch, target: ast.Attribute, rebound: dict[int, set[
     if not arguments or arguments[0].arg != target.value.id or target.value.id in rebound[id(method)]:
         return None  # not the instance, or a name rebound in the method
     return method, cls
+
+
+def _own_instance(sketch: Sketch, target: ast.Attribute, rebound: dict[int, set[str]]) -> ast.ClassDef | None:
+    """The class of the method whose own instance `target` assigns to: `self.field = ...` in
+    the method's body, `self` unannotated and not rebound there. `Facts.kind` finds such a
+    `self` a module exactly when its class is one (`_method_class_of_self`). None for any
+    other target."""
+    owner = cast(ast.Name, target.value)
+    method = sketch.enclosing_function(target)
+    cls = sketch.parent(method) if method is not None else None
+    if method is None or not isinstance(cls, ast.ClassDef) or scope_of(sketch, target) is not method:
+        return None
+    arguments = [*method.args.posonlyargs, *method.args.args]
+    if not arguments or arguments[0].arg != owner.id or arguments[0].annotation is not None or any(
+            isinstance(decorator, ast.Name) and decorator.id in ("staticmethod", "classmethod")
+            for decorator in method.decorator_list):
+        return None
+    if id(method) not in rebound:
+        rebound[id(method)] = {node.id for node in walk(method)
+                               if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+    return None if owner.id in rebound[id(method)] else cls
 
 
 class _InitialisingMethods:

@@ -31,7 +31,6 @@ from collections.abc import Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, cast
 
 from odelint.analysis import jax_api
-from odelint.analysis.facts import _KIND_PRESERVING, _NN_NON_MODULES
 from odelint.analysis.sketch import walk
 from odelint.analysis.sketch_calls import may_be_module_class, positional_names
 from odelint.analysis.sketch_reach import given_at, static_options_of
@@ -79,7 +78,7 @@ class SketchModuleClasses:
         if qualname == "equinox.Module":
             return CLEAN
         if qualname.startswith("equinox.nn."):
-            if qualname in _NN_NON_MODULES or not qualname.rsplit(".", 1)[1][:1].isupper():
+            if qualname in jax_api.names("nn_non_modules") or not qualname.rsplit(".", 1)[1][:1].isupper():
                 return NONE
             return _library_kind(qualname)
         if jax_api.is_library_module(qualname):
@@ -173,7 +172,7 @@ class SketchModuleClasses:
         if any(INVALID in self.class_kinds(cast(ast.expr, node)) for node in named):
             return True, []
         following: list[_Item] = []
-        if self.sketch.qualnames(func) & _KIND_PRESERVING.keys():
+        if self.sketch.qualnames(func) & jax_api.names_table("kind_preserving").keys():
             following.extend(call.args)
             following.extend(keyword.value for keyword in call.keywords)
         following.extend(("returns", function) for function in self.sketch.arrays.callees_of(func))
