@@ -37,6 +37,29 @@ FIRES = [
         import equinox as eqx
         f = eqx.filter_jit(lambda x: x, static_argnums=0)
     """),
+    # `key=key` to two layers: a key by its annotation, or one a `jax.random` call of the same
+    # function consumes
+    ("ODL704", """
+        import equinox as eqx
+        from jaxtyping import PRNGKeyArray
+        class Block(eqx.Module):
+            first: eqx.nn.Dropout
+            second: eqx.nn.Dropout
+            def __call__(self, x, *, key: PRNGKeyArray):
+                y = self.first(x, key=key)
+                return self.second(y, key=key)
+    """),
+    ("ODL704", """
+        import equinox as eqx
+        import jax
+        class Block(eqx.Module):
+            first: eqx.nn.Dropout
+            second: eqx.nn.Dropout
+            def __call__(self, x, *, key):
+                salt = jax.random.fold_in(key, 0)
+                y = self.first(x, key=key)
+                return self.second(y + salt.sum(), key=key)
+    """),
     # a module reached as a loop target; `self.field = ...` in a method of a module class
     ("ODL604", """
         import equinox as eqx
@@ -220,6 +243,17 @@ DROPS = [
                 self.step += 1
         net = eqx.nn.Linear(2, 1, key=None)
         config = {"a": 1}
+    """),
+    # `key=key` to two layers, where nothing says `key` holds a key
+    ("ODL704", """
+        import equinox as eqx
+        import jax
+        class Block(eqx.Module):
+            first: eqx.nn.Dropout
+            second: eqx.nn.Dropout
+            def __call__(self, x, *, key=None):
+                y = self.first(x, key=key)
+                return self.second(y, key=key)
     """),
     # `self.x = ...` in a method of a plain class, beside a module class of the same file
     ("ODL604", """
