@@ -37,6 +37,19 @@ FIRES = [
         import equinox as eqx
         f = eqx.filter_jit(lambda x: x, static_argnums=0)
     """),
+    # lax control flow given an `eqx.Partial` of a module's method, through a name
+    ("ODL401", """
+        import equinox as eqx
+        import jax
+        import jax.numpy as jnp
+        class Flow(eqx.Module):
+            layer: eqx.nn.Linear
+            def step(self, carry, x, scale):
+                return carry + self.layer(x) * scale, None
+            def run(self, xs):
+                fn = eqx.Partial(self.step, scale=2.0)
+                return jax.lax.scan(fn, jnp.zeros(2), xs)
+    """),
     # `key=key` to two layers: a key by its annotation, or one a `jax.random` call of the same
     # function consumes
     ("ODL704", """
@@ -243,6 +256,22 @@ DROPS = [
                 self.step += 1
         net = eqx.nn.Linear(2, 1, key=None)
         config = {"a": 1}
+    """),
+    # lax control flow given names bound only to a lambda or a `functools.partial`
+    ("ODL401", """
+        import functools
+        import equinox as eqx
+        import jax
+        import jax.numpy as jnp
+        class Flow(eqx.Module):
+            layer: eqx.nn.Linear
+            def step(self, carry, x, scale):
+                return carry + self.layer(x) * scale, None
+            def run(self, xs):
+                fn = functools.partial(self.step, scale=2.0)
+                total, _ = jax.lax.scan(fn, jnp.zeros(2), xs)
+                zero = lambda c, a: (c.at[a].set(0), a)
+                return jax.lax.scan(zero, total, jnp.arange(2))
     """),
     # `key=key` to two layers, where nothing says `key` holds a key
     ("ODL704", """

@@ -164,11 +164,21 @@ def _call_may_build_module(sketch: Sketch, func: ast.expr) -> bool:
     return any(name in preserving or _may_name_module_type(sketch, name) for name in names)
 
 
-def only_defined(sketch: Sketch, names: Iterable[str]) -> frozenset[str]:
-    """Those of `names` that the file binds by `def` and in no other way (no assignment,
-    parameter, import, class, loop or `with` target), so that they always name a function."""
-    rebound = {node.id for node in sketch.of_type(ast.Name)
-               if not isinstance(node.ctx, ast.Load)}
+def only_functions(sketch: Sketch, names: Iterable[str]) -> frozenset[str]:
+    """Those of `names` that the file binds only by `def` or by `name = lambda ...` or
+    `name = functools.partial(...)` (no other assignment, parameter, import, class, loop or
+    `with` target), so that they always name a plain function, never a module or a method."""
+    functions = set(sketch.defs)
+    rebound: set[str] = set()
+    for name in sketch.of_type(ast.Name):
+        if isinstance(name.ctx, ast.Load):
+            continue
+        statement = sketch.parent(name)
+        if isinstance(statement, ast.Assign) and statement.targets == [name] and _plain_function(
+                sketch, statement.value):
+            functions.add(name.id)
+        else:
+            rebound.add(name.id)
     rebound.update(arg.arg for arg in sketch.of_type(ast.arg))
     rebound.update(sketch.classes)
     for node in sketch.of_type(ast.Import, ast.ImportFrom):
@@ -176,7 +186,12 @@ def only_defined(sketch: Sketch, names: Iterable[str]) -> frozenset[str]:
     rebound.update(node.name for node in sketch.of_type(ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
                    if node.name)
     rebound.update(node.rest for node in sketch.of_type(ast.MatchMapping) if node.rest)
-    return frozenset(name for name in names if name in sketch.defs and name not in rebound)
+    return frozenset(name for name in names if name in functions and name not in rebound)
+
+
+def _plain_function(sketch: Sketch, value: ast.expr) -> bool:
+    """A lambda, or `functools.partial(...)` (`Facts.kind` FUNCTION; not `eqx.Partial`, a pytree)."""
+    return isinstance(value, ast.Lambda) or (isinstance(value, ast.Call) and sketch.qualnames(value.func) == {PARTIAL})
 
 
 def parameters(function: FunctionNode) -> list[ast.arg]:

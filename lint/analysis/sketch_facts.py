@@ -27,7 +27,7 @@ from odelint.analysis.sketch_calls import (
     keyword,
     may_be_module_class,
     may_name_module,
-    only_defined,
+    only_functions,
     parameters,
     positional,
     positional_names,
@@ -233,12 +233,12 @@ def _may_be_unhashable(sketch: Sketch, value: ast.expr, modules: bool) -> bool:
 @fact("callable_module_in_control_flow")
 def callable_module_in_control_flow(sketch: Sketch) -> bool:
     """A module may be in play, and some function slot of lax control flow gets neither a
-    lambda nor a name that only a `def` binds."""
+    lambda nor a name that only a `def`, a lambda or `functools.partial` binds."""
     if not sketch.may_hold_modules():
         return False
     slots = jax_api.control_flow_slots()
     given = [function for call in sketch.calls_to(slots) for function in _slot_values(sketch, call)]
-    plain = only_defined(sketch, {node.id for node in given if isinstance(node, ast.Name)})
+    plain = only_functions(sketch, {node.id for node in given if isinstance(node, ast.Name)})
     return any(not isinstance(node, ast.Lambda) and not (isinstance(node, ast.Name) and node.id in plain)
                for node in given)
 
