@@ -19,7 +19,7 @@ from odelint.analysis.sketch_module_classes import CLEAN, INVALID, NONE
 from odelint.api.registry import rule_for
 from odelint.engine.core import candidates, lint_source
 
-HEAD = "import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n"
+HEAD = "from typing import Callable\nimport equinox as eqx\nimport jax\nimport jax.numpy as jnp\n"
 
 # a project file next to the linted one: a module with a function field, one of arrays only,
 # a configuration module whose `Callable` field is meant to be static, and a plain function
@@ -121,6 +121,24 @@ ODL601_KEPT = {
 }
 
 ODL601_DROPPED = {
+    "modules of this file whose fields are arrays, numbers and static functions": """
+        from typing import Callable
+
+        class Scaled(eqx.Module):
+            scale: float
+            w: jax.Array
+            activation: Callable = eqx.field(static=True)
+
+            def __init__(self, scale: float, w):
+                self.scale = scale * 2
+                self.w = w
+                self.activation = jax.nn.relu
+
+        def loss(model, x):
+            return jnp.sum(model.activation(model.w * x) * model.scale)
+
+        jax.grad(loss)(Scaled(2.0, jnp.ones(2)), jnp.ones(2))
+    """,
     "a library module of arrays only": """
         def loss(m, x):
             return m(x)
@@ -210,12 +228,39 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
         class Plain:
             pass
 
+        class Fielded(eqx.Module):
+            activation: Callable
+
+        class Named(eqx.Module):
+            name: str
+
+        class Inherits(Fielded):
+            w: jax.Array
+
+        class Static(eqx.Module):
+            activation: Callable = eqx.field(static=True)
+            w: jax.Array
+
+        class Scaled(eqx.Module):
+            scale: float
+            w: jax.Array
+
+            def __init__(self, scale: float, w):
+                self.scale = scale * 2
+                self.w = w
+
+        class Stored(eqx.Module):
+            fn: object
+
+            def __init__(self, fn):
+                self.fn = fn
+
         a = eqx.nn.MLP
         b = eqx.nn.Linear
         c = eqx.nn.Sequential
         d = eqx.Module
         e = models.Options
-        used = (Activated, Weights, build, Local, Plain)
+        used = (Activated, Weights, build, Local, Plain, Fielded, Named, Inherits, Static, Scaled, Stored)
     """)
     tree = ast.parse(Path(path).read_text())
     sketch = Sketch(tree, path)
@@ -231,5 +276,12 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
         assert kinds(names["Activated"]) == {INVALID}
         assert kinds(names["Weights"]) == {CLEAN}
         assert kinds(names["build"]) == {NONE}
-        assert kinds(names["Local"]) == {INVALID}  # a class of this file: its leaves are not read here
         assert kinds(names["Plain"]) == {NONE}
+        # classes of this file, read as `Leaves` reads them
+        assert kinds(names["Local"]) == {CLEAN}
+        assert kinds(names["Fielded"]) == {INVALID}
+        assert kinds(names["Named"]) == {INVALID}
+        assert kinds(names["Inherits"]) == {INVALID}
+        assert kinds(names["Static"]) == {CLEAN}
+        assert kinds(names["Scaled"]) == {CLEAN}  # arithmetic, and an array field whatever is assigned
+        assert kinds(names["Stored"]) == {INVALID}  # what `__init__` is given may be a function

@@ -327,13 +327,17 @@ class Sketch:
     def project_file(self, module: str) -> str | None:
         """The file of the project that `import <module>` means here (odelint.analysis.project),
         None for none (a library's module, or no path to look from)."""
+        imports = self.project_imports
+        return imports.file(module) if imports is not None else None
+
+    @property
+    def project_imports(self) -> ImportsOf | None:
+        """Where this file's imports lead (None for a file of no path)."""
         from odelint.analysis import project
 
-        if self.path is None:
-            return None
-        if self._imports is None:
+        if self._imports is None and self.path is not None:
             self._imports = project.ImportsOf(self.path)
-        return self._imports.file(module)
+        return self._imports
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self._parents.get(id(node))

@@ -37,7 +37,6 @@ from odelint.analysis.sketch_reach import given_at, static_options_of
 
 if TYPE_CHECKING:
     from odelint.analysis.facts import Facts
-    from odelint.analysis.project import ImportsOf
     from odelint.analysis.sketch import FunctionNode, Sketch
 
 INVALID = "a module class that may have a function or string leaf"
@@ -51,10 +50,10 @@ class SketchModuleClasses:
     def __init__(self, sketch: Sketch) -> None:
         self.sketch = sketch
         self._qualname_kinds: dict[str, str] = {}
+        self._own_kinds: dict[int, str] = {}
         self._carriers: set[Hashable] = set()     # items known to reach a class with such a leaf
         self._not_carriers: set[Hashable] = set()  # items known not to
         self._callers: dict[int, list[ast.Call]] | None = None
-        self._imports: ImportsOf | None = None
 
     # -- classes --------------------------------------------------------------------------------
 
@@ -63,10 +62,77 @@ class SketchModuleClasses:
         if not isinstance(node, (ast.Name, ast.Attribute)):
             return frozenset({NONE})
         found = {self._qualname_kind(name) for name in self.sketch.qualnames(node)}
-        if isinstance(node, ast.Name) and node.id in self.sketch.classes:
-            found.add(INVALID if any(may_be_module_class(self.sketch, cls)
-                                     for cls in self.sketch.classes[node.id]) else NONE)
+        if isinstance(node, ast.Name):
+            found.update(self._own_class_kind(cls) for cls in self.sketch.classes.get(node.id, ()))
         return frozenset(found) or frozenset({NONE})
+
+    def _own_class_kind(self, cls: ast.ClassDef) -> str:
+        kind = self._own_kinds.get(id(cls))
+        if kind is None:
+            self._own_kinds[id(cls)] = INVALID  # a class among its own bases or fields: say "maybe"
+            kind = self._own_kinds[id(cls)] = self._read_own_class(cls)
+        return kind
+
+    def _read_own_class(self, cls: ast.ClassDef) -> str:
+        """A class of this file, read as `Leaves._own` reads it: its bases' fields, its fields'
+        annotations (a `Callable` or `str` one, or a class with such a leaf), and what its
+        `__init__` assigns to `self` (anything but a number, arithmetic or a parameter
+        declared an array, key or number, unless the field is declared an array or key)."""
+        if not may_be_module_class(self.sketch, cls):
+            return NONE
+        if any(INVALID in self.class_kinds(base) for base in cls.bases):
+            return INVALID
+        settled: set[str] = set()  # fields whose annotation decides them whatever `__init__` assigns
+        for item in cls.body:
+            if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+                continue
+            declared = self._field_declares(item.annotation)
+            if _static_field(self.sketch, item.value):  # no leaf; `__init__` counts unless the kind is known
+                if declared in ("function", "array", "number"):
+                    settled.add(item.target.id)
+            elif declared == "function":
+                return INVALID
+            elif declared == "array":
+                settled.add(item.target.id)
+        init = next((item for item in cls.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
+        if init is None:
+            return CLEAN
+        rebound = {node.id for node in walk(init) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+        parameters = {arg.arg: arg.annotation for arg in (*init.args.posonlyargs, *init.args.args,
+                                                          *init.args.kwonlyargs)
+                      if arg.arg not in rebound}  # the model reads a name by its last binding
+        for node in walk(init):
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(target, ast.Attribute) and target.attr not in settled for target in node.targets):
+                if not self._plain_value(node.value, parameters):
+                    return INVALID
+        return CLEAN
+
+    def _field_declares(self, annotation: ast.expr) -> str:
+        """What a field's annotation declares (`Facts.annotation_kind`, its outer name): "function"
+        (a `Callable`, a `str`, or a module class with such a leaf), "array" (or a key),
+        "number", "module", or "unknown"."""
+        outer = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+        kinds = {jax_api.annotation_kind(name) for name in self.sketch.qualnames(outer)}
+        classes = self.class_kinds(outer)
+        if "callable" in kinds or INVALID in classes or (isinstance(outer, ast.Name) and outer.id == "str"):
+            return "function"
+        if CLEAN in classes:
+            return "module"
+        if kinds & {"array", "key"}:
+            return "array"
+        return "number" if isinstance(outer, ast.Name) and outer.id in ("float", "int", "bool") else "unknown"
+
+    def _plain_value(self, value: ast.expr, parameters: dict[str, ast.expr | None]) -> bool:
+        """A value assigned in `__init__` that gives no function or string leaf: a number or
+        `None`, arithmetic, or a parameter declared an array, key or number."""
+        if isinstance(value, ast.Constant):
+            return not isinstance(value.value, str)
+        if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
+            return True
+        if isinstance(value, ast.Name) and parameters.get(value.id) is not None:
+            return self._field_declares(cast(ast.expr, parameters[value.id])) in ("array", "number")
+        return False
 
     def _qualname_kind(self, qualname: str) -> str:
         kind = self._qualname_kinds.get(qualname)
@@ -98,12 +164,13 @@ class SketchModuleClasses:
         model is built to learn that one is not a class)."""
         from odelint.analysis import project
 
-        if self._imports is None:
-            self._imports = project.ImportsOf(cast(str, self.sketch.path))
-        where = self._imports.file(module) if module.lstrip(".").split(".")[0] not in project.NEVER_PROJECT else None
+        imports = self.sketch.project_imports
+        if imports is None or module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
+            return None
+        where = imports.file(module)
         if where is None or _only_functions(where, name):
             return None
-        return project.facts_imported(self._imports, module, frozenset())
+        return project.facts_imported(imports, module, frozenset())
 
     def _annotation_kinds(self, annotation: ast.expr) -> frozenset[str]:
         """What an annotation declares (its outer name: `list` of `list[Net]`, as the model reads it)."""
@@ -345,6 +412,16 @@ def _names_defined_only(tree: ast.Module) -> frozenset[str]:
                 return frozenset()
             other.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
     return frozenset(defined - other)
+
+
+def _static_field(sketch: Sketch, value: ast.expr | None) -> bool:
+    """`eqx.field(static=True)` or `eqx.static_field()`: no leaf (`leaves._is_static_field`)."""
+    if not isinstance(value, ast.Call):
+        return False
+    names = sketch.qualnames(value.func)
+    return "equinox.static_field" in names or ("equinox.field" in names and any(
+        keyword.arg == "static" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        for keyword in value.keywords))
 
 
 def _key(item: _Item) -> Hashable:
