@@ -273,6 +273,16 @@ DROPS = [
                 zero = lambda c, a: (c.at[a].set(0), a)
                 return jax.lax.scan(zero, total, jnp.arange(2))
     """),
+    # the same parameters given twice, each time before a fresh key, to a plain function that
+    # draws from its second parameter (no method's `self` shifts the positions)
+    ("ODL704", """
+        import jax
+        def logits(params, key, x):
+            return params * jax.random.normal(key, x.shape)
+        def loss(params, key, x):
+            key1, key2 = jax.random.split(key)
+            return logits(params, key1, x) - logits(params, key2, x)
+    """),
     # `key=key` to two layers, where nothing says `key` holds a key
     ("ODL704", """
         import equinox as eqx

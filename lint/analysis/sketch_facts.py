@@ -381,8 +381,9 @@ def _key_parameters(drawn: _Drawn) -> dict[str, set[int]]:
 
 def _passed_to_key_parameters(sketch: Sketch, call: ast.Call, consuming: dict[str, set[int]]) -> list[str]:
     """Names a call gives by position to a parameter that a function of that name consumes.
-    A method's `self` shifts the position by one, and both are taken, except for a call on
-    `self` of a name that only methods bound to their instance carry (`self.step(key, params)`)."""
+    Where a method has the name, its `self` shifts the position by one, and both are taken,
+    except for a call on `self` of a name that only methods bound to their instance carry
+    (`self.step(key, params)`); a plain function's positions are its own."""
     func = call.func
     if not isinstance(func, (ast.Name, ast.Attribute)):
         return []
@@ -397,8 +398,9 @@ def _passed_to_key_parameters(sketch: Sketch, call: ast.Call, consuming: dict[st
         return []
     bound = (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
              and _only_instance_methods(sketch, func.attr))
+    shifted = any(isinstance(sketch.parent(function), ast.ClassDef) for function in sketch.defs.get(name, ()))
     return [arg.id for position, arg in enumerate(call.args) if isinstance(arg, ast.Name)
-            and ((position in positions and not bound) or position + 1 in positions)]
+            and ((position in positions and not bound) or (shifted and position + 1 in positions))]
 
 
 def _only_instance_methods(sketch: Sketch, name: str) -> bool:
