@@ -50,6 +50,17 @@ FIRES = [
                 fn = eqx.Partial(self.step, scale=2.0)
                 return jax.lax.scan(fn, jnp.zeros(2), xs)
     """),
+    # a key consumed in a loop above the branch that splits it: the next iteration reuses it
+    ("ODL704", """
+        import jax
+        def noises(key, xs):
+            total = 0.0
+            for x in xs:
+                total = total + jax.random.normal(key, x.shape).sum()
+                if x.sum() > 0:
+                    key, sub = jax.random.split(key)
+            return total
+    """),
     # `key=key` to two layers: a key by its annotation, or one a `jax.random` call of the same
     # function consumes
     ("ODL704", """
@@ -282,6 +293,17 @@ DROPS = [
         def loss(params, key, x):
             key1, key2 = jax.random.split(key)
             return logits(params, key1, x) - logits(params, key2, x)
+    """),
+    # a key split afresh just above its use in a loop, inside a branch
+    ("ODL704", """
+        import jax
+        def noises(key, n, split):
+            out = []
+            for _ in range(n):
+                if split:
+                    key, sub = jax.random.split(key)
+                    out.append(jax.random.normal(sub, (2,)))
+            return out
     """),
     # `key=key` to two layers, where nothing says `key` holds a key
     ("ODL704", """

@@ -35,6 +35,7 @@ from odelint.analysis.sketch_calls import (
 )
 from odelint.analysis.sketch_reach import (
     COMPREHENSIONS,
+    bound_before,
     bound_between,
     rebinds_each_iteration,
     repeating_loop,
@@ -279,7 +280,8 @@ def reused_key(sketch: Sketch) -> bool:
         key = _key_argument(sketch, call, drawn)
         for consumed in [key] if key is not None else _passed_to_key_parameters(sketch, call, consuming):
             loop = repeating_loop(sketch, call)
-            if loop is not None and not rebinds_each_iteration(loop, consumed):
+            if loop is not None and not rebinds_each_iteration(loop, consumed) and not bound_before(
+                    sketch, loop, call, consumed):
                 return True  # consumed again on the next iteration
             where = (_key_scope(sketch, call, consumed), consumed)
             consumers[where] = consumers.get(where, 0) + 1

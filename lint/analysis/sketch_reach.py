@@ -710,6 +710,32 @@ def rebinds_each_iteration(loop: ast.AST, name: str) -> bool:
     return any(_assigns(statement, name) for statement in loop.body)  # type: ignore[attr-defined]
 
 
+def bound_before(sketch: Sketch, loop: ast.AST, node: ast.AST, name: str) -> bool:
+    """Is `name` given a fresh value in each iteration of `loop` before `node` runs again: by
+    the statement holding `node`, in whose value it is (`key, sub = split(key)`), or by a
+    statement before that one in a block of the loop's body that holds it (`key, sub =
+    split(key)` just above `draw(sub)`, inside an `if` too)? `KeyUses` walks the statements
+    in order, so such a use never meets the last iteration's value. (A comprehension has no
+    statements.)"""
+    path = _path_up(sketch, node)
+    if path is None or isinstance(loop, COMPREHENSIONS):
+        return False
+    statement = next((above for above in path if isinstance(above, ast.stmt)), None)
+    if statement is not None and _assigns(statement, name) and _in_value(path, statement):
+        return True  # `key, sub = split(key)`: the next use meets the new key
+    for inner, outer in zip(path, path[1:], strict=False):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(outer, field, None)
+            if (outer is loop and field != "body") or not isinstance(block, list):
+                continue  # a loop's `else` runs once
+            place = _place(block, inner)
+            if place is not None and any(_assigns(statement, name) for statement in block[:place]):
+                return True
+        if outer is loop:
+            return False
+    return False
+
+
 def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) -> bool:
     """Is `name` surely given a fresh value after `first` runs and before `second` does (`first`
     comes first in the file), the way `KeyUses` follows statements? That is an assignment of it
