@@ -1,4 +1,4 @@
-"""The pre-checks of ODL601 and ODL402 on the `ast` sketch (odelint.analysis.sketch_module_classes):
+"""The pre-checks of ODL601, ODL402 and ODL205 on the `ast` sketch (odelint.analysis.sketch_module_classes):
 which values may be Equinox modules with a function or string leaf.
 
 Each condition is pinned both ways: code the pre-check keeps, on which the rule really fires,
@@ -213,6 +213,24 @@ def test_odl402_drops_a_carry_of_arrays_only(tmp_path: Path) -> None:
                 return carry, x
             return jax.lax.scan(step, (model, layer), xs)
     """, "ODL402")
+
+
+# -- ODL205: a tree map over a module and a filtered tree ---------------------------------------------
+
+def test_odl205_keeps_a_module_with_a_function_filtered_before_the_map(tmp_path: Path) -> None:
+    kept_and_fires(tmp_path, """
+        def shrink(model: eqx.nn.MLP, scale):
+            model = jax.tree_util.tree_map(lambda p: p * scale, eqx.filter(model, eqx.is_array))
+            return model
+    """, "ODL205")
+
+
+def test_odl205_drops_a_map_over_a_module_of_arrays_only(tmp_path: Path) -> None:
+    dropped(tmp_path, """
+        def step(model: eqx.nn.Linear, x, y, lr):
+            grads = eqx.filter_grad(loss)(model, x, y)
+            return jax.tree_util.tree_map(lambda p, g: p - lr * g, model, grads)
+    """, "ODL205")
 
 
 # -- the classes a type expression may name ---------------------------------------------------------

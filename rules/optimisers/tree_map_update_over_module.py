@@ -70,9 +70,11 @@ class TreeMapUpdateOverModule(Rule):
     triggers = (("equinox", "tree"),)
     fixtures = "tests/fixtures/ODL205"
 
-    # every report pairs the module with a filtered tree, which only these calls of the file make
+    # every report pairs the module with a filtered tree, which only these calls of the file make;
+    # the module, with a function or string leaf, is a tree mapped or the one a tree was filtered from
     needs = (Needs.may_hold_modules() & Needs.calls_to(*jax_api.tree_maps()) & Needs.fact("tree_map_update")
-             & Needs.refers_to(*jax_api.filtered_tree_makers()))
+             & Needs.refers_to(*jax_api.filtered_tree_makers())
+             & Needs.calls_given_invalid_module(*jax_api.tree_maps(), *jax_api.filtered_tree_makers()))
 
     @classmethod
     def callees(cls) -> Callees:
