@@ -1,4 +1,4 @@
-"""The pre-checks of ODL101, 203, 301, 302, 401, 603-605, 707, 708 and 801-805, pinned both
+"""The pre-checks of ODL101, 203, 301, 302, 401, 603-605, 704, 707, 708, 713 and 801-805, pinned both
 ways: code the rule reports keeps the rule, similar code it cannot report on drops it."""
 
 from __future__ import annotations
@@ -60,6 +60,35 @@ FIRES = [
                 if x.sum() > 0:
                     key, sub = jax.random.split(key)
             return total
+    """),
+    # a differentiated norm of a pairwise difference held by a name; of a parameter that a
+    # caller's own parameter fills with zeros; one whose result the code tests against zero
+    ("ODL713", """
+        import jax
+        import jax.numpy as jnp
+        def energy(x):
+            d = x[:, None] - x[None, :]
+            return jnp.sum(jnp.linalg.norm(d, axis=-1))
+        g = jax.grad(energy)
+    """),
+    ("ODL713", """
+        import jax
+        import jax.numpy as jnp
+        def penalty(w):
+            return jnp.linalg.norm(w)
+        def loss(w):
+            return penalty(w)
+        def run(n):
+            w0 = jnp.zeros(n)
+            return jax.grad(loss)(w0)
+    """),
+    ("ODL713", """
+        import jax
+        import jax.numpy as jnp
+        def unit(v):
+            n = jnp.linalg.norm(v)
+            return jnp.where(n > 0, v / n, v)
+        g = jax.grad(lambda v: unit(v).sum())
     """),
     # `key=key` to two layers: a key by its annotation, or one a `jax.random` call of the same
     # function consumes
@@ -304,6 +333,19 @@ DROPS = [
                     key, sub = jax.random.split(key)
                     out.append(jax.random.normal(sub, (2,)))
             return out
+    """),
+    # differentiated roots and norms of sums and parameters no call fills with zeros (a NumPy
+    # array of zeros elsewhere never reaches them)
+    ("ODL713", """
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        def scale(n, lamb, p):
+            return jnp.sqrt(n + lamb) * p
+        def norm_of(u):
+            return jnp.linalg.norm(u, axis=-1)
+        losses = np.zeros([3, 2])
+        g = jax.grad(lambda p: scale(2.0, 1.0, p).sum() + norm_of(p).sum())
     """),
     # `key=key` to two layers, where nothing says `key` holds a key
     ("ODL704", """

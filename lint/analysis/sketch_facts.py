@@ -736,6 +736,59 @@ def _may_switch_late(sketch: Sketch, call: ast.Call) -> bool:
                for made in sketch.calls)
 
 
+@fact("norm_at_zero")
+def norm_at_zero(sketch: Sketch) -> bool:
+    """A norm or square root in code that may be differentiated whose argument may be a
+    pairwise difference (a subscript adding an axis, `x[:, None]`, in it or in what its names
+    are assigned) or a parameter some call may fill with zeros (`zero_filled_parameter`); or
+    a name assigned a norm and then compared (`tested_for_zero`)."""
+    norms = frozenset(jax_api.norm_functions())
+    for call in sketch.nodes_in(sketch.differentiated_functions(), ast.Call):
+        if not sketch.qualnames(call.func) & norms or not call.args or isinstance(call.args[0], ast.Starred):
+            continue
+        argument = call.args[0]
+        if _may_add_an_axis(sketch, argument, 0) or (
+                isinstance(argument, ast.Name) and _may_be_zeros(sketch, argument, frozenset(), 0)):
+            return True
+    return any(isinstance(operand, ast.Name) and any(
+        isinstance(value, ast.Call) and sketch.qualnames(value.func) & norms for value in sketch.bound(operand.id))
+        for compare in sketch.of_type(ast.Compare) for operand in (compare.left, *compare.comparators))
+
+
+def _may_add_an_axis(sketch: Sketch, node: ast.AST, depth: int) -> bool:
+    """Does `node`, or a value assigned to a name in it (a few assignments deep), index with
+    `None` (`x[:, None]`, `x[None]`)?"""
+    if depth > 4:
+        return True
+    for inner in walk(node):
+        if isinstance(inner, ast.Subscript) and any(
+                isinstance(index, ast.Constant) and index.value is None for index in walk(inner.slice)):
+            return True
+        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load) and any(
+                _may_add_an_axis(sketch, value, depth + 1) for value in sketch.bound(inner.id)):
+            return True
+    return False
+
+
+def _may_be_zeros(sketch: Sketch, value: ast.expr, seen: frozenset[str], depth: int) -> bool:
+    """May `built_by` find `value` built by a call making an array of zeros (`jnp.zeros(3)`): the
+    call itself, through what a name is assigned, or, for a name that is a parameter of a
+    function of the file, through what the calls of that function pass?"""
+    if depth > 4:
+        return True
+    if isinstance(value, ast.Call):
+        return bool(sketch.qualnames(value.func) & jax_api.names("zero_arrays"))
+    if not isinstance(value, ast.Name) or value.id in seen:
+        return False
+    seen = seen | {value.id}
+    if any(_may_be_zeros(sketch, bound, seen, depth + 1) for bound in sketch.bound(value.id)):
+        return True
+    return any(value.id in positional_names(function) and any(
+        _may_be_zeros(sketch, given.value if isinstance(given, ast.Starred) else given, seen, depth + 1)
+        for call in sketch.reach.calls_of(function) for given in (*call.args, *(k.value for k in call.keywords)))
+        for functions in sketch.defs.values() for function in functions)
+
+
 @fact("where_nan_gradient")
 def where_nan_gradient(sketch: Sketch) -> bool:
     """A `jnp.where` whose guard compares a variable with a number, and a branch applying a

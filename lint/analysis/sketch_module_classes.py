@@ -53,7 +53,6 @@ class SketchModuleClasses:
         self._own_kinds: dict[int, str] = {}
         self._carriers: set[Hashable] = set()     # items known to reach a class with such a leaf
         self._not_carriers: set[Hashable] = set()  # items known not to
-        self._callers: dict[int, list[ast.Call]] | None = None
 
     # -- classes --------------------------------------------------------------------------------
 
@@ -288,7 +287,7 @@ class SketchModuleClasses:
         """What the calls of `function` (and, for an `__init__`, of its class) may pass for its
         parameter `name`, read as `argument_for` reads them with `bound` leading parameters
         already bound: by position, by keyword, or unpacked."""
-        calls = list(self._calls_of(function))
+        calls = list(self.sketch.reach.calls_of(function))
         owner = self.sketch.parent(function)
         if isinstance(function, ast.FunctionDef) and function.name == "__init__" and isinstance(owner, ast.ClassDef):
             calls += [call for call in self.sketch.calls
@@ -302,16 +301,6 @@ class SketchModuleClasses:
             if 0 <= position < len(call.args):
                 found.append(call.args[position])
         return found
-
-    def _calls_of(self, function: FunctionNode) -> list[ast.Call]:
-        """The calls that may run `function` (`SketchReach.function_targets` of each call's
-        function: a name standing for it, `jax.jit(f)(...)`, a method): those `Facts.callee` finds."""
-        if self._callers is None:
-            self._callers = {}
-            for call in self.sketch.calls:
-                for target, _ in self.sketch.reach.function_targets(call.func):
-                    self._callers.setdefault(id(target), []).append(call)
-        return self._callers.get(id(function), [])
 
     # -- transforms -----------------------------------------------------------------------------
 

@@ -75,6 +75,7 @@ class SketchReach:
         self._dynamic: dict[int, frozenset[str]] = {}
         self._passed_to: dict[str, list[ast.expr]] | None = None  # parameter name -> arguments of calls
         self._bindings: dict[tuple[int, str], list[_Binding] | None] = {}
+        self._callers: dict[int, list[ast.Call]] | None = None
 
     # -- which functions ----------------------------------------------------------------------
 
@@ -242,6 +243,16 @@ class SketchReach:
             yield from self.function_targets(node.args[0], offset)
             if PARTIAL in self.sketch.qualnames(node.func):
                 yield from self.function_targets(node.args[0], offset + _positional_before_star(node) - 1)
+
+    def calls_of(self, function: FunctionNode) -> list[ast.Call]:
+        """The calls that may run `function` (`function_targets` of each call's function: a
+        name standing for it, `jax.jit(f)(...)`, a method): those `Facts.callee` finds, and more."""
+        if self._callers is None:
+            self._callers = {}
+            for call in self.sketch.calls:
+                for target, _ in self.function_targets(call.func):
+                    self._callers.setdefault(id(target), []).append(call)
+        return self._callers.get(id(function), [])
 
     def _method_out_of_reach(self, function: FunctionNode, name: ast.Name) -> bool:
         """Is `function` a method that the bare `name` cannot stand for: `name` is used outside

@@ -77,7 +77,7 @@ class NormNanGradientAtZero(Rule):
     fix_safety = Safety.UNSAFE
     fixtures = "tests/fixtures/ODL713"
 
-    needs = Needs.differentiated_calls_to(*jax_api.norm_functions())
+    needs = Needs.differentiated_calls_to(*jax_api.norm_functions()) & Needs.fact("norm_at_zero")
 
     @classmethod
     def callees(cls) -> Callees:
