@@ -74,6 +74,14 @@ FIRES = [
     ("ODL713", """
         import jax
         import jax.numpy as jnp
+        def energy(x):
+            d = x[:, None] - x[None, :]
+            return jnp.sum(jnp.sqrt(jnp.sum(d ** 2, axis=-1)))
+        g = jax.grad(energy)
+    """),
+    ("ODL713", """
+        import jax
+        import jax.numpy as jnp
         def penalty(w):
             return jnp.linalg.norm(w)
         def loss(w):
@@ -346,6 +354,15 @@ DROPS = [
             return jnp.linalg.norm(u, axis=-1)
         losses = np.zeros([3, 2])
         g = jax.grad(lambda p: scale(2.0, 1.0, p).sum() + norm_of(p).sum())
+    """),
+    # the root of a mean of squared differences of two arrays, not of one with itself
+    ("ODL713", """
+        import jax
+        import jax.numpy as jnp
+        def error(a, b):
+            mse = jnp.sqrt(jnp.mean(jnp.square(a - b), axis=1))
+            return mse.sum()
+        g = jax.grad(error)
     """),
     # `key=key` to two layers, where nothing says `key` holds a key
     ("ODL704", """

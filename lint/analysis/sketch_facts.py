@@ -739,15 +739,15 @@ def _may_switch_late(sketch: Sketch, call: ast.Call) -> bool:
 @fact("norm_at_zero")
 def norm_at_zero(sketch: Sketch) -> bool:
     """A norm or square root in code that may be differentiated whose argument may be a
-    pairwise difference (a subscript adding an axis, `x[:, None]`, in it or in what its names
-    are assigned) or a parameter some call may fill with zeros (`zero_filled_parameter`); or
-    a name assigned a norm and then compared (`tested_for_zero`)."""
+    pairwise difference (or the sum of its squares) or a parameter some call may fill with
+    zeros (`zero_filled_parameter`); or a name assigned a norm and then compared
+    (`tested_for_zero`)."""
     norms = frozenset(jax_api.norm_functions())
     for call in sketch.nodes_in(sketch.differentiated_functions(), ast.Call):
         if not sketch.qualnames(call.func) & norms or not call.args or isinstance(call.args[0], ast.Starred):
             continue
         argument = call.args[0]
-        if _may_add_an_axis(sketch, argument, 0) or (
+        if _may_hold_pairwise(sketch, argument) or (
                 isinstance(argument, ast.Name) and _may_be_zeros(sketch, argument, frozenset(), 0)):
             return True
     return any(isinstance(operand, ast.Name) and any(
@@ -755,19 +755,29 @@ def norm_at_zero(sketch: Sketch) -> bool:
         for compare in sketch.of_type(ast.Compare) for operand in (compare.left, *compare.comparators))
 
 
-def _may_add_an_axis(sketch: Sketch, node: ast.AST, depth: int) -> bool:
-    """Does `node`, or a value assigned to a name in it (a few assignments deep), index with
-    `None` (`x[:, None]`, `x[None]`)?"""
-    if depth > 4:
+def _may_hold_pairwise(sketch: Sketch, argument: ast.expr) -> bool:
+    """May a norm's argument be a pairwise difference (`pairwise_difference`), or a root's the
+    sum of its squares (`squared_pairwise_difference`: `jnp.sum(d ** 2)`, `(d * d).sum()`,
+    `jnp.sum(jnp.square(d))`)?"""
+    if _may_be_pairwise(sketch, argument, 0):
         return True
-    for inner in walk(node):
-        if isinstance(inner, ast.Subscript) and any(
-                isinstance(index, ast.Constant) and index.value is None for index in walk(inner.slice)):
-            return True
-        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load) and any(
-                _may_add_an_axis(sketch, value, depth + 1) for value in sketch.bound(inner.id)):
-            return True
-    return False
+    if not isinstance(argument, ast.Call):
+        return False
+    summed = [*argument.args[:1], *([argument.func.value] if isinstance(argument.func, ast.Attribute) else [])]
+    return any((isinstance(value, ast.BinOp) and _may_be_pairwise(sketch, value.left, 0)) or (
+        isinstance(value, ast.Call) and bool(value.args) and _may_be_pairwise(sketch, value.args[0], 0))
+        for value in summed)
+
+
+def _may_be_pairwise(sketch: Sketch, node: ast.expr, depth: int) -> bool:
+    """`x[:, None] - x[None, :]` (a difference with an axis added by `None` on a side), or a name
+    assigned one, as deep as `pairwise_difference` follows names."""
+    if isinstance(node, ast.Name):
+        return depth <= 3 and any(_may_be_pairwise(sketch, value, depth + 1) for value in sketch.bound(node.id))
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and any(
+        isinstance(side, ast.Subscript) and any(isinstance(index, ast.Constant) and index.value is None
+                                                for index in walk(side.slice))
+        for side in (node.left, node.right))
 
 
 def _may_be_zeros(sketch: Sketch, value: ast.expr, seen: frozenset[str], depth: int) -> bool:
