@@ -14,6 +14,18 @@ def _code(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 
 
+# a module whose method lax control flow runs: ODL401's pre-check tells apart what it is given
+_FLOW = """
+        import functools
+        import equinox as eqx
+        import jax
+        import jax.numpy as jnp
+        class Flow(eqx.Module):
+            layer: eqx.nn.Linear
+            def step(self, carry, x, scale):
+                return carry + self.layer(x) * scale, None
+            def run(self, xs):"""
+
 FIRES = [
     ("ODL707", """
         import jax.numpy as jnp
@@ -38,15 +50,7 @@ FIRES = [
         f = eqx.filter_jit(lambda x: x, static_argnums=0)
     """),
     # lax control flow given an `eqx.Partial` of a module's method, through a name
-    ("ODL401", """
-        import equinox as eqx
-        import jax
-        import jax.numpy as jnp
-        class Flow(eqx.Module):
-            layer: eqx.nn.Linear
-            def step(self, carry, x, scale):
-                return carry + self.layer(x) * scale, None
-            def run(self, xs):
+    ("ODL401", _FLOW + """
                 fn = eqx.Partial(self.step, scale=2.0)
                 return jax.lax.scan(fn, jnp.zeros(2), xs)
     """),
@@ -306,16 +310,7 @@ DROPS = [
         config = {"a": 1}
     """),
     # lax control flow given names bound only to a lambda or a `functools.partial`
-    ("ODL401", """
-        import functools
-        import equinox as eqx
-        import jax
-        import jax.numpy as jnp
-        class Flow(eqx.Module):
-            layer: eqx.nn.Linear
-            def step(self, carry, x, scale):
-                return carry + self.layer(x) * scale, None
-            def run(self, xs):
+    ("ODL401", _FLOW + """
                 fn = functools.partial(self.step, scale=2.0)
                 total, _ = jax.lax.scan(fn, jnp.zeros(2), xs)
                 zero = lambda c, a: (c.at[a].set(0), a)
