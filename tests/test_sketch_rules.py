@@ -102,29 +102,6 @@ FIRES = [
             return jnp.where(n > 0, v / n, v)
         g = jax.grad(lambda v: unit(v).sum())
     """),
-    # `key=key` to two layers: a key by its annotation, or one a `jax.random` call of the same
-    # function consumes
-    ("ODL704", """
-        import equinox as eqx
-        from jaxtyping import PRNGKeyArray
-        class Block(eqx.Module):
-            first: eqx.nn.Dropout
-            second: eqx.nn.Dropout
-            def __call__(self, x, *, key: PRNGKeyArray):
-                y = self.first(x, key=key)
-                return self.second(y, key=key)
-    """),
-    ("ODL704", """
-        import equinox as eqx
-        import jax
-        class Block(eqx.Module):
-            first: eqx.nn.Dropout
-            second: eqx.nn.Dropout
-            def __call__(self, x, *, key):
-                salt = jax.random.fold_in(key, 0)
-                y = self.first(x, key=key)
-                return self.second(y + salt.sum(), key=key)
-    """),
     # a module reached as a loop target; `self.field = ...` in a method of a module class
     ("ODL604", """
         import equinox as eqx
@@ -358,17 +335,6 @@ DROPS = [
             mse = jnp.sqrt(jnp.mean(jnp.square(a - b), axis=1))
             return mse.sum()
         g = jax.grad(error)
-    """),
-    # `key=key` to two layers, where nothing says `key` holds a key
-    ("ODL704", """
-        import equinox as eqx
-        import jax
-        class Block(eqx.Module):
-            first: eqx.nn.Dropout
-            second: eqx.nn.Dropout
-            def __call__(self, x, *, key=None):
-                y = self.first(x, key=key)
-                return self.second(y, key=key)
     """),
     # `self.x = ...` in a method of a plain class, beside a module class of the same file
     ("ODL604", """

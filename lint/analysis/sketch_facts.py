@@ -272,12 +272,11 @@ def reused_key(sketch: Sketch) -> bool:
                 where = (_key_scope(sketch, call, arg.id), arg.id)
                 passed[where] = passed.get(where, 0) + 1
                 uses.setdefault(where, []).append(call)
-    drawn = _drawn_in(sketch)
-    consuming = _key_parameters(drawn)
+    consuming = _key_parameters(sketch)
     strict = "strict-key-reuse" in sketch.options
     suspects: set[tuple[int, str]] = set()
     for call in sketch.calls:
-        key = _key_argument(sketch, call, drawn)
+        key = _key_argument(sketch, call)
         for consumed in [key] if key is not None else _passed_to_key_parameters(sketch, call, consuming):
             loop = repeating_loop(sketch, call)
             if loop is not None and not rebinds_each_iteration(loop, consumed) and not bound_before(
@@ -363,21 +362,23 @@ def _never_consumes(sketch: Sketch, call: ast.Call) -> bool:
 
 
 _BUILTINS = frozenset(dir(builtins))
-# function (by id) -> the function and the names `jax.random` calls in its body consume
-_Drawn = dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]]
 _PAIRS_JUDGED = 40  # uses of one name in one function beyond which the pre-check just says "maybe"
 
 
-def _key_parameters(drawn: _Drawn) -> dict[str, set[int]]:
+def _key_parameters(sketch: Sketch) -> dict[str, set[int]]:
     """For each function name of the file: the positions of parameters a `jax.random` call in
     its body splits, draws from or folds data into (the pre-check's view of
     `KeyUses._parameters_consumed`: a caller passing a key there consumes it)."""
     found: dict[str, set[int]] = {}
-    for function, names in drawn.values():
-        parameters = positional_names(function)
-        positions = {parameters.index(name) for name in names if name in parameters}
-        if positions:
-            found.setdefault(function.name, set()).update(positions)
+    for call in sketch.calls:
+        if not any(jax_api.consumes_key(name) or jax_api.derives_key(name) for name in sketch.qualnames(call.func)):
+            continue
+        given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "key"), None)
+        function = sketch.enclosing_function(call)
+        if isinstance(given, ast.Name) and function is not None:
+            parameters = [arg.arg for arg in (*function.args.posonlyargs, *function.args.args)]
+            if given.id in parameters:
+                found.setdefault(function.name, set()).add(parameters.index(given.id))
     return found
 
 
@@ -412,44 +413,15 @@ def _only_instance_methods(sketch: Sketch, name: str) -> bool:
                for function in sketch.defs.get(name, ()))
 
 
-def _key_argument(sketch: Sketch, call: ast.Call, drawn: _Drawn) -> str | None:
-    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`):
-    `key=name` given to a `jax.random` function, or to any other call where the name may be a
-    key or a `jax.random` call of the same function consumes it (`KeyUses._find_consumptions`);
-    the first argument of a `jax.random` function that consumes one."""
+def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:
+    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`)."""
     for given in call.keywords:
         if given.arg == "key" and isinstance(given.value, ast.Name):
-            names = sketch.qualnames(call.func)
-            if (names and all(name.startswith("jax.random.") for name in names)) or _may_pass_key(
-                    sketch, call, given.value, drawn):
-                return given.value.id
+            return given.value.id
     if call.args and isinstance(call.args[0], ast.Name) and any(
             jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
         return call.args[0].id
     return None
-
-
-def _may_pass_key(sketch: Sketch, call: ast.Call, name: ast.Name,
-                  drawn: _Drawn) -> bool:
-    """Might `KeyUses` count `key=name` given to a call outside `jax.random` as a use of a key:
-    the name may be a key, or a `jax.random` call in the same function consumes it (`drawn`)?"""
-    function = sketch.enclosing_function(call)
-    in_function = drawn.get(id(function), (function, set()))[1] if function is not None else set()
-    return name.id in in_function or sketch.arrays.may_be_array_or_key(name)
-
-
-def _drawn_in(sketch: Sketch) -> _Drawn:
-    """For each function (by id): the names a `jax.random` call in its body splits, draws from
-    or folds data into (`KeyUses._parameters_consumed`)."""
-    found: _Drawn = {}
-    for call in sketch.calls:
-        if not any(jax_api.consumes_key(name) or jax_api.derives_key(name) for name in sketch.qualnames(call.func)):
-            continue
-        given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "key"), None)
-        function = sketch.enclosing_function(call)
-        if isinstance(given, ast.Name) and function is not None:
-            found.setdefault(id(function), (function, set()))[1].add(given.id)
-    return found
 
 
 def _constant_args(call: ast.Call) -> bool:
