@@ -303,3 +303,23 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
         assert kinds(names["Static"]) == {CLEAN}
         assert kinds(names["Scaled"]) == {CLEAN}  # arithmetic, and an array field whatever is assigned
         assert kinds(names["Stored"]) == {INVALID}  # what `__init__` is given may be a function
+
+
+def test_a_fault_in_another_files_model_keeps_the_rule_which_reports_it(tmp_path: Path, monkeypatch) -> None:
+    path = _write(tmp_path, """
+        from models import Weights
+
+        @jax.jit
+        def step(model: Weights, x):
+            return model.weight * x
+    """)
+    source = Path(path).read_text()
+
+    def broken(*args: object) -> None:
+        raise ValueError("a fault in the model")
+
+    monkeypatch.setattr(project, "facts_imported", broken)
+    with project.places(object()):
+        assert [r.code for r in candidates(source, path, [rule_for("ODL601")])] == ["ODL601"]
+        result = lint_source(source, path, {"ODL601"})
+    assert [crash.code for crash in result.crashes] == ["ODL601"]

@@ -151,11 +151,14 @@ class SketchModuleClasses:
         if self.sketch.path is None or "." not in qualname.lstrip("."):
             return NONE
         module, _, name = qualname.rpartition(".")
-        other = self._project_facts(module, name)
-        found = other.exported_module_class(name) if other is not None else None
-        if other is None or found is None:
-            return NONE
-        return INVALID if any(leaf.kind.crashes_transforms for leaf in other.non_array_leaves(found)) else CLEAN
+        try:
+            other = self._project_facts(module, name)
+            found = other.exported_module_class(name) if other is not None else None
+            if other is None or found is None:
+                return NONE
+            return INVALID if any(leaf.kind.crashes_transforms for leaf in other.non_array_leaves(found)) else CLEAN
+        except Exception:  # a fault of the other file's model is the rule's to meet (it reports its crash)
+            return INVALID
 
     def _project_facts(self, module: str, name: str) -> Facts | None:
         """The model of the project file `import <module>` means here (`Facts._project_facts`),
