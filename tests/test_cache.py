@@ -148,6 +148,30 @@ def test_a_cached_result_is_linted_again_when_a_class_it_read_from_another_file_
     assert codes() == ["ODL201"], "model.py changed, so train.py is linted again"
 
 
+def test_a_file_the_gate_turned_away_is_linted_again_when_a_class_it_read_gains_a_function(tmp_path) -> None:
+    """The pre-check reads another file's class from that file's model: train.py was never
+    parsed while model.py's `Net` held arrays only, and must be once `Net` holds a function."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(
+        "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n")
+    (tmp_path / "train.py").write_text(
+        "import jax\nfrom model import Net\n\n@jax.jit\ndef step(net: Net, x):\n    return net.w * x\n")
+
+    def codes() -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "odelint", "check", "train.py", "--format", "json", "--exit-zero"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        return [finding["code"] for finding in json.loads(done.stdout)]
+
+    assert codes() == [] and codes() == [], "cold, then cached"
+    (tmp_path / "model.py").write_text("from typing import Callable\nimport equinox as eqx\nimport jax\n\n"
+                                       "class Net(eqx.Module):\n    w: jax.Array\n    act: Callable\n")
+    assert codes() == ["ODL601"], "model.py changed, so train.py is linted again"
+
+
 def _slots(folder: Path) -> list[str]:
     """The slot of each stored entry (the file and settings it answers for)."""
     stored = json.loads(next((folder / ".odelint_cache").glob("results-*.json")).read_text())
