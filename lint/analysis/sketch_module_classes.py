@@ -1,15 +1,16 @@
 """Which values of a sketched file may be Equinox modules with a function or string leaf.
 
-`jax.jit`, `jax.grad` and `lax` control flow crash on such a module (ODL601, ODL402). The
-model finds a value's class (`Facts.module_class`, `Facts.module_received`) and that class's
-leaves (odelint.analysis.leaves); the Sketch follows the same roots on `ast`, erring towards
-"maybe":
+`jax.jit`, `jax.grad`, `lax` control flow and a tree map beside a filtered tree crash on such a
+module (ODL601, ODL402, ODL205). The model finds a value's class (`Facts.module_class`,
+`Facts.module_received`) and that class's leaves (odelint.analysis.leaves); the Sketch follows
+the same roots on `ast`, erring towards "maybe":
 
 - a type expression may name a class with such a leaf (`class_kinds`): a library's, from
   lint/analysis/data (`equinox.nn.MLP`'s `activation`), a container of layers, a class of this
-  file that may be a module (its leaves are not read here), or a class of another project
-  file. That last one is asked of the other file's own model, which the rule would ask too,
-  once per run: the leaves are read one way only.
+  file (read as `Leaves` reads it: its bases, its fields' annotations, what `__init__`
+  assigns), or a class of another project file. That last one is asked of the other file's
+  own model, which the rule would ask too, built once per run (a name that file defines only
+  by `def` needs none); a fault of that model leaves the answer "maybe".
 - a value may be an instance of one (`may_carry`) through what `Facts.module_class` follows:
   a call of such a class, of a function of this file that returns one, of
   `eqx.apply_updates`/`eqx.tree_at` given one; a name through every binding of it in the file
