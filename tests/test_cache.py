@@ -4,6 +4,8 @@ the files whose results it can change (those some rule turned on or off could re
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,53 +125,40 @@ def test_relevance_is_the_engines_gate_for_every_rule_and_example() -> None:
         assert relevant_codes(text, filename, python) == expected
 
 
+def _codes_checked(folder: Path) -> list[str]:
+    """The codes `odelint check train.py` reports in `folder`, run as a user runs it (with the cache)."""
+    done = subprocess.run([sys.executable, "-m", "odelint", "check", "train.py", "--format", "json", "--exit-zero"],
+                          cwd=folder, capture_output=True, text=True, timeout=120)
+    return [finding["code"] for finding in json.loads(done.stdout)]
+
+
 def test_a_cached_result_is_linted_again_when_a_class_it_read_from_another_file_changes(tmp_path) -> None:
     """train.py's finding depends on model.py's class: editing model.py alone must not leave a
     stale cached answer for train.py."""
-    import subprocess
-    import sys
-
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "model.py").write_text(
         "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n")
     (tmp_path / "train.py").write_text(
         "import optax\nfrom model import Net\n\nnet = Net(None)\nstate = optax.adam(1e-3).init(net)\n")
-
-    def codes() -> list[str]:
-        done = subprocess.run([sys.executable, "-m", "odelint", "check", "train.py", "--format", "json", "--exit-zero"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        import json
-        return [finding["code"] for finding in json.loads(done.stdout)]
-
-    assert codes() == [], "an array-only module initialises fine"
-    assert codes() == [], "the cached answer"
+    assert _codes_checked(tmp_path) == [], "an array-only module initialises fine"
+    assert _codes_checked(tmp_path) == [], "the cached answer"
     (tmp_path / "model.py").write_text(
         "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n    mlp: eqx.nn.MLP\n")
-    assert codes() == ["ODL201"], "model.py changed, so train.py is linted again"
+    assert _codes_checked(tmp_path) == ["ODL201"], "model.py changed, so train.py is linted again"
 
 
 def test_a_file_the_gate_turned_away_is_linted_again_when_a_class_it_read_gains_a_function(tmp_path) -> None:
     """The pre-check reads another file's class from that file's model: train.py was never
     parsed while model.py's `Net` held arrays only, and must be once `Net` holds a function."""
-    import json
-    import subprocess
-    import sys
-
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "model.py").write_text(
         "import equinox as eqx\nimport jax\n\nclass Net(eqx.Module):\n    w: jax.Array\n")
     (tmp_path / "train.py").write_text(
         "import jax\nfrom model import Net\n\n@jax.jit\ndef step(net: Net, x):\n    return net.w * x\n")
-
-    def codes() -> list[str]:
-        done = subprocess.run([sys.executable, "-m", "odelint", "check", "train.py", "--format", "json", "--exit-zero"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        return [finding["code"] for finding in json.loads(done.stdout)]
-
-    assert codes() == [] and codes() == [], "cold, then cached"
+    assert _codes_checked(tmp_path) == [] and _codes_checked(tmp_path) == [], "cold, then cached"
     (tmp_path / "model.py").write_text("from typing import Callable\nimport equinox as eqx\nimport jax\n\n"
                                        "class Net(eqx.Module):\n    w: jax.Array\n    act: Callable\n")
-    assert codes() == ["ODL601"], "model.py changed, so train.py is linted again"
+    assert _codes_checked(tmp_path) == ["ODL601"], "model.py changed, so train.py is linted again"
 
 
 def _slots(folder: Path) -> list[str]:
