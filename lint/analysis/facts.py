@@ -47,7 +47,7 @@ class Kind(enum.Enum):
 
 
 # Equinox functions whose result is the same kind as one of their arguments.
-_KIND_PRESERVING: dict[str, int] = jax_api.names_table("kind_preserving")
+_KIND_PRESERVING = jax_api.kind_preserving()
 # Members of equinox.nn that are not modules.
 _NN_NON_MODULES = jax_api.names("nn_non_modules")
 # optax functions that build no gradient transformation.

@@ -349,6 +349,14 @@ def name(role: str) -> str:
     return found
 
 
+@functools.cache
+def kind_preserving() -> dict[str, int]:
+    """Equinox functions whose result is of the kind of one argument, by that argument's
+    position (`eqx.apply_updates(model, updates)` is a model): read once, as the Sketch asks
+    it of every call it follows."""
+    return names_table("kind_preserving")
+
+
 def names_table(role: str) -> dict[str, Any]:
     """A role keyed by qualified name: `names_table("custom_derivatives")["jax.custom_jvp"]` -> "jvp"."""
     found = _api()["names"][role]

@@ -295,7 +295,7 @@ class _Solution:
         if any(jax_api.returns_array(name) or (self.keyed and jax_api.returns_key(name)) for name in names):
             return True
         if any(name in names and position < len(call.args) and self._may(call.args[position])
-               for name, position in jax_api.names_table("kind_preserving").items()):
+               for name, position in jax_api.kind_preserving().items()):
             return True
         if isinstance(func, ast.Attribute) and func.attr in ARRAY_METHODS and self._may(_at_receiver(func.value)):
             return True

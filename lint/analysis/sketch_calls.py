@@ -109,7 +109,7 @@ def may_name_module(sketch: Sketch, name: str, called: frozenset[str], seen: fro
     if any(isinstance(node.target, ast.Name) and node.target.id == name
            for node in sketch.of_type(ast.AnnAssign)):
         return True
-    return any(_param_may_be_module(sketch, function, name, called) for function in _functions(sketch))
+    return any(_param_may_be_module(sketch, function, name, called) for function in functions_and_lambdas(sketch))
 
 
 def called_names(sketch: Sketch) -> frozenset[str]:
@@ -117,7 +117,8 @@ def called_names(sketch: Sketch) -> frozenset[str]:
     return frozenset(node.id for node in sketch.of_type(ast.Name))
 
 
-def _functions(sketch: Sketch) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
+def functions_and_lambdas(sketch: Sketch) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
+    """Every `def` (methods too) and lambda of the file."""
     for functions in sketch.defs.values():
         yield from functions
     yield from sketch.of_type(ast.Lambda)
@@ -160,8 +161,7 @@ def _call_may_build_module(sketch: Sketch, func: ast.expr) -> bool:
         return True
     if isinstance(func, ast.Name) and (func.id in sketch.defs or func.id in sketch.classes):
         return True
-    preserving = jax_api.names_table("kind_preserving")
-    return any(name in preserving or _may_name_module_type(sketch, name) for name in names)
+    return any(name in jax_api.kind_preserving() or _may_name_module_type(sketch, name) for name in names)
 
 
 def only_functions(sketch: Sketch, names: Iterable[str]) -> frozenset[str]:

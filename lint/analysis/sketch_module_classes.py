@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, cast
 
 from odelint.analysis import jax_api
 from odelint.analysis.sketch import walk
-from odelint.analysis.sketch_calls import may_be_module_class, positional_names
+from odelint.analysis.sketch_calls import functions_and_lambdas, may_be_module_class, positional_names
 from odelint.analysis.sketch_reach import given_at, static_options_of
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class SketchModuleClasses:
         """What a field's annotation declares (`Facts.annotation_kind`, its outer name): "function"
         (a `Callable`, a `str`, or a module class with such a leaf), "array" (or a key),
         "number", "module", or "unknown"."""
-        outer = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+        outer = _outer(annotation)
         kinds = {jax_api.annotation_kind(name) for name in self.sketch.qualnames(outer)}
         classes = self.class_kinds(outer)
         if "callable" in kinds or INVALID in classes or (isinstance(outer, ast.Name) and outer.id == "str"):
@@ -177,7 +177,7 @@ class SketchModuleClasses:
 
     def _annotation_kinds(self, annotation: ast.expr) -> frozenset[str]:
         """What an annotation declares (its outer name: `list` of `list[Net]`, as the model reads it)."""
-        return self.class_kinds(annotation.value if isinstance(annotation, ast.Subscript) else annotation)
+        return self.class_kinds(_outer(annotation))
 
     # -- values ---------------------------------------------------------------------------------
 
@@ -242,7 +242,7 @@ class SketchModuleClasses:
         if any(INVALID in self.class_kinds(cast(ast.expr, node)) for node in named):
             return True, []
         following: list[_Item] = []
-        if self.sketch.qualnames(func) & jax_api.names_table("kind_preserving").keys():
+        if self.sketch.qualnames(func) & jax_api.kind_preserving().keys():
             following.extend(call.args)
             following.extend(keyword.value for keyword in call.keywords)
         following.extend(("returns", function) for function in self.sketch.arrays.callees_of(func))
@@ -417,6 +417,11 @@ def _static_field(sketch: Sketch, value: ast.expr | None) -> bool:
         for keyword in value.keywords))
 
 
+def _outer(annotation: ast.expr) -> ast.expr:
+    """`Float` of `Float[Array, "n"]`: the name `Facts.annotation_kind` reads."""
+    return annotation.value if isinstance(annotation, ast.Subscript) else annotation
+
+
 def _key(item: _Item) -> Hashable:
     return item if isinstance(item, tuple) else id(item)
 
@@ -432,9 +437,7 @@ def _last_name(node: ast.Name | ast.Attribute) -> str:
 def _parameters_named(sketch: Sketch, name: str) -> Iterator[tuple[FunctionNode, ast.arg, bool]]:
     """The parameters called `name` of every function and lambda of the file, each with
     whether it is its function's first positional one."""
-    functions: list[FunctionNode] = [f for found in sketch.defs.values() for f in found]
-    functions += sketch.of_type(ast.Lambda)
-    for function in functions:
+    for function in functions_and_lambdas(sketch):
         arguments = function.args
         positional = [*arguments.posonlyargs, *arguments.args]
         for arg in (*positional, *arguments.kwonlyargs):

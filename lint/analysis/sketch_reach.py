@@ -493,10 +493,7 @@ class SketchReach:
             if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) and inner.id == name:
                 found = True
         if isinstance(scope, FUNCTIONS):
-            arguments = scope.args
-            found = found or any(arg.arg == name for arg in (*arguments.posonlyargs, *arguments.args,
-                                                             *arguments.kwonlyargs, arguments.vararg,
-                                                             arguments.kwarg) if arg is not None)
+            found = found or any(arg.arg == name for arg in _every_parameter(scope))
         return found
 
     def last_assigned(self, use: ast.Name) -> ast.expr | None:
@@ -935,7 +932,8 @@ def _binds(node: ast.AST, name: str, parent: ast.AST | None) -> _Binding | None:
     return _Binding(start, start, None)
 
 
-def _every_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+def _every_parameter(function: FunctionNode) -> list[ast.arg]:
+    """Every parameter a function binds, `*args` and `**kwargs` too."""
     arguments = function.args
     return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
             *(arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None)]
