@@ -118,6 +118,33 @@ def test_preloading_loads_the_model_the_rules_and_libcst_and_freezes_them() -> N
     assert report["frozen"] > 0
 
 
+LINT_AFTER_PRELOAD = """
+import json, pathlib, sys
+from odelint.engine.preload import load_linting
+load_linting()
+from odelint.engine.core import lint_source
+before = set(sys.modules)
+found = []
+for path, text in json.loads(sys.argv[1]):
+    found += [finding.code for finding in lint_source(text, path).findings]
+print(json.dumps({"new": sorted(set(sys.modules) - before), "found": found}))
+"""
+
+
+def test_after_preloading_a_lint_imports_nothing() -> None:
+    """flake8's workers fork after the preload: a module one of them imports on first use is
+    imported again in each, and sets off a full collection there (a new module is frozen)."""
+    root = Path(__file__).resolve().parents[1] / "examples"
+    files = [(str(path), path.read_text()) for path in sorted(root.rglob("*.py"))]
+    files.append(("unicode.py", "import jax\n\n\ndef größe(x):\n    return jax.numpy.sum(x)\n"))
+    files.append(("hazard.py", HAZARD))
+    result = subprocess.run([sys.executable, "-c", LINT_AFTER_PRELOAD, json.dumps(files)], capture_output=True,
+                            text=True, timeout=120)
+    report = json.loads(result.stdout)
+    assert "ODL201" in report["found"]  # the gate let the rules run, and LibCST parsed
+    assert report["new"] == []
+
+
 @pytest.mark.parametrize("columns", ["60", "120"])
 def test_help_is_laid_out_as_argparse_would(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """odelint tells argparse the width it would find itself (without importing shutil)."""

@@ -11,15 +11,27 @@ of the cyclic collector's scans.
 from __future__ import annotations
 
 import gc
+import importlib
+import pkgutil
+
+# Imported on first use deep inside a lint: LibCST's parser and the normalisation CPython's
+# compiler imports for a non-ASCII name. Left to each flake8 worker, every such import also set
+# off a full collection (a new module is frozen: odelint.engine.collector.Sweeper).
+_LOADED_LATER = ("libcst.native", "unicodedata")
 
 
 def load_linting() -> None:
-    from odelint.analysis import facts  # noqa: F401  (what every lint that parses needs)
+    from odelint import analysis
+    from odelint.engine import core  # noqa: F401  (the engine, its positions and noqa)
     from odelint.api.registry import all_rules
     from odelint.engine.collector import fewer_collections
     from odelint.engine.deferred import load
 
+    for module in pkgutil.iter_modules(analysis.__path__, f"{analysis.__name__}."):  # the pre-checks' too
+        importlib.import_module(module.name)
     all_rules()  # imports every rule
     load("libcst")
+    for name in _LOADED_LATER:
+        importlib.import_module(name)
     fewer_collections()
     gc.freeze()  # also where fewer_collections had already run (the server starts with it)
