@@ -3,7 +3,8 @@ which values may be Equinox modules with a function or string leaf.
 
 Each condition is pinned both ways: code the pre-check keeps, on which the rule really fires,
 and similar code it drops, on which the rule cannot fire. Classes of other project files are
-read by their own file's model, so a project of two files is built for those.
+read on that file's `ast` where that settles them, else by that file's own model, so a
+project of two files is built for those.
 """
 
 from __future__ import annotations
@@ -307,11 +308,11 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
 
 def test_a_fault_in_another_files_model_keeps_the_rule_which_reports_it(tmp_path: Path, monkeypatch) -> None:
     path = _write(tmp_path, """
-        from models import Weights
+        from models import Options
 
         @jax.jit
-        def step(model: Weights, x):
-            return model.weight * x
+        def step(options: Options, x):
+            return x
     """)
     source = Path(path).read_text()
 
@@ -323,3 +324,92 @@ def test_a_fault_in_another_files_model_keeps_the_rule_which_reports_it(tmp_path
         assert [r.code for r in candidates(source, path, [rule_for("ODL601")])] == ["ODL601"]
         result = lint_source(source, path, {"ODL601"})
     assert [crash.code for crash in result.crashes] == ["ODL601"]
+
+
+def test_another_files_class_is_read_on_its_ast_where_that_settles_it(tmp_path: Path, monkeypatch) -> None:
+    """Arrays-only module classes, names no class binds, and classes that are no module need
+    no model of the other file; a class whose leaves may be functions, or one imported there,
+    does (the model may know its leaves better)."""
+    (tmp_path / "layers.py").write_text("import equinox as eqx\n\nclass Base(eqx.Module):\n    pass\n")
+    (tmp_path / "more.py").write_text(MODELS + textwrap.dedent("""
+        from layers import Base
+        from equinox.nn import MLP
+
+
+        class Sub(Weights):
+            bias: jax.Array
+
+
+        class Deep(Base):
+            weight: jax.Array
+
+
+        class Holder:
+            fn: Callable
+
+
+        Alias = Activated
+    """))
+    built: list[str] = []  # the models built, by file name
+    real = project._build
+
+    def counted(path: str, seen: frozenset[str]):
+        built.append(Path(path).name)
+        return real(path, seen)
+
+    monkeypatch.setattr(project, "_build", counted)
+    project.forget()
+    tree = ast.parse(HEAD + "import more\n")
+    with project.places(object()):
+        sketch = Sketch(tree, str(tmp_path / "train.py"))
+        classes = sketch.module_classes
+
+        asked: list[ast.expr] = []  # kept alive: the Sketch remembers nodes by their id
+
+        def kind(name: str) -> frozenset[str]:
+            asked.append(ast.parse(f"more.{name}", mode="eval").body)
+            return classes.class_kinds(asked[-1])
+
+        for name, expected in [("Weights", CLEAN), ("Sub", CLEAN), ("Holder", NONE), ("Alias", NONE),
+                               ("build", NONE), ("missing", NONE),
+                               ("Base", CLEAN),  # imported there from a project file: read in that file
+                               ("MLP", NONE)]:  # imported there from a library: no class the model follows
+            assert kind(name) == {expected}, name
+        assert built == []
+        assert kind("Activated") == {INVALID} and built == ["more.py"]  # a function leaf: the model says
+        assert kind("Deep") == {CLEAN}  # its base is another file's: the model of more.py, which asks layers.py's
+        assert built == ["more.py", "layers.py"]
+        sketch.release()
+
+
+def test_a_class_the_ast_settles_keeps_the_rule_exactly_where_the_model_does(tmp_path: Path) -> None:
+    """`Sub` (arrays only, by its own file's `ast`) given to `jax.jit` is dropped; `Activated`
+    beside it is kept, and the rule fires."""
+    (tmp_path / "more.py").write_text(MODELS + "\n\nclass Sub(Weights):\n    bias: jax.Array\n")
+    dropped(tmp_path, """
+        from more import Sub
+
+        @jax.jit
+        def step(model: Sub, x):
+            return model.weight * x
+    """, "ODL601")
+    kept_and_fires(tmp_path, """
+        from more import Sub, Activated
+
+        @jax.jit
+        def step(model: Sub, other: Activated, x):
+            return model.weight * x
+    """, "ODL601")
+
+
+def test_files_that_import_a_name_from_each_other_end_in_an_answer(tmp_path: Path) -> None:
+    """`a.py` takes `Net` from `b.py`, which takes it from `a.py`: the readings meet their guard
+    ("maybe"), and the models answer as they always did."""
+    (tmp_path / "a.py").write_text("from b import Net\n")
+    (tmp_path / "b.py").write_text("from a import Net\n")
+    tree = ast.parse(HEAD + "import a\n")
+    expression = ast.parse("a.Net", mode="eval").body
+    with project.places(object()):
+        sketch = Sketch(tree, str(tmp_path / "train.py"))
+        assert sketch.module_classes.class_kinds(expression) == {NONE}
+        sketch.release()

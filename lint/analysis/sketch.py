@@ -92,6 +92,8 @@ class Sketch:
     def release(self) -> None:
         """Drop what the Sketch holds once the gate has its answer: its analyses refer back to
         it, so without this only the cyclic collector would free them (and the file's tree)."""
+        if self._module_classes is not None:
+            self._module_classes.release()  # and the other files' Sketches it read
         self.__dict__.clear()
 
     # -- names ----------------------------------------------------------------------------

@@ -31,14 +31,13 @@ import os
 from collections.abc import Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, cast
 
-from odelint.analysis import jax_api
-from odelint.analysis.sketch import walk
+from odelint.analysis import jax_api, project
+from odelint.analysis.sketch import Sketch, walk
 from odelint.analysis.sketch_calls import functions_and_lambdas, may_be_module_class, positional_names
 from odelint.analysis.sketch_reach import given_at, static_options_of
 
 if TYPE_CHECKING:
-    from odelint.analysis.facts import Facts
-    from odelint.analysis.sketch import FunctionNode, Sketch
+    from odelint.analysis.sketch import FunctionNode
 
 INVALID = "a module class that may have a function or string leaf"
 CLEAN = "a module class whose leaves are arrays or numbers"
@@ -48,12 +47,16 @@ _Item = ast.AST | tuple[Hashable, ...]
 
 
 class SketchModuleClasses:
-    def __init__(self, sketch: Sketch) -> None:
+    def __init__(self, sketch: Sketch, elsewhere: dict[str, Sketch] | None = None) -> None:
         self.sketch = sketch
         self._qualname_kinds: dict[str, str] = {}
         self._own_kinds: dict[int, str] = {}
         self._carriers: set[Hashable] = set()     # items known to reach a class with such a leaf
         self._not_carriers: set[Hashable] = set()  # items known not to
+        # other files' Sketches by path, read for the linted file's gate: one for each file, shared
+        # with the Sketches read from there (files that import each other end in the guards)
+        self._owns_elsewhere = elsewhere is None
+        self._elsewhere: dict[str, Sketch] = {} if elsewhere is None else elsewhere
 
     # -- classes --------------------------------------------------------------------------------
 
@@ -137,6 +140,7 @@ class SketchModuleClasses:
     def _qualname_kind(self, qualname: str) -> str:
         kind = self._qualname_kinds.get(qualname)
         if kind is None:
+            self._qualname_kinds[qualname] = INVALID  # asked again while answering (files that import each other)
             kind = self._qualname_kinds[qualname] = self._compute_qualname_kind(qualname)
         return kind
 
@@ -153,7 +157,13 @@ class SketchModuleClasses:
             return NONE
         module, _, name = qualname.rpartition(".")
         try:
-            other = self._project_facts(module, name)
+            where = self._project_file(module)
+            if where is None:
+                return NONE
+            read = self._read_elsewhere(where, name)
+            if read is not None:
+                return read
+            other = project.facts_imported(cast(project.ImportsOf, self.sketch.project_imports), module, frozenset())
             found = other.exported_module_class(name) if other is not None else None
             if other is None or found is None:
                 return NONE
@@ -161,19 +171,62 @@ class SketchModuleClasses:
         except Exception:  # a fault of the other file's model is the rule's to meet (it reports its crash)
             return INVALID
 
-    def _project_facts(self, module: str, name: str) -> Facts | None:
-        """The model of the project file `import <module>` means here (`Facts._project_facts`),
-        unless that file only defines `name` by `def` (most names imported are functions: no
-        model is built to learn that one is not a class)."""
-        from odelint.analysis import project
-
+    def _project_file(self, module: str) -> str | None:
+        """The project file `import <module>` means here (`Facts._project_facts`), None for none."""
         imports = self.sketch.project_imports
         if imports is None or module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
             return None
-        where = imports.file(module)
-        if where is None or _only_functions(where, name):
+        return imports.file(module)
+
+    def _read_elsewhere(self, path: str, name: str) -> str | None:
+        """What `from <that file> import name` gives (`Facts.exported_module_class`), read on the
+        other file's `ast` where that settles it, as this file's own classes are read: NONE
+        where no class or import there binds the name (the model looks at nothing else), one
+        top-level class's kind where the Sketch is sure of it (not a module class, or surely
+        one whose leaves are all arrays or numbers), and what the files it imports the name
+        from say. None: the other file's model must say (a star import, a class whose leaves
+        may be functions, a class whose base is another file's)."""
+        outline = _outline(path)
+        if outline is None or outline.star:
             return None
-        return project.facts_imported(imports, module, frozenset())
+        classes = outline.classes.get(name, [])
+        if name in outline.imported:
+            return None if classes or name not in outline.imported_at_top else self._imported_elsewhere(
+                path, outline, name)
+        if not classes:
+            return NONE
+        if len(classes) > 1 or id(classes[0]) not in outline.top:
+            return None
+        other = self._sketch_of(path, outline)
+        cls = classes[0]
+        if not may_be_module_class(other, cls):
+            return NONE
+        clean = other.module_classes._own_class_kind(cls) == CLEAN and _surely_module_class(other, cls)
+        return CLEAN if clean else None
+
+    def _imported_elsewhere(self, path: str, outline: _Outline, name: str) -> str | None:
+        """A name the other file imports at its top level: what the project files it may come
+        from say of it, as the model follows the import (a library's class is none it follows);
+        None where the answers differ or one may have a function leaf."""
+        other = self._sketch_of(path, outline)
+        kinds = {other.module_classes._qualname_kind(meaning)
+                 if other.module_classes._project_file(meaning.rpartition(".")[0]) is not None else NONE
+                 for meaning in other.qualnames(ast.Name(id=name, ctx=ast.Load()))}
+        return kinds.pop() if len(kinds) == 1 and INVALID not in kinds else None
+
+    def _sketch_of(self, path: str, outline: _Outline) -> Sketch:
+        other = self._elsewhere.get(path)
+        if other is None:
+            other = self._elsewhere[path] = Sketch(outline.tree, path)
+            other._module_classes = SketchModuleClasses(other, self._elsewhere)
+        return other
+
+    def release(self) -> None:
+        """Drop the other files' Sketches read for the linted file (each holds cycles of its own)."""
+        if self._owns_elsewhere:
+            for other in self._elsewhere.values():
+                other.release()
+        self._elsewhere = {}
 
     def _annotation_kinds(self, annotation: ast.expr) -> frozenset[str]:
         """What an annotation declares (its outer name: `list` of `list[Net]`, as the model reads it)."""
@@ -369,42 +422,69 @@ def _library_kind(qualname: str, depth: int = 0) -> str:
     return CLEAN
 
 
-# a project file's top-level names bound by `def` and in no other way, by its path, with its stamp
-_defined_only: dict[str, tuple[list[int] | None, frozenset[str]]] = {}
+class _Outline:
+    """What binds each name in a file, from CPython's `ast` of it (anywhere in the file: saying
+    "maybe the model" too often costs a model, never a finding)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.star = False
+        self.imported: set[str] = set()
+        self.classes: dict[str, list[ast.ClassDef]] = {}
+        self.top: set[int] = {id(node) for node in tree.body}
+        inner: set[str] = set()  # names an import below the top level binds
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                self.classes.setdefault(node.name, []).append(node)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.star = self.star or any(alias.name == "*" for alias in node.names)
+                names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+                self.imported.update(names)
+                if id(node) not in self.top:
+                    inner.update(names)
+        self.imported_at_top = self.imported - inner  # bound by top-level imports alone
 
 
-def _only_functions(path: str, name: str) -> bool:
-    """Does the file bind `name` at its top level by `def` alone (no class, import or
-    assignment of it, no star import)? Read with CPython's parser, once per version of the file."""
-    from odelint.analysis import project
+# other project files' outlines, by path, with their stamp and size, oldest use first
+_outlines: dict[str, tuple[list[int] | None, _Outline | None, int]] = {}
 
+
+def _outline(path: str) -> _Outline | None:
+    """The outline of a project file (None when it cannot be read or parsed), parsed once per
+    version of the file while recently used (`project.KEPT_CHARACTERS` of them are kept)."""
     path = os.path.abspath(path)
-    stamp = project.noted(path)
-    known = _defined_only.get(path)
+    stamp = project.noted(path)  # the linted file's result depends on this file's contents
+    known = _outlines.pop(path, None)
     if known is None or known[0] != stamp:
         try:
-            tree = ast.parse(project.read_text(path))
+            text = project.read_text(path)
+            known = (stamp, _Outline(ast.parse(text)), len(text))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = ast.Module(body=[], type_ignores=[])
-        known = _defined_only[path] = (stamp, _names_defined_only(tree))
-    return name in known[1]
+            known = (stamp, None, 0)
+    _outlines[path] = known
+    while len(_outlines) > 1 and sum(entry[2] for entry in _outlines.values()) > project.KEPT_CHARACTERS:
+        del _outlines[next(iter(_outlines))]
+    return known[1]
 
 
-def _names_defined_only(tree: ast.Module) -> frozenset[str]:
-    defined: set[str] = set()
-    other: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            defined.add(node.name)
-        elif isinstance(node, ast.ClassDef):
-            other.add(node.name)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            other.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any(alias.name == "*" for alias in node.names):
-                return frozenset()
-            other.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-    return frozenset(defined - other)
+def _surely_module_class(sketch: Sketch, cls: ast.ClassDef, seen: frozenset[int] = frozenset()) -> bool:
+    """Does `Facts.is_module_class` surely hold: a base that only an import makes
+    `equinox.Module` (`eqx.Module`), or one only classes of the file bind, each surely a module?"""
+    for base in cls.bases:
+        root = base
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or sketch.assigned(root.id):
+            continue
+        names = sketch.qualnames(base)
+        if names:
+            if names == {"equinox.Module"}:
+                return True
+            continue
+        parents = sketch.classes.get(root.id, []) if root is base and id(cls) not in seen else []
+        if parents and all(_surely_module_class(sketch, parent, seen | {id(cls)}) for parent in parents):
+            return True
+    return False
 
 
 def _static_field(sketch: Sketch, value: ast.expr | None) -> bool:

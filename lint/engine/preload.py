@@ -22,8 +22,8 @@ _LOADED_LATER = ("libcst.native", "unicodedata")
 
 def load_linting() -> None:
     from odelint import analysis
-    from odelint.engine import core  # noqa: F401  (the engine, its positions and noqa)
     from odelint.api.registry import all_rules
+    from odelint.engine import core  # noqa: F401  (the engine, its positions and noqa)
     from odelint.engine.collector import fewer_collections
     from odelint.engine.deferred import load
 
