@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from odelint.analysis import project
+from odelint.analysis import sketch_module_classes as smc
 from odelint.analysis.sketch import Sketch
 from odelint.analysis.sketch_module_classes import CLEAN, INVALID, NONE
 from odelint.api.registry import rule_for
@@ -380,6 +381,11 @@ def test_another_files_class_is_read_on_its_ast_where_that_settles_it(tmp_path: 
         assert kind("Deep") == {CLEAN}  # its base is another file's: the model of more.py, which asks layers.py's
         assert built == ["more.py", "layers.py"]
         sketch.release()
+    # the other files' Sketches are kept for the next gate with no analysis of their own: an
+    # analysis refers back to its Sketch, and the cycle would wait for the collector
+    kept = [entry[1].sketch for entry in smc._outlines.values() if entry[1] is not None and entry[1].sketch]
+    assert kept and all(vars(other)[slot] is None for other in kept
+                        for slot in ("_module_classes", "_reach", "_arrays"))
 
 
 def test_a_class_the_ast_settles_keeps_the_rule_exactly_where_the_model_does(tmp_path: Path) -> None:

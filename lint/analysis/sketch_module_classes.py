@@ -47,16 +47,17 @@ _Item = ast.AST | tuple[Hashable, ...]
 
 
 class SketchModuleClasses:
-    def __init__(self, sketch: Sketch, elsewhere: dict[str, Sketch] | None = None) -> None:
+    def __init__(self, sketch: Sketch, elsewhere: dict[str, SketchModuleClasses] | None = None) -> None:
         self.sketch = sketch
         self._qualname_kinds: dict[str, str] = {}
         self._own_kinds: dict[int, str] = {}
         self._carriers: set[Hashable] = set()     # items known to reach a class with such a leaf
         self._not_carriers: set[Hashable] = set()  # items known not to
-        # other files' Sketches by path, read for the linted file's gate: one for each file, shared
-        # with the Sketches read from there (files that import each other end in the guards)
+        # other files' readings by path, made for the linted file's gate: one for each file, shared
+        # with the readings made from there (files that import each other end in the guards).
+        # Each is made afresh for a gate, so that what it reads further is noted for this file.
         self._owns_elsewhere = elsewhere is None
-        self._elsewhere: dict[str, Sketch] = {} if elsewhere is None else elsewhere
+        self._elsewhere: dict[str, SketchModuleClasses] = {} if elsewhere is None else elsewhere
 
     # -- classes --------------------------------------------------------------------------------
 
@@ -197,35 +198,33 @@ class SketchModuleClasses:
             return NONE
         if len(classes) > 1 or id(classes[0]) not in outline.top:
             return None
-        other = self._sketch_of(path, outline)
+        other = self._reading_of(path, outline)
         cls = classes[0]
-        if not may_be_module_class(other, cls):
+        if not may_be_module_class(other.sketch, cls):
             return NONE
-        clean = other.module_classes._own_class_kind(cls) == CLEAN and _surely_module_class(other, cls)
+        clean = other._own_class_kind(cls) == CLEAN and _surely_module_class(other.sketch, cls)
         return CLEAN if clean else None
 
     def _imported_elsewhere(self, path: str, outline: _Outline, name: str) -> str | None:
         """A name the other file imports at its top level: what the project files it may come
         from say of it, as the model follows the import (a library's class is none it follows);
         None where the answers differ or one may have a function leaf."""
-        other = self._sketch_of(path, outline)
-        kinds = {other.module_classes._qualname_kind(meaning)
-                 if other.module_classes._project_file(meaning.rpartition(".")[0]) is not None else NONE
-                 for meaning in other.qualnames(ast.Name(id=name, ctx=ast.Load()))}
+        other = self._reading_of(path, outline)
+        kinds = {other._qualname_kind(meaning) if other._project_file(meaning.rpartition(".")[0]) is not None else NONE
+                 for meaning in other.sketch.qualnames(ast.Name(id=name, ctx=ast.Load()))}
         return kinds.pop() if len(kinds) == 1 and INVALID not in kinds else None
 
-    def _sketch_of(self, path: str, outline: _Outline) -> Sketch:
+    def _reading_of(self, path: str, outline: _Outline) -> SketchModuleClasses:
+        """This gate's reading of another file's classes, on that file's Sketch (kept with its outline)."""
         other = self._elsewhere.get(path)
         if other is None:
-            other = self._elsewhere[path] = Sketch(outline.tree, path)
-            other._module_classes = SketchModuleClasses(other, self._elsewhere)
+            other = self._elsewhere[path] = SketchModuleClasses(outline.sketch, self._elsewhere)
         return other
 
     def release(self) -> None:
-        """Drop the other files' Sketches read for the linted file (each holds cycles of its own)."""
+        """Drop the readings of other files made for the linted file (they refer to each other)."""
         if self._owns_elsewhere:
-            for other in self._elsewhere.values():
-                other.release()
+            self._elsewhere.clear()
         self._elsewhere = {}
 
     def _annotation_kinds(self, annotation: ast.expr) -> frozenset[str]:
@@ -423,25 +422,23 @@ def _library_kind(qualname: str, depth: int = 0) -> str:
 
 
 class _Outline:
-    """What binds each name in a file, from CPython's `ast` of it (anywhere in the file: saying
-    "maybe the model" too often costs a model, never a finding)."""
+    """What binds each name in a file, read on its Sketch (anywhere in the file: saying "maybe
+    the model" too often costs a model, never a finding). The Sketch is kept for reading the
+    file's classes; no analysis is ever made of it (an analysis refers back to its Sketch)."""
 
-    def __init__(self, tree: ast.Module) -> None:
-        self.tree = tree
+    def __init__(self, sketch: Sketch) -> None:
+        self.sketch = sketch
+        self.classes = sketch.classes
+        self.top: set[int] = {id(node) for node in sketch.tree.body}
         self.star = False
         self.imported: set[str] = set()
-        self.classes: dict[str, list[ast.ClassDef]] = {}
-        self.top: set[int] = {id(node) for node in tree.body}
         inner: set[str] = set()  # names an import below the top level binds
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                self.classes.setdefault(node.name, []).append(node)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.star = self.star or any(alias.name == "*" for alias in node.names)
-                names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
-                self.imported.update(names)
-                if id(node) not in self.top:
-                    inner.update(names)
+        for node in sketch.of_type(ast.Import, ast.ImportFrom):
+            self.star = self.star or any(alias.name == "*" for alias in node.names)
+            names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+            self.imported.update(names)
+            if id(node) not in self.top:
+                inner.update(names)
         self.imported_at_top = self.imported - inner  # bound by top-level imports alone
 
 
@@ -458,7 +455,7 @@ def _outline(path: str) -> _Outline | None:
     if known is None or known[0] != stamp:
         try:
             text = project.read_text(path)
-            known = (stamp, _Outline(ast.parse(text)), len(text))
+            known = (stamp, _Outline(Sketch(ast.parse(text), path)), len(text))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
             known = (stamp, None, 0)
     _outlines[path] = known

@@ -171,24 +171,62 @@ class SketchReach:
         assigned, and the functions of the names in what it was assigned from (`step = jax.jit(update)`),
         closed over chains and cycles of assignments (`a = f(b); b = g(a)`)."""
         found = self._named.get(name)
-        if found is not None:
-            return found
-        unique: dict[int, FunctionNode] = {}
-        seen = {name}
-        pending = [name]
-        while pending:
-            current = pending.pop()
-            done = self._named.get(current)
-            if done is not None:  # a finished closure: complete, no need to follow it again
-                unique.update((id(f), f) for f in done)
-                continue
-            functions, names = self._assignment_edges(current)
-            unique.update((id(f), f) for f in functions)
-            for other in names - seen:
-                seen.add(other)
-                pending.append(other)
-        found = self._named[name] = list(unique.values())
+        if found is None:
+            self._close(name)
+            found = self._named[name]
         return found
+
+    def _close(self, start: str) -> None:
+        """`functions_named` for every name `start` reaches through assignments, found together:
+        Tarjan's strongly connected components of those edges, each closed once its successors
+        are (names in one cycle share their functions). Closing one name at a time walked the
+        same chains again for each name a traced function uses."""
+        order: dict[str, int] = {}
+        low: dict[str, int] = {}
+        stack: list[str] = []
+        on_stack: set[str] = set()
+        work: list[tuple[str, Iterator[str]]] = []
+
+        def enter(name: str) -> None:
+            order[name] = low[name] = len(order)
+            stack.append(name)
+            on_stack.add(name)
+            work.append((name, iter(self._assignment_edges(name)[1])))
+
+        enter(start)
+        while work:
+            name, successors = work[-1]
+            for other in successors:
+                if other in self._named:  # closed before: nothing of it is on the stack
+                    continue
+                if other not in order:
+                    enter(other)
+                    break
+                if other in on_stack:
+                    low[name] = min(low[name], order[other])
+            else:
+                work.pop()
+                if work:
+                    caller = work[-1][0]
+                    low[caller] = min(low[caller], low[name])
+                if low[name] == order[name]:
+                    self._close_component(name, stack, on_stack)
+
+    def _close_component(self, root: str, stack: list[str], on_stack: set[str]) -> None:
+        component: list[str] = []
+        while not component or component[-1] != root:
+            component.append(stack.pop())
+            on_stack.discard(component[-1])
+        unique: dict[int, FunctionNode] = {}
+        members = set(component)
+        for name in component:
+            functions, names = self._assignment_edges(name)
+            unique.update((id(function), function) for function in functions)
+            for other in names - members:  # closed already: a successor's component comes first
+                unique.update((id(function), function) for function in self._named[other])
+        found = list(unique.values())
+        for name in component:
+            self._named[name] = found
 
     def _assignment_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
         """The functions a name stands for directly, and the names its assigned values use."""
