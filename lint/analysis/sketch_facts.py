@@ -261,28 +261,31 @@ def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
 def reused_key(sketch: Sketch) -> bool:
     """A key that may be consumed twice (in one function, with no fresh value between the two
     uses, or again on a loop's next iteration), or a constant key made in a loop that repeats."""
-    uses: dict[tuple[int, str], list[ast.Call]] = {}      # calls a name is given to, in order
+    consuming = _key_parameters(sketch)
+    keys = [_key_argument(sketch, call) for call in sketch.calls]  # the `key=` or first key each call consumes
+    consumed = [[key] if key is not None else _passed_to_key_parameters(sketch, call, consuming)
+                for call, key in zip(sketch.calls, keys, strict=True)]
+    names = {name for found in consumed for name in found}  # only these may be reused keys
+    uses: dict[tuple[int, str], list[ast.Call]] = {}      # calls a name is given to
     consumers: dict[tuple[int, str], int] = {}
     passed: dict[tuple[int, str], int] = {}  # names given by position (a function may split them)
-    for call in sketch.calls:
+    for call in sketch.calls if names else ():
         if _never_consumes(sketch, call):
             continue
         for arg in call.args:
-            if isinstance(arg, ast.Name):
+            if isinstance(arg, ast.Name) and arg.id in names:
                 where = (_key_scope(sketch, call, arg.id), arg.id)
                 passed[where] = passed.get(where, 0) + 1
                 uses.setdefault(where, []).append(call)
-    consuming = _key_parameters(sketch)
     strict = "strict-key-reuse" in sketch.options
     suspects: set[tuple[int, str]] = set()
-    for call in sketch.calls:
-        key = _key_argument(sketch, call)
-        for consumed in [key] if key is not None else _passed_to_key_parameters(sketch, call, consuming):
+    for call, key, found in zip(sketch.calls, keys, consumed, strict=True):
+        for name in found:
             loop = repeating_loop(sketch, call)
-            if loop is not None and not rebinds_each_iteration(loop, consumed) and not bound_before(
-                    sketch, loop, call, consumed):
+            if loop is not None and not rebinds_each_iteration(loop, name) and not bound_before(
+                    sketch, loop, call, name):
                 return True  # consumed again on the next iteration
-            where = (_key_scope(sketch, call, consumed), consumed)
+            where = (_key_scope(sketch, call, name), name)
             consumers[where] = consumers.get(where, 0) + 1
             if key is not None and not any(use is call for use in uses.get(where, ())):
                 uses.setdefault(where, []).append(call)  # given as `key=`
