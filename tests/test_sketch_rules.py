@@ -26,6 +26,15 @@ _FLOW = """
                 return carry + self.layer(x) * scale, None
             def run(self, xs):"""
 
+# a batch order drawn from the key a loader is given, which it then splits for the next epoch
+_DRAWN_THEN_SPLIT = """
+        import jax
+        def epoch(key, data):
+            order = jax.random.permutation(key, len(data))
+            key, next_key = jax.random.split(key)
+            return data[order], next_key
+"""
+
 FIRES = [
     ("ODL707", """
         import jax.numpy as jnp
@@ -239,6 +248,23 @@ FIRES = [
     ("ODL802", """
         import diffrax
         sol = diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: y), diffrax.Tsit5(), 0.0, 1.0, None, 1.0)
+    """),
+    # a key drawn from, split, then drawn from again: the second draw repeats the first
+    ("ODL704", """
+        import jax
+        def noise(key, x):
+            a = jax.random.normal(key, x.shape)
+            keys = jax.random.split(key)
+            return a + jax.random.normal(key, x.shape), keys
+    """),
+    # drawn from and then split, but the key itself came from a split: not deliberate
+    ("ODL704", """
+        import jax
+        def noise(seed, x):
+            key, sub = jax.random.split(seed)
+            a = jax.random.normal(key, x.shape)
+            first, second = jax.random.split(key)
+            return a, first, second, sub
     """),
 ]
 
@@ -466,6 +492,17 @@ DROPS = [
         sol = diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: y), diffrax.Tsit5(), 0.0, 1.0, 0.1, 1.0)
         jax.grad(lambda t1: t1)(1.0)
     """),
+    # a key from outside drawn from and then split or passed on (the dataloader's permutation
+    # then split): the two uses compute unrelated things (reported in strict mode only)
+    ("ODL704", _DRAWN_THEN_SPLIT),
+    ("ODL704", """
+        import jax
+        def init(key, n):
+            return jax.random.normal(key, (n,))
+        def build(key, n):
+            order = jax.random.permutation(key, n)
+            return order, init(key, n)
+    """),
 ]
 
 
@@ -481,3 +518,9 @@ def test_precheck_drops_code_the_rule_cannot_report(rule: str, code: str) -> Non
     source = _code(code)
     assert candidates(source, "f.py", [rule_for(rule)]) == []
     assert rule not in {f.code for f in lint_source(source, "f.py", codes={rule}, gate=False).findings}
+
+
+def test_in_strict_mode_a_key_drawn_from_and_then_split_keeps_the_rule_which_reports_it() -> None:
+    source, strict = _code(_DRAWN_THEN_SPLIT), frozenset({"strict-key-reuse"})
+    assert candidates(source, "f.py", [rule_for("ODL704")], options=strict) == [rule_for("ODL704")]
+    assert "ODL704" in {f.code for f in lint_source(source, "f.py", codes={"ODL704"}, options=strict).findings}

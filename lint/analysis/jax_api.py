@@ -270,6 +270,11 @@ def makes_key(qualname: str | None) -> bool:
     return qualname in _api()["keys"]["constant_makers"]
 
 
+def splits_key(qualname: str | None) -> bool:
+    """`jax.random.split`: the key handed out as subkeys."""
+    return qualname in _api()["keys"]["splitters"]
+
+
 def derives_key(qualname: str | None) -> bool:
     """`jax.random.fold_in`: a new key from a key and data."""
     return qualname in _api()["keys"]["derivers"]

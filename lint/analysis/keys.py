@@ -65,7 +65,6 @@ from odelint.analysis.scopes import (
 SPLIT, DRAW, PASS = "split", "draw", "pass"  # how a call consumes a key
 _APART = ("one draw's value never meets the other: it is only displayed, dropped or overwritten unread, "
           "or handed to a model whose randomness is switched off")
-_SPLIT = "jax.random.split"
 
 if TYPE_CHECKING:
     State = dict[str, tuple[cst.Call, str]]  # name -> the call that consumed the key it holds, and how
@@ -220,7 +219,7 @@ class KeyUses:
             if not jax_api.consumes_key(qualname):
                 return []
             argument = argument_at(call, "key", 0)
-            how = SPLIT if qualname == _SPLIT else DRAW
+            how = SPLIT if jax_api.splits_key(qualname) else DRAW
             if argument is None or not isinstance(argument.value, cst.Name):
                 return []
             return [(argument.value.value, how)]
@@ -456,7 +455,7 @@ class KeyUses:
         """Remember names bound by `a, b = split(...)` (a key stream the function manages) and
         names holding a constant key; a split assigned in a loop gives it a fresh key."""
         names = target_names(target)
-        split = isinstance(value, cst.Call) and self._qualname(value) == _SPLIT
+        split = isinstance(value, cst.Call) and jax_api.splits_key(self._qualname(value))
         if split and self._loop_splits:
             self._loop_splits[-1] = True
         if split and isinstance(target, (cst.Tuple, cst.List)):

@@ -296,7 +296,7 @@ def reused_key(sketch: Sketch) -> bool:
             loop = repeating_loop(sketch, call)
             if loop is not None and _counting(loop):
                 return True
-    return any(_meet(sketch, uses[where], where[1]) for where in suspects)
+    return any(_meet(sketch, uses[where], where[1], strict) for where in suspects)
 
 
 def _key_scope(sketch: Sketch, call: ast.Call, name: str) -> int:
@@ -343,14 +343,56 @@ def not_a_test(sketch: Sketch) -> bool:
     return not is_test_or_benchmark(sketch.path)
 
 
-def _meet(sketch: Sketch, calls: list[ast.Call], name: str) -> bool:
+def _meet(sketch: Sketch, calls: list[ast.Call], name: str, strict: bool) -> bool:
     """May two of these calls get the same value of `name`: no assignment of it between them
-    (`key, sub = split(key)` between two draws), as `KeyUses` follows a function's statements?"""
+    (`key, sub = split(key)` between two draws), as `KeyUses` follows a function's statements,
+    in a way it reports (outside strict mode, a draw and then a split is deliberate)?"""
     if len(calls) > _PAIRS_JUDGED:
         return True
     ordered = sorted({id(call): call for call in calls}.values(), key=lambda call: (call.lineno, call.col_offset))
-    return len(ordered) < len(calls) or any(not bound_between(sketch, first, second, name)
-                                            for number, first in enumerate(ordered) for second in ordered[number + 1:])
+    return len(ordered) < len(calls) or any(
+        not bound_between(sketch, first, second, name)
+        and (strict or not _drawn_then_handed_on(sketch, first, second, name))
+        for number, first in enumerate(ordered) for second in ordered[number + 1:])
+
+
+def _drawn_then_handed_on(sketch: Sketch, first: ast.Call, second: ast.Call, name: str) -> bool:
+    """`KeyUses._deliberate`: a key drawn from and then split or passed on, when it does not
+    come from a split."""
+    return (_use(sketch, first, name) == "draw" and _use(sketch, second, name) in ("split", "pass")
+            and not _split_into(sketch, name, second))
+
+
+def _split_into(sketch: Sketch, name: str, use: ast.Call) -> bool:
+    """May `name` hold a split's result when `use` takes it (`KeyUses._from_split`): a split
+    assigned to it that ends before `use`, or anywhere when `use` is in a loop (where the
+    next iteration sees what the last one assigned)?"""
+    looped = sketch.in_loop(use)
+    for value in sketch.assigned(name):
+        names = sketch.qualnames(value.func) if isinstance(value, ast.Call) else frozenset()
+        if not any(jax_api.splits_key(found) for found in names):
+            continue
+        statement = sketch.parent(value)
+        end = (getattr(statement, "end_lineno", None) or 0, getattr(statement, "end_col_offset", None) or 0)
+        if looped or end <= (use.lineno, use.col_offset):
+            return True
+    return False
+
+
+def _use(sketch: Sketch, call: ast.Call, name: str) -> str | None:
+    """How `KeyUses.consumptions` may take `name` from `call`, where every meaning of the callee
+    agrees: "split" or "draw" (a `jax.random` function given it as its key), "pass" (a call
+    outside `jax.random`), or None."""
+    names = sketch.qualnames(call.func)
+    if not any(found.startswith("jax.random.") for found in names):
+        return "pass"
+    given = _key_given(call)
+    if not (isinstance(given, ast.Name) and given.id == name) or not all(
+            found.startswith("jax.random.") for found in names):
+        return None
+    if all(jax_api.splits_key(found) for found in names):
+        return "split"
+    return "draw" if all(jax_api.consumes_key(found) and not jax_api.splits_key(found) for found in names) else None
 
 
 def _never_consumes(sketch: Sketch, call: ast.Call) -> bool:

@@ -8,9 +8,13 @@ the same roots on `ast`, erring towards "maybe":
 - a type expression may name a class with such a leaf (`class_kinds`): a library's, from
   lint/analysis/data (`equinox.nn.MLP`'s `activation`), a container of layers, a class of this
   file (read as `Leaves` reads it: its bases, its fields' annotations, what `__init__`
-  assigns), or a class of another project file. That last one is asked of the other file's
-  own model, which the rule would ask too, built once per run (a name that file defines only
-  by `def` needs none); a fault of that model leaves the answer "maybe".
+  assigns), or a class of another project file. That last one is read the same way on the
+  other file's Sketch where that settles it (no class or import there binds the name; a class
+  that is no module, or surely one with array and number leaves only; a name it imports from
+  another file, read there in turn). Otherwise it is asked of the other file's own model,
+  which the rule would ask too, built once per run; a fault of that model leaves the answer
+  "maybe". Dynamiqs' solvers name `QArray`, `Method` and `SolveSaved` (read on `ast`) and
+  `TimeQArray` and `Options` (whose `__init__` assigns parameters only the model can type).
 - a value may be an instance of one (`may_carry`) through what `Facts.module_class` follows:
   a call of such a class, of a function of this file that returns one, of
   `eqx.apply_updates`/`eqx.tree_at` given one; a name through every binding of it in the file
