@@ -1,6 +1,6 @@
 """When Python's cyclic collector runs (odelint.engine.collector): never in the middle of the
 language server's re-lints, but soon after, and at once when garbage piles up; between the
-files of a run, once enough source was linted."""
+files of a run, once enough source was linted, and before a large file."""
 
 from __future__ import annotations
 
@@ -96,3 +96,17 @@ def test_the_sweeper_freezes_newly_imported_modules_and_forgets_kept_facts_first
     finally:
         del sys.modules["odelint_test_imported_late"]
     assert forgotten == [1, 3] and garbage() is None  # collected before the freeze, not frozen
+
+
+def test_a_large_file_is_linted_on_a_clean_heap(restored_gc) -> None:
+    """Before a large file the kept facts of other files are dropped and the garbage freed;
+    before a small one nothing happens (the next collection waits for its MiB of source)."""
+    gc.disable()
+    forgotten: list[int] = []
+    sweeper = collector.Sweeper(every=10**9, large=1000)
+    sweeper.linted(10, forget=lambda: None)  # the first file: what it imported is frozen
+    garbage = _cyclic_garbage()
+    sweeper.before(999, forget=lambda: forgotten.append(1))
+    assert garbage() is not None and forgotten == []
+    sweeper.before(1000, forget=lambda: forgotten.append(2))
+    assert garbage() is None and forgotten == [2]

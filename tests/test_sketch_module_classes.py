@@ -386,6 +386,8 @@ def test_another_files_class_is_read_on_its_ast_where_that_settles_it(tmp_path: 
     kept = [entry[1].sketch for entry in smc._outlines.values() if entry[1] is not None and entry[1].sketch]
     assert kept and all(vars(other)[slot] is None for other in kept
                         for slot in ("_module_classes", "_reach", "_arrays"))
+    project.forget()  # as the collector does before it freezes what is alive
+    assert not smc._outlines
 
 
 def test_a_class_the_ast_settles_keeps_the_rule_exactly_where_the_model_does(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from odelint.analysis.facts import Facts
 
 _T = TypeVar("_T")
+_Cache = TypeVar("_Cache", bound=dict)
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_FILE_BYTES = 2_000_000
 # Top-level packages never looked up among the project's files.
@@ -303,8 +304,21 @@ def facts_imported(imports: ImportsOf, module: str, seen: frozenset[str]) -> Fac
 
 
 def forget() -> None:
-    """Drop the other files' facts kept so far (they are built again when asked for)."""
+    """Drop the other files' facts kept so far, and what other modules keep of other files
+    (`kept_of_other_files`): they are built again when asked for."""
     _parsed.clear()
+    for cache in _other_caches:
+        cache.clear()
+
+
+_other_caches: list[dict] = []
+
+
+def kept_of_other_files(cache: _Cache) -> _Cache:
+    """Register a module's cache of what it read in other files, for `forget` to empty (the
+    collector freezes what is alive after a `forget`: a cache left full would never be freed)."""
+    _other_caches.append(cache)
+    return cache
 
 
 def _build(path: str, seen: frozenset[str]) -> tuple[Facts | None, int]:

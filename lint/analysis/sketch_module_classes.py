@@ -447,7 +447,7 @@ class _Outline:
 
 
 # other project files' outlines, by path, with their stamp and size, oldest use first
-_outlines: dict[str, tuple[list[int] | None, _Outline | None, int]] = {}
+_outlines: dict[str, tuple[list[int] | None, _Outline | None, int]] = project.kept_of_other_files({})
 
 
 def _outline(path: str) -> _Outline | None:

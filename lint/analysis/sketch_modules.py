@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from odelint.analysis import jax_api
+from odelint.analysis import jax_api, project
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import Sketch
@@ -31,8 +31,6 @@ def may_hold_modules(sketch: Sketch) -> bool:
 
 def _project_files(path: str, modules: list[str]) -> Iterator[str]:
     """The project's files among the modules a file imports."""
-    from odelint.analysis import project
-
     imports = project.ImportsOf(path)
     for module in modules:
         if module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
@@ -51,15 +49,13 @@ def _module_libraries() -> tuple[str, ...]:
 # a project file's own part of the answer, by its path: its stamp, whether it imports one of
 # the packages, and the modules it imports (found again in the project at every question, so
 # that a file created since, or one edited further down the imports, is seen)
-_own_parts: dict[str, tuple[list[int] | None, bool, list[str]]] = {}
+_own_parts: dict[str, tuple[list[int] | None, bool, list[str]]] = project.kept_of_other_files({})
 
 
 def _imports_reach_a_package(path: str, modules: list[str]) -> bool:
     """Does a project file the file imports import Equinox or a library of modules, itself or
     through its own project imports? Asked breadth first, each file once: the nearest files
     mostly answer, so the files further down are seldom looked up."""
-    from odelint.analysis import project
-
     seen = {os.path.abspath(path)}
     level = [(path, modules)]
     while level:
@@ -84,8 +80,6 @@ def _own_part(path: str) -> tuple[bool, list[str]]:
     """Whether the file imports one of the packages, else the modules it imports. A line
     importing one is enough to say "maybe" (`refers_to` would also ask for a use of the name it
     binds); an unreadable file may import anything (the model cannot read it either)."""
-    from odelint.analysis import project
-
     try:
         text = project.read_text(path)
         if any(_outside_long_strings(text, found.start()) for found in _package_import().finditer(text)):

@@ -131,6 +131,7 @@ class _TooSlow(BaseException):
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
     outcome = Outcome(task.path)
+    sweeper.before(_size(task), project.forget)
     with (project.places(task.run), project.recording() as outcome.depends, _time_limit(task.max_seconds),
           linted_once()):  # the outcome holds the findings as data: the models can go
         try:
