@@ -421,7 +421,7 @@ def _key_parameters(sketch: Sketch) -> dict[str, set[int]]:
         given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "key"), None)
         function = sketch.enclosing_function(call)
         if isinstance(given, ast.Name) and function is not None:
-            parameters = [arg.arg for arg in (*function.args.posonlyargs, *function.args.args)]
+            parameters = positional_names(function)
             if given.id in parameters:
                 found.setdefault(function.name, set()).add(parameters.index(given.id))
     return found

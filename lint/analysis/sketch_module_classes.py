@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, cast
 
 from odelint.analysis import jax_api, project
 from odelint.analysis.sketch import Sketch, walk
-from odelint.analysis.sketch_calls import functions_and_lambdas, may_be_module_class, positional_names
+from odelint.analysis.sketch_calls import functions_and_lambdas, may_be_module_class, parameters, positional_names
 from odelint.analysis.sketch_reach import given_at, static_options_of
 
 if TYPE_CHECKING:
@@ -106,13 +106,12 @@ class SketchModuleClasses:
         if init is None:
             return CLEAN
         rebound = {node.id for node in walk(init) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-        parameters = {arg.arg: arg.annotation for arg in (*init.args.posonlyargs, *init.args.args,
-                                                          *init.args.kwonlyargs)
-                      if arg.arg not in rebound}  # the model reads a name by its last binding
+        annotated = {arg.arg: arg.annotation for arg in parameters(init)
+                     if arg.arg not in rebound}  # the model reads a name by its last binding
         for node in walk(init):
             if isinstance(node, ast.Assign) and any(
                     isinstance(target, ast.Attribute) and target.attr not in settled for target in node.targets):
-                if not self._plain_value(node.value, parameters):
+                if not self._plain_value(node.value, annotated):
                     return INVALID
         return CLEAN
 
@@ -131,15 +130,15 @@ class SketchModuleClasses:
             return "array"
         return "number" if isinstance(outer, ast.Name) and outer.id in ("float", "int", "bool") else "unknown"
 
-    def _plain_value(self, value: ast.expr, parameters: dict[str, ast.expr | None]) -> bool:
+    def _plain_value(self, value: ast.expr, annotated: dict[str, ast.expr | None]) -> bool:
         """A value assigned in `__init__` that gives no function or string leaf: a number or
         `None`, arithmetic, or a parameter declared an array, key or number."""
         if isinstance(value, ast.Constant):
             return not isinstance(value.value, str)
         if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
             return True
-        if isinstance(value, ast.Name) and parameters.get(value.id) is not None:
-            return self._field_declares(cast(ast.expr, parameters[value.id])) in ("array", "number")
+        if isinstance(value, ast.Name) and annotated.get(value.id) is not None:
+            return self._field_declares(cast(ast.expr, annotated[value.id])) in ("array", "number")
         return False
 
     def _qualname_kind(self, qualname: str) -> str:
@@ -519,9 +518,8 @@ def _parameters_named(sketch: Sketch, name: str) -> Iterator[tuple[FunctionNode,
     """The parameters called `name` of every function and lambda of the file, each with
     whether it is its function's first positional one."""
     for function in functions_and_lambdas(sketch):
-        arguments = function.args
-        positional = [*arguments.posonlyargs, *arguments.args]
-        for arg in (*positional, *arguments.kwonlyargs):
+        first = positional_names(function)[:1]
+        for arg in parameters(function):
             if arg.arg == name:
-                yield function, arg, bool(positional) and arg is positional[0]
+                yield function, arg, [name] == first
 
