@@ -177,10 +177,9 @@ class SketchModuleClasses:
 
     def _project_file(self, module: str) -> str | None:
         """The project file `import <module>` means here (`Facts._project_facts`), None for none."""
-        imports = self.sketch.project_imports
-        if imports is None or module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
+        if module.lstrip(".").split(".")[0] in project.NEVER_PROJECT:
             return None
-        return imports.file(module)
+        return self.sketch.project_file(module)
 
     def _read_elsewhere(self, path: str, name: str) -> str | None:
         """What `from <that file> import name` gives (`Facts.exported_module_class`), read on the

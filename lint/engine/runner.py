@@ -130,8 +130,8 @@ class _TooSlow(BaseException):
 
 def process(task: Task) -> Outcome:
     """Everything that happens to one file's bytes; runs in a worker process."""
-    outcome = Outcome(task.path)
-    sweeper.before(_size(task), project.forget)
+    outcome, size = Outcome(task.path), _size(task)
+    sweeper.before(size, project.forget)
     with (project.places(task.run), project.recording() as outcome.depends, _time_limit(task.max_seconds),
           linted_once()):  # the outcome holds the findings as data: the models can go
         try:
@@ -139,7 +139,7 @@ def process(task: Task) -> Outcome:
         except _TooSlow:
             outcome = Outcome(task.path, error=f"took longer than {task.max_seconds:g} s to lint; stopped "
                                                "(raise the limit with --file-timeout)")
-    sweeper.linted(_size(task), project.forget)
+    sweeper.linted(size, project.forget)
     return outcome
 
 
