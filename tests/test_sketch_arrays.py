@@ -272,6 +272,17 @@ def test_odl710_drops_static_views_of_traced_values() -> None:
     """, "ODL710")
 
 
+def test_odl710_drops_the_name_of_a_function_a_traced_function_is_given() -> None:
+    """flowjax's `_vectorize(self, method)` looks `method.__name__` up in a dict: a function's
+    name is a string, whatever traces the code around it."""
+    dropped("""
+        @jax.jit
+        def apply(method, x):
+            shapes = {"sample": (), "log_prob": (3,)}
+            return shapes[method.__name__], {type(x).__qualname__: x.__class__}
+    """, "ODL710")
+
+
 # -- ODL706: a branch singular where the guard deselects -----------------------------------------
 
 ODL706_KEPT = {
