@@ -300,6 +300,34 @@ def test_a_key_given_to_a_wrapped_consuming_function_may_be_reused() -> None:
     assert Needs.fact("reused_key").holds(sketch(THROUGH_AN_ATTRIBUTE))
 
 
+GIVEN_AS_KEY = """
+import jax
+
+
+class Block:
+    def __call__(self, x, *, key: "jax.random.PRNGKey" = None):
+        x = self.activation(x, key=key)
+        return self.scale_activation(x, key=key)
+"""
+
+
+def test_a_name_given_as_key_outside_jax_random_is_a_reuse_only_if_it_may_hold_a_key() -> None:
+    """eqxvision's squeeze.py: `key=key` to two layers, where `key` is annotated with a string
+    and no `jax.random` call of the function takes it, is no consumption for `KeyUses`, so the
+    pre-check keeps the parse away; a key annotation, or a draw from the name in the same
+    function, makes it one, and the rule (strict mode) reports the second use."""
+    strict = frozenset({"strict-key-reuse"})
+    assert not Needs.fact("reused_key").holds(Sketch(ast.parse(GIVEN_AS_KEY), "block.py", strict))
+    assert lint_source(GIVEN_AS_KEY, "block.py", {"ODL704"}, gate=False, options=strict).findings == []
+    annotated = GIVEN_AS_KEY.replace("import jax\n", "import jax\nfrom jaxtyping import PRNGKeyArray\n").replace(
+        'key: "jax.random.PRNGKey" = None', "key: PRNGKeyArray")
+    drawn = GIVEN_AS_KEY.replace("        x = self.activation", "        x = x + jax.random.normal(key)\n"
+                                 "        x = self.activation")
+    for code in (annotated, drawn):
+        assert Needs.fact("reused_key").holds(Sketch(ast.parse(code), "block.py", strict))
+        assert lint_source(code, "block.py", {"ODL704"}, gate=False, options=strict).findings
+
+
 FIELDS = """
 import equinox as eqx
 
@@ -389,6 +417,58 @@ def test_only_what_the_static_options_can_reach_is_asked_to_be_hashable() -> Non
                     by_position.replace("OPTIONS)", "options=[3])"), by_position.replace("argnums=2", "argnums=-2")):
         assert Needs.fact("unhashable_static_argument").holds(sketch(flagged))
         assert lint_source(flagged, "solve.py", {"ODL708"}).findings
+
+
+SHADOWED_COMPILED = """
+import jax
+import jax.numpy as jnp
+
+
+def solve(h, tsave, options):
+    f = _vectorized
+    f = jax.jit(f, static_argnames=("tsave", "options"))
+    return f(h, tuple(tsave.tolist()), options)
+
+
+def _vectorized(h, tsave: jax.Array, options):
+    f = jax.vmap(_one)
+    return f(h, tsave, options)
+
+
+def _one(h, tsave, options):
+    return h * len(tsave)
+"""
+
+
+COMPILED_AT_MODULE_LEVEL = """
+import jax
+import jax.numpy as jnp
+
+
+def _one(h, tsave, options):
+    return h * len(tsave)
+
+
+f = jax.jit(_one, static_argnames=("tsave", "options"))
+
+
+def _vectorized(h, tsave, options):
+    return f(h, tsave, options)
+
+
+_vectorized(jnp.ones(3), jnp.arange(3.0), None)
+"""
+
+
+def test_a_name_a_function_binds_itself_runs_only_what_that_function_assigns_it() -> None:
+    """dynamiqs' mesolve.py: `f = jax.jit(f, static_argnames=...)` in one function, and a local
+    `f = jax.vmap(...)` in another that is given an array: that call is not compiled with
+    static arguments, so the pre-check keeps the parse away. A function that binds no `f`
+    calls the module's, compiled with them, and the rule reports the array."""
+    assert not Needs.fact("unhashable_static_argument").holds(sketch(SHADOWED_COMPILED))
+    assert lint_source(SHADOWED_COMPILED, "solve.py", {"ODL708"}, gate=False).findings == []
+    assert Needs.fact("unhashable_static_argument").holds(sketch(COMPILED_AT_MODULE_LEVEL))
+    assert lint_source(COMPILED_AT_MODULE_LEVEL, "solve.py", {"ODL708"}).findings
 
 
 FROZEN_IN_USE = """

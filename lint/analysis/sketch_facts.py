@@ -167,13 +167,17 @@ def _static_options_run(sketch: Sketch, func: ast.expr,
     """The calls with static keywords that calling `func` may run a function compiled by
     (`jitted_callee`), each with the functions it may compile and how many of their leading
     parameters are bound (None: unknown): the options call itself, or one a name is defined
-    under as decorator (directly or through a name assigned it: `@jit_static`) or assigned."""
+    under as decorator (directly or through a name assigned it: `@jit_static`) or assigned
+    (in the caller's own function, where that binds the name)."""
     if isinstance(func, ast.Call):
         return [(static[id(func)], _compiled(sketch, static[id(func)]))] if id(func) in static else []
     if not isinstance(func, ast.Name):
         return []
-    found = [(static[id(value)], _compiled(sketch, static[id(value)]))
-             for value in sketch.assigned(func.id) if id(value) in static]
+    assigned = sketch.assigned(func.id)
+    if sketch.reach.binds_locally(func, func.id):  # then only the function's own assignments reach the call
+        scope = scope_of(sketch, func)
+        assigned = [value for value in assigned if scope_of(sketch, value) is scope]
+    found = [(static[id(value)], _compiled(sketch, static[id(value)])) for value in assigned if id(value) in static]
     for function in sketch.defs.get(func.id, ()):
         decorators = list(function.decorator_list)
         decorators += [value for decorator in decorators if isinstance(decorator, ast.Name)
@@ -262,7 +266,8 @@ def reused_key(sketch: Sketch) -> bool:
     """A key that may be consumed twice (in one function, with no fresh value between the two
     uses, or again on a loop's next iteration), or a constant key made in a loop that repeats."""
     consuming = _key_parameters(sketch)
-    keys = [_key_argument(sketch, call) for call in sketch.calls]  # the `key=` or first key each call consumes
+    holders = _KeyHolders(sketch)
+    keys = [_key_argument(sketch, call, holders) for call in sketch.calls]  # the `key=` or first key each call consumes
     consumed = [[key] if key is not None else _passed_to_key_parameters(sketch, call, consuming)
                 for call, key in zip(sketch.calls, keys, strict=True)]
     names = {name for found in consumed for name in found}  # only these may be reused keys
@@ -458,15 +463,38 @@ def _only_instance_methods(sketch: Sketch, name: str) -> bool:
                for function in sketch.defs.get(name, ()))
 
 
-def _key_argument(sketch: Sketch, call: ast.Call) -> str | None:
-    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`)."""
+def _key_argument(sketch: Sketch, call: ast.Call, holders: _KeyHolders) -> str | None:
+    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`).
+    Outside `jax.random`, `key=name` consumes only a name that may hold a key."""
     for given in call.keywords:
         if given.arg == "key" and isinstance(given.value, ast.Name):
-            return given.value.id
+            outside = not any(name.startswith("jax.random.") for name in sketch.qualnames(call.func))
+            return None if outside and not holders.may_hold(call, given.value) else given.value.id
     if call.args and isinstance(call.args[0], ast.Name) and any(
             jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
         return call.args[0].id
     return None
+
+
+class _KeyHolders:
+    """Which names `KeyUses` takes for keys where a call outside `jax.random` is given them as
+    `key=`: those `Facts.kind` may find a key (`SketchArrays.may_be_array_or_key`), and those
+    a `jax.random` call in the same function consumes or derives from (`_parameters_consumed`)."""
+
+    def __init__(self, sketch: Sketch) -> None:
+        self.sketch = sketch
+        self._drawn: dict[int, set[str]] | None = None
+
+    def may_hold(self, call: ast.Call, name: ast.Name) -> bool:
+        if self._drawn is None:
+            self._drawn = {}
+            for taker in self.sketch.calls:
+                given = _key_given(taker)
+                if isinstance(given, ast.Name) and any(jax_api.consumes_key(found) or jax_api.derives_key(found)
+                                                       for found in self.sketch.qualnames(taker.func)):
+                    self._drawn.setdefault(id(self.sketch.enclosing_function(taker)), set()).add(given.id)
+        return (name.id in self._drawn.get(id(self.sketch.enclosing_function(call)), ())
+                or self.sketch.arrays.may_be_array_or_key(name))
 
 
 def _constant_args(call: ast.Call) -> bool:
