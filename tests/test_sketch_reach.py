@@ -180,6 +180,21 @@ DROPPED = [
 
         fast = jax.jit(g, static_argnums=(1, -1))
     """),
+    # ODL702: a helper handed to an imported function that is no function wrapper
+    # (dynamiqs' `f = cartesian_vmap(_sepropagator, ...)`, then `f(H, ...)` in jitted code):
+    # `Facts.callee` sees through `jax.jit(f)`, not through it, so no call passes it a tracer
+    ("ODL702", """
+        import jax
+        from batching import cartesian_vmap
+
+        def _solve(h, method):
+            return h * 2 if method is None and is_constant(h) else h
+
+        @jax.jit
+        def solve(h, method):
+            f = cartesian_vmap(_solve, (0, None))
+            return f(h, method)
+    """),
     # ODL702: an imported function jitted under the name of a method of the file: the method
     # is not what is traced, so its `self` holds no traced value
     ("ODL702", """

@@ -62,7 +62,6 @@ class SketchReach:
         self.sketch = sketch
         self._owns: dict[int, Own] = {}
         self._named: dict[str, list[FunctionNode]] = {}
-        self._callees: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self._edges: dict[str, tuple[list[FunctionNode], set[str]]] = {}
         self._callables: list[tuple[ast.ClassDef, ast.FunctionDef, set[int]]] | None = None
         self._roots: dict[int, Root] | None = None
@@ -455,33 +454,15 @@ class SketchReach:
 
     def _called_by_name(self) -> Iterator[tuple[ast.Call, ast.FunctionDef | ast.AsyncFunctionDef]]:
         """Calls of traced code and the functions they may call by a name (`f(x)`,
-        `jax.jit(f)(x)`), the calls whose arguments `Tracing._parameter_origin` follows. A method
+        `jax.jit(f)(x)`: `SketchArrays.callees_of`, as `Facts.callee` sees through function
+        wrappers only), the calls whose arguments `Tracing._parameter_origin` follows. A method
         is called by a bare name only from its class body."""
         for node in self.nodes_in(self.traced(), (ast.Call,)):
             call = cast(ast.Call, node)
-            for name in _bare_callee_names(call.func):
-                for function in self._callees_named(name):
-                    owner = self.sketch.parent(function)
-                    if not isinstance(owner, ast.ClassDef) or scope_of(self.sketch, call) is owner:
-                        yield call, function
-
-    def _callees_named(self, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-        """The `def`s calling `name` may run as `Facts.callee` resolves it: a `def` of that name,
-        or what a call assigned to the name wraps (`step = jax.jit(update)`), never a lambda, a
-        plain alias (`g = f`) or what a parameter may be given."""
-        found = self._callees.get(name)
-        if found is None:
-            unique: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-            seen, pending = {name}, [name]
-            while pending:
-                current = pending.pop()
-                unique.update((id(f), f) for f in self.sketch.defs.get(current, ()))
-                wrapped = {inner for value in self.sketch.assigned(current) if isinstance(value, ast.Call)
-                           for inner in _bare_callee_names(value)}
-                pending.extend(wrapped - seen)
-                seen |= wrapped
-            found = self._callees[name] = list(unique.values())
-        return found
+            for function in self.sketch.arrays.callees_of(call.func):
+                owner = self.sketch.parent(function)
+                if not isinstance(owner, ast.ClassDef) or scope_of(self.sketch, call) is owner:
+                    yield call, function
 
     def _assignment_readers(self) -> dict[str, list[tuple[ast.AST | None, ast.expr, set[tuple[int, str]]]]]:
         """Name -> the assignments (`=`, annotated `=`, `:=`) whose value it is dynamic in: the
@@ -614,14 +595,6 @@ def _callee_names(func: ast.expr) -> Iterator[str]:
         yield func.attr
     elif isinstance(func, ast.Call) and func.args and not isinstance(func.args[0], ast.Starred):
         yield from _callee_names(func.args[0])
-
-
-def _bare_callee_names(func: ast.expr) -> Iterator[str]:
-    """Names `Facts.callee` may resolve a call's function through: `f`, or what `jax.jit(f)` wraps."""
-    if isinstance(func, ast.Name):
-        yield func.id
-    elif isinstance(func, ast.Call) and func.args and not isinstance(func.args[0], ast.Starred):
-        yield from _bare_callee_names(func.args[0])
 
 
 def _mapped_arguments(sketch: Sketch, call: ast.Call,
