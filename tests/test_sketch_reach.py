@@ -88,6 +88,17 @@ FIRES = [
         def f(x):
             return x + jax.random.normal(KEY)
     """),
+    # ODL705: a closure over a key of a function that runs untraced, building a traced one
+    ("ODL705", """
+        import jax
+
+        def sampler(key):
+            def draw(p):
+                return jax.random.choice(key, 3, p=p)
+            return jax.vmap(draw)
+
+        draw_all = sampler(jax.random.PRNGKey(0))
+    """),
     # ODL704: a loop consumes a key it does not split again
     ("ODL704", """
         import jax
@@ -227,6 +238,19 @@ DROPPED = [
         def f(x, key):
             local = jax.random.PRNGKey(1)
             return x + jax.random.normal(key) + jax.random.normal(local)
+    """),
+    # ODL705: a closure over a key of a function a decorator or a call surely traces
+    # (dynamax's `_generic_message`: `@vmap def f(key, probs)`, then `vmap(lambda p: choice(key, ...))`)
+    ("ODL705", """
+        import jax
+        from jax import vmap
+
+        @vmap
+        def message(key, probs):
+            return vmap(lambda p: jax.random.choice(key, 3, p=p))(probs)
+
+        def sample(keys, probs):
+            return jax.vmap(lambda key: vmap(lambda p: jax.random.choice(key, 3, p=p))(probs))(keys)
     """),
     # ODL704: keys split again in the loop, or the loop's own target
     ("ODL704", """

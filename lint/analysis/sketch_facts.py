@@ -533,11 +533,24 @@ def stateful_random_in_traced(sketch: Sketch) -> bool:
 
 
 def _key_from_outside(sketch: Sketch, call: ast.Call) -> bool:
-    """May the call's key (`key=` or first) be a name its own scope does not bind (`_outside_key`)?"""
+    """May the call's key (`key=` or first) be a name its own scope does not bind, bound where
+    the code may run untraced (`_outside_key`)?"""
     given = [keyword.value for keyword in call.keywords if keyword.arg == "key"]
     if call.args and not isinstance(call.args[0], ast.Starred):
         given.append(call.args[0])
-    return any(isinstance(key, ast.Name) and not sketch.reach.binds_locally(call, key.id) for key in given)
+    return any(isinstance(key, ast.Name) and not sketch.reach.binds_locally(call, key.id)
+               and not _bound_in_traced_code(sketch, call, key.id) for key in given)
+
+
+def _bound_in_traced_code(sketch: Sketch, node: ast.AST, name: str) -> bool:
+    """Is the scope that binds `name` for `node` (the nearest around it, class bodies aside)
+    surely traced (`SketchReach.surely_traced`)? Then `_outside_key` finds no key from outside."""
+    scope = scope_of(sketch, node)
+    while scope is not None:
+        scope = scope_of(sketch, scope)
+        if scope is not None and not isinstance(scope, ast.ClassDef) and sketch.reach.binds_in(scope, name):
+            return sketch.reach.surely_traced(scope)
+    return False
 
 
 @fact("compiled_repeatedly")

@@ -372,10 +372,10 @@ class SketchModuleClasses:
                 for function, bound in reach.function_targets(target):
                     if self._may_receive(function, bound, static, decorated=False):
                         return True
-        for function in reach.decorated(set(transforms)):
+        for function in reach.decorated(transforms):
             if isinstance(function, ast.Lambda):
                 continue
-            for static in reach.decorator_options(function, set(transforms)):
+            for static in reach.decorator_options(function, transforms):
                 if self._may_receive(function, 0, static, decorated=True):
                     return True
         return False

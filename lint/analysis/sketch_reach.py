@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, cast
 
 from odelint.analysis import jax_api
 from odelint.analysis.sketch import children, walk
-from odelint.analysis.sketch_calls import PARTIAL, parameters, positional_names, static_options
+from odelint.analysis.sketch_calls import PARTIAL, keyword, parameters, positional_names, static_options
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
@@ -88,7 +90,7 @@ class SketchReach:
         one (`Tracing._find_call_roots`, `_find_decorator_roots`)."""
         if self._roots is None:
             self._roots = {}
-            tracing = {name for name, row in jax_api.transforms().items() if row.traces}
+            tracing = tracing_transforms()
             bodies = jax_api.traced_bodies()
             for call in self.sketch.calls:
                 names = self.sketch.qualnames(call.func)
@@ -106,6 +108,28 @@ class SketchReach:
                 root.ways.update(Way(bound, None, *static) for static in self.decorator_options(function, tracing))
         return self._roots
 
+    def surely_traced(self, scope: ast.AST) -> bool:
+        """Is the code of this scope traced, whatever else the model finds (`Tracing.why`, from
+        below)? It is, or is nested in, a function decorated by a transform that traces under
+        every meaning of its name (`@jax.vmap`), or a lambda handed straight to one
+        (`jax.vmap(lambda key: ...)`)."""
+        current: ast.AST | None = scope
+        while current is not None:
+            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    self._surely_tracing(decorator) for decorator in current.decorator_list):
+                return True
+            parent = self.sketch.parent(current)
+            if (isinstance(current, ast.Lambda) and isinstance(parent, ast.Call) and parent.args
+                    and parent.args[0] is current and not keyword(parent, "fun", "f")
+                    and self._surely_tracing(parent.func)):
+                return True
+            current = scope_of(self.sketch, current)
+        return False
+
+    def _surely_tracing(self, node: ast.expr) -> bool:
+        meanings = self.sketch.qualnames(node) if isinstance(node, (ast.Name, ast.Attribute)) else frozenset()
+        return bool(meanings) and meanings <= tracing_transforms()
+
     def _add_roots(self, target: ast.expr, params: tuple[int, ...] | None,
                    static: tuple[frozenset[str], frozenset[int]] = (frozenset(), frozenset())) -> None:
         assert self._roots is not None
@@ -113,7 +137,7 @@ class SketchReach:
             self._roots.setdefault(id(function), Root(function, set())).ways.add(Way(offset, params, *static))
 
     def decorator_options(self, function: FunctionNode,
-                           transforms: set[str]) -> Iterator[tuple[frozenset[str], frozenset[int]]]:
+                           transforms: AbstractSet[str]) -> Iterator[tuple[frozenset[str], frozenset[int]]]:
         """What each tracing decorator of `function` marks static: read from the decorator's own
         call (`@partial(jax.jit, static_argnames="n")`, `@jax.jit(static_argnums=1)`) or the call
         a name of it was assigned (`jit_static = partial(...)`), nothing where it cannot tell."""
@@ -325,15 +349,15 @@ class SketchReach:
         for call in self.sketch.calls_to(transforms):
             if any(next(self.function_targets(target), None) is not None for target in given_at(call, ("fun", "f"), 0)):
                 return True
-        return next(self.decorated(set(transforms)), None) is not None
+        return next(self.decorated(transforms), None) is not None
 
-    def decorated(self, transforms: set[str]) -> Iterator[FunctionNode]:
+    def decorated(self, transforms: AbstractSet[str]) -> Iterator[FunctionNode]:
         for functions in self.sketch.defs.values():
             for function in functions:
                 if any(self._decorates(decorator, transforms) for decorator in function.decorator_list):
                     yield function
 
-    def _decorates(self, decorator: ast.expr, transforms: set[str]) -> bool:
+    def _decorates(self, decorator: ast.expr, transforms: AbstractSet[str]) -> bool:
         """A decorator naming one of the transforms, also through a name bound to a call
         (`jit_static = partial(jax.jit, static_argnums=1)`, as `Facts.decorator_value` reads it)."""
         roots = [decorator]
@@ -503,8 +527,10 @@ class SketchReach:
         """Does the innermost scope around `node` (as odelint.analysis.scopes draws scopes) bind
         `name` itself, as a parameter or a target, without declaring it `global`?"""
         scope = scope_of(self.sketch, node)
-        if scope is None:
-            return False
+        return scope is not None and self.binds_in(scope, name)
+
+    def binds_in(self, scope: ast.AST, name: str) -> bool:
+        """Does this scope (a function, lambda, class or comprehension) bind `name` itself?"""
         found = False
         for inner in _scope_nodes(scope):
             if isinstance(inner, ast.Global) and name in inner.names:
@@ -670,6 +696,12 @@ def static_options_of(call: ast.Call, meanings: set[str] | frozenset[str]) -> tu
     transforms = jax_api.transforms()
     keywords = set.intersection(*(set(transforms[name].static) for name in meanings)) if meanings else set()
     return static_options(call, keywords)
+
+
+@functools.cache
+def tracing_transforms() -> frozenset[str]:
+    """The transforms that trace the function they are given (`jax.jit`, `jax.vmap`, ...)."""
+    return frozenset(name for name, row in jax_api.transforms().items() if row.traces)
 
 
 def scope_of(sketch: Sketch, node: ast.AST) -> ast.AST | None:
