@@ -419,6 +419,28 @@ def test_only_what_the_static_options_can_reach_is_asked_to_be_hashable() -> Non
         assert lint_source(flagged, "solve.py", {"ODL708"}).findings
 
 
+LABELLED_DRAWS = """
+import jax
+
+
+def draw(rng, scale, key=None):
+    return jax.random.normal(rng) * scale
+
+
+def run(rng, first, second):
+    return draw(rng, 1.0, key=first) + draw(rng, 2.0, key=second)
+"""
+
+
+def test_a_call_given_key_equals_a_name_that_holds_no_key_may_consume_what_it_passes_by_position() -> None:
+    """`KeyUses` reads `draw(rng, 1.0, key=first)` by position when `first` holds no key: `rng`
+    goes to `draw`'s consuming parameter twice. The pre-check once took the call to consume
+    `first` alone and missed it."""
+    strict = frozenset({"strict-key-reuse"})
+    assert Needs.fact("reused_key").holds(Sketch(ast.parse(LABELLED_DRAWS), "run.py", strict))
+    assert lint_source(LABELLED_DRAWS, "run.py", {"ODL704"}, options=strict).findings
+
+
 SHADOWED_COMPILED = """
 import jax
 import jax.numpy as jnp

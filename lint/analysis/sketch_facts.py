@@ -264,12 +264,29 @@ def _slot_values(sketch: Sketch, call: ast.Call) -> list[ast.expr]:
 @fact("reused_key")
 def reused_key(sketch: Sketch) -> bool:
     """A key that may be consumed twice (in one function, with no fresh value between the two
-    uses, or again on a loop's next iteration), or a constant key made in a loop that repeats."""
+    uses, or again on a loop's next iteration), or a constant key made in a loop that repeats.
+
+    First with each `key=name` outside `jax.random` taken both ways (a key, and the names the
+    call passes by position): a cheap answer, with every reuse the exact one finds. Only then
+    the exact one, where `_KeyHolders` decides, at the cost of solving the file's keys."""
     consuming = _key_parameters(sketch)
-    holders = _KeyHolders(sketch)
-    keys = [_key_argument(sketch, call, holders) for call in sketch.calls]  # the `key=` or first key each call consumes
-    consumed = [[key] if key is not None else _passed_to_key_parameters(sketch, call, consuming)
-                for call, key in zip(sketch.calls, keys, strict=True)]
+    return _reused(sketch, consuming, None) and _reused(sketch, consuming, _KeyHolders(sketch))
+
+
+def _reused(sketch: Sketch, consuming: dict[str, set[int]], holders: _KeyHolders | None) -> bool:
+    keys: list[str | None] = []  # the `key=` or first key each call consumes
+    consumed: list[list[str]] = []
+    for call in sketch.calls:
+        given = _key_argument(sketch, call)
+        undecided = given is not None and given[1]
+        if given is not None and undecided and holders is not None and not holders.may_hold(call, given[0]):
+            given = None
+        key = given[0].id if given is not None else None
+        keys.append(key)
+        found = [key] if key is not None else []
+        if key is None or (undecided and holders is None):
+            found += _passed_to_key_parameters(sketch, call, consuming)
+        consumed.append(found)
     names = {name for found in consumed for name in found}  # only these may be reused keys
     uses: dict[tuple[int, str], list[ast.Call]] = {}      # calls a name is given to
     consumers: dict[tuple[int, str], int] = {}
@@ -463,16 +480,16 @@ def _only_instance_methods(sketch: Sketch, name: str) -> bool:
                for function in sketch.defs.get(name, ()))
 
 
-def _key_argument(sketch: Sketch, call: ast.Call, holders: _KeyHolders) -> str | None:
-    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`).
-    Outside `jax.random`, `key=name` consumes only a name that may hold a key."""
+def _key_argument(sketch: Sketch, call: ast.Call) -> tuple[ast.Name, bool] | None:
+    """The name whose key a call may consume (the pre-check's view of `KeyUses.consumed_key`),
+    and whether that depends on what the name holds: outside `jax.random`, `key=name` consumes
+    only a name that may hold a key (`_KeyHolders`)."""
     for given in call.keywords:
         if given.arg == "key" and isinstance(given.value, ast.Name):
-            outside = not any(name.startswith("jax.random.") for name in sketch.qualnames(call.func))
-            return None if outside and not holders.may_hold(call, given.value) else given.value.id
+            return given.value, not any(name.startswith("jax.random.") for name in sketch.qualnames(call.func))
     if call.args and isinstance(call.args[0], ast.Name) and any(
             jax_api.consumes_key(name) for name in sketch.qualnames(call.func)):
-        return call.args[0].id
+        return call.args[0], False
     return None
 
 
