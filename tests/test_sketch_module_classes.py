@@ -46,6 +46,10 @@ class Options(eqx.Module):
     progress: Callable = print
 
 
+class Config:
+    width: int = 2
+
+
 def build(key):
     return Activated(jax.random.normal(key, (2,)), jax.nn.relu)
 '''
@@ -107,6 +111,20 @@ ODL601_KEPT = {
 
         compiled = jax.jit(step)
         compiled(Activated(jnp.ones(2), jax.nn.relu), 1.0)
+    """,
+    "a parameter annotated with a class of this file that no base makes a module": """
+        from models import Config
+
+        class Tuned(Config):
+            scale: float
+
+        def step(model: Tuned, x):
+            return model(x)
+
+        def run(model, x):
+            return jax.jit(step)(model, x)
+
+        run(eqx.nn.MLP(2, 1, 8, 2, key=jax.random.PRNGKey(0)), 1.0)
     """,
     "a module of this file with a string field, through a method's caller": """
         class Named(eqx.Module):
@@ -269,6 +287,9 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
                 self.scale = scale * 2
                 self.w = w
 
+        class Tuned(models.Config):
+            scale: float
+
         class Stored(eqx.Module):
             fn: object
 
@@ -280,7 +301,7 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
         c = eqx.nn.Sequential
         d = eqx.Module
         e = models.Options
-        used = (Activated, Weights, build, Local, Plain, Fielded, Named, Inherits, Static, Scaled, Stored)
+        used = (Activated, Weights, build, Local, Plain, Fielded, Named, Inherits, Static, Scaled, Stored, Tuned)
     """)
     tree = ast.parse(Path(path).read_text())
     sketch = Sketch(tree, path)
@@ -305,6 +326,7 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
         assert kinds(names["Static"]) == {CLEAN}
         assert kinds(names["Scaled"]) == {CLEAN}  # arithmetic, and an array field whatever is assigned
         assert kinds(names["Stored"]) == {INVALID}  # what `__init__` is given may be a function
+        assert kinds(names["Tuned"]) == {NONE}  # its base, another file's, is no module: neither is it
 
 
 def test_a_fault_in_another_files_model_keeps_the_rule_which_reports_it(tmp_path: Path, monkeypatch) -> None:

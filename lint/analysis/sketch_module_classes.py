@@ -82,14 +82,18 @@ class SketchModuleClasses:
         return kind
 
     def _read_own_class(self, cls: ast.ClassDef) -> str:
-        """A class of this file, read as `Leaves._own` reads it: its bases' fields, its fields'
-        annotations (a `Callable` or `str` one, or a class with such a leaf), and what its
-        `__init__` assigns to `self` (anything but a number, arithmetic or a parameter
-        declared an array, key or number, unless the field is declared an array or key)."""
+        """A class of this file, read as `Leaves._own` reads it (no module where no base is one):
+        its bases' fields, its fields' annotations (a `Callable` or `str` one, or a class with
+        such a leaf), and what its `__init__` assigns to `self` (anything but a number,
+        arithmetic or a parameter declared an array, key or number, unless the field is
+        declared an array or key)."""
         if not may_be_module_class(self.sketch, cls):
             return NONE
-        if any(INVALID in self.class_kinds(base) for base in cls.bases):
+        bases = frozenset().union(*(self.class_kinds(base) for base in cls.bases))
+        if INVALID in bases:
             return INVALID
+        if CLEAN not in bases:
+            return NONE  # no base is a module (another file's plain class): neither is the class
         settled: set[str] = set()  # fields whose annotation decides them whatever `__init__` assigns
         for item in cls.body:
             if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
