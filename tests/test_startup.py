@@ -116,6 +116,9 @@ def test_preloading_loads_the_model_the_rules_and_libcst_and_freezes_them() -> N
     assert "odelint.analysis.facts" in modules
     assert rule_modules(modules) and report["libcst"] == "module"  # the real package, not the stand-in
     assert report["frozen"] > 0
+    # ODL501's parsers of requirements and the known-bad table (packaging's requirement, name
+    # and platform-tag modules: 10-15 ms) wait for a dependency file; no Python lint reads one
+    assert not modules & {"packaging.requirements", "packaging.utils", "packaging.tags"}
 
 
 LINT_AFTER_PRELOAD = """

@@ -9,11 +9,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from odelint.analysis import tables
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 TABLE_FILE = "known_bad_versions.toml"
 # Stands for every release newer than the newest listed one; valid because no row's bound
@@ -79,6 +81,12 @@ def load() -> Table:
 
 
 def parse(data: Mapping) -> Table:
+    # Imported here: packaging's name and specifier modules (with its platform tags) take 10 ms,
+    # and every lint imports this module through ODL501's, which parses the table only for a
+    # dependency file.
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.utils import canonicalize_name
+
     releases: dict[str, tuple[Version, ...]] = {canonicalize_name(name): tuple(Version(v) for v in versions)
                 for name, versions in data.get("releases", {}).items()}
     combinations = []

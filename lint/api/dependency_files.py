@@ -16,11 +16,12 @@ import fnmatch
 import re
 import tomllib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from odelint.api.finding import Span
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+
+if TYPE_CHECKING:  # packaging's parsers are imported where a file is read: every lint imports
+    from packaging.specifiers import SpecifierSet  # this module (ODL501's), few read such a file
 
 FILE_PATTERNS = ("requirements*.txt", "constraints*.txt", "pyproject.toml", "setup.cfg",
                  "environment*.yml", "environment*.yaml")
@@ -54,6 +55,9 @@ def read(filename: str, text: str) -> list[Declared]:
 
 def _declared(text: str, line: int, column: int, end_column: int | None = None) -> Declared | None:
     """A pip-syntax requirement starting at 1-based (line, column), or None if it is not one."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
@@ -201,6 +205,9 @@ def _conda(item: str, line: int, column: int) -> Declared | None:
         rest = rest.split()[0]
         if rest.startswith("==") and "=" in rest[2:]:  # `name==1.2=build`
             rest = "==" + rest[2:].split("=")[0]
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.utils import canonicalize_name
+
     try:
         specifier = SpecifierSet(rest)
     except InvalidSpecifier:

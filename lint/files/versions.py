@@ -56,7 +56,7 @@ def pinned(folder: str) -> dict[str, Version]:
                 continue
             if not _may_pin(text):
                 continue
-            from odelint.api import dependency_files  # the parser ODL501 uses (20 ms to import)
+            from odelint.api import dependency_files  # the parser ODL501 uses, read only for a pin file
 
             declared = dependency_files.read(os.path.basename(path), text)
             for item in declared:

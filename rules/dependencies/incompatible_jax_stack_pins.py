@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from odelint.analysis import known_bad
 from odelint.api import dependency_files
-from odelint.api.dependency_files import Declared
 from odelint.api.rule import Flag, Pass, TextRule
-from packaging.specifiers import SpecifierSet
+
+if TYPE_CHECKING:
+    from odelint.api.dependency_files import Declared
+    from packaging.specifiers import SpecifierSet
 
 
 class IncompatibleJaxStackPins(TextRule):
@@ -135,6 +138,8 @@ class IncompatibleJaxStackPins(TextRule):
     )
 
     def check_text(self) -> None:
+        from packaging.specifiers import SpecifierSet  # as dependency_files imports it: when a file is read
+
         declared = dependency_files.read(os.path.basename(self.context.path), self.context.source)
         constraints: dict[str, SpecifierSet] = {}
         for requirement in declared:
