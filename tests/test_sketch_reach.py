@@ -69,6 +69,24 @@ FIRES = [
                 return x
             return -x
     """),
+    # ODL702: the same shapes where the rule reads an array: a parameter filter_jit gives an
+    # array, an item of an unpacked array, a parameter with no declared kind
+    ("ODL702", """
+        import equinox as eqx
+        import jax
+
+        def helper(x, bidirectional):
+            if bidirectional:
+                return x
+            return -x
+
+        @eqx.filter_jit
+        def solve(terms, y0: jax.Array, flag):
+            _, last = y0, y0[-1]
+            if last > 0:
+                return helper(y0, y0 > 0)
+            return -y0
+    """),
     # ODL703: print of a traced value
     ("ODL703", """
         import jax
@@ -220,6 +238,49 @@ DROPPED = [
 
             def build(self):
                 self.step = jax.jit(evolve)
+    """),
+    # ODL702: Equinox's filter_jit traces arrays only: an unannotated parameter no call gives
+    # an array is a Python value there (diffrax's `diffeqsolve(terms, ...)`)
+    ("ODL702", """
+        import equinox as eqx
+        import jax
+
+        @eqx.filter_jit
+        def solve(terms, y0: jax.Array, flag):
+            if flag and terms:
+                return y0
+            return -y0
+    """),
+    # ODL702: tests the rule reads as no array: an attribute of a traced pytree, another call's
+    # result, a name a call's result is unpacked into, a parameter declared a Python bool
+    ("ODL702", """
+        import jax
+
+        def helper(x, bidirectional: bool):
+            if bidirectional:
+                return x
+            return -x
+
+        @jax.jit
+        def train_step(state, batch, flag):
+            if state.dynamic_scale:
+                pass
+            if is_leaf(batch):
+                pass
+            _, fsal = split(batch)
+            if fsal:
+                pass
+            return helper(batch, flag)
+    """),
+    # ODL703: static values of traced ones: a dtype, a dtype test, a tree's structure
+    ("ODL703", """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def f(x):
+            print(jnp.result_type(x), jnp.issubdtype(x.dtype, jnp.floating), jax.tree_util.tree_structure(x))
+            return x
     """),
     # ODL703: print of constants inside traced code
     ("ODL703", """

@@ -75,6 +75,11 @@ class SketchArrays:
         return (all(solution.may_be_array(node) for solution in self._stages(ARRAY_OR_KEY))
                 and self._last_may(node, ARRAY_OR_KEY))
 
+    def parameter_may_hold(self, function: FunctionNode, parameter: ast.arg) -> bool:
+        """Could `Facts.binding_kind` find this parameter an array or a key (what an Equinox
+        filter_* transform traces)?"""
+        return all(solution.holds_parameter(function, parameter) for solution in self._stages(ARRAY_OR_KEY))
+
     def _last_may(self, node: ast.expr, kinds: tuple[str, ...]) -> bool:
         """A name read after `name = value` in its own function is of a kind that value may be
         (`SketchReach.last_assigned`): `x = jnp.zeros(3)` then `x = tuple(x.tolist())` is no
@@ -259,6 +264,11 @@ class _Solution:
 
     def may_be_traced(self, node: ast.expr) -> bool:
         return any(self._is(name, self._traced_keys()) for name in dynamic_names(self.sketch, node))
+
+    def holds_parameter(self, function: FunctionNode, parameter: ast.arg) -> bool:
+        if not self._solved:
+            self._solve()
+        return self.keys.parameter(function, parameter) in self._names
 
     def _is(self, name: ast.Name, keys: set[Hashable]) -> bool:
         """Are the bindings `name` reads among `keys`? (A name not in the file may be anything.)"""

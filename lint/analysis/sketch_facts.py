@@ -16,7 +16,7 @@ from odelint.analysis.differentiation import STOP_GRADIENT
 from odelint.analysis.intervals import guard
 from odelint.analysis.jitted import COMPILING, STATIC_KEYWORDS
 from odelint.analysis.sketch import FunctionNode, Sketch, children, walk
-from odelint.analysis.sketch_arrays import at_update_statement, init_assignments
+from odelint.analysis.sketch_arrays import ARRAY_METHODS, at_update_statement, init_assignments
 from odelint.analysis.sketch_calls import (
     PARTIAL,
     UNHASHABLE_LITERALS,
@@ -64,10 +64,57 @@ def traced_print(sketch: Sketch) -> bool:
 @fact("traced_truth_test")
 def traced_truth_test(sketch: Sketch) -> bool:
     """A truth test or conversion (`if`, `while`, `and`, `bool()`, ...) of a value that may be
-    traced, in code that may run traced."""
-    return any(sketch.reach.may_be_traced(value)
+    a traced array (`traced_array`: traced, and an array by its shape), in code that may run traced."""
+    return any(_may_be_array_valued(sketch, value) and sketch.reach.may_be_traced(value)
                for node in sketch.nodes_in(sketch.traced_functions(), *_TRUTH_TESTS)
                for value in _tested_values(node))
+
+
+def _may_be_array_valued(sketch: Sketch, node: ast.expr, depth: int = 0) -> bool:
+    """May `arrays._array_valued` hold: a value the model may find an array, or a name, an
+    item, an array method's result, arithmetic or a comparison over such a value? Not an
+    attribute (`state.dynamic_scale`) nor another call (`is_graph_node(x)`), nor a name whose
+    last assignment before the read, in its function, gives it one (`_, fsal = self._common()`)."""
+    return _shaped_like_array(sketch, node, depth) or sketch.may_be_array(node)
+
+
+def _shaped_like_array(sketch: Sketch, node: ast.expr, depth: int) -> bool:
+    if depth > _DEPTH:
+        return True
+    inner = depth + 1
+    if isinstance(node, ast.Name):
+        binding = sketch.reach.last_binding(node)
+        if binding is not None and binding.parameter is not None:  # `flag: bool` is a Python value
+            return not _declares_plain(sketch, binding.parameter.annotation)
+        if binding is None or binding.value is None:  # a loop's target, other scopes' bindings: maybe
+            return True
+        value = binding.value
+        for position in binding.path:  # `a, b = carry` unpacks what `carry` holds
+            if not isinstance(value, (ast.Tuple, ast.List)) or position >= len(value.elts):
+                break
+            value = value.elts[position]
+        return _may_be_array_valued(sketch, value, inner)
+    if isinstance(node, ast.Subscript):
+        return _may_be_array_valued(sketch, node.value, inner)
+    if isinstance(node, ast.Call):
+        return (isinstance(node.func, ast.Attribute) and node.func.attr in ARRAY_METHODS
+                and _may_be_array_valued(sketch, node.func.value, inner))
+    if isinstance(node, ast.BinOp):
+        return _may_be_array_valued(sketch, node.left, inner) or _may_be_array_valued(sketch, node.right, inner)
+    if isinstance(node, ast.UnaryOp):
+        return _may_be_array_valued(sketch, node.operand, inner)
+    if isinstance(node, ast.Compare):
+        return any(_may_be_array_valued(sketch, part, inner) for part in (node.left, *node.comparators))
+    return False
+
+
+_DEPTH = 50  # assignments followed back before the pre-check just says "maybe"
+
+
+def _declares_plain(sketch: Sketch, annotation: ast.expr | None) -> bool:
+    """`float`, `int`, `bool` or `str`, the builtin (`Facts.annotation_kind`: Kind.PLAIN)."""
+    return (isinstance(annotation, ast.Name) and annotation.id in ("float", "int", "bool", "str")
+            and not sketch.binds(annotation.id))
 
 
 _TRUTH_TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.UnaryOp, ast.Call)

@@ -49,6 +49,7 @@ class Way:
     params: tuple[int, ...] | None = None
     static_names: frozenset[str] = frozenset()
     static_numbers: frozenset[int] = frozenset()
+    filtered: bool = False  # only by Equinox's filter_* transforms: they trace arrays and keys only
 
 
 @dataclasses.dataclass
@@ -97,7 +98,7 @@ class SketchReach:
                 if names & tracing:
                     static = static_options_of(call, names & tracing)
                     for target in given_at(call, ("fun", "f"), 0):
-                        self._add_roots(target, None, static)
+                        self._add_roots(target, None, static, _filtering(names & tracing))
                 for name in names & bodies.keys():
                     for target in _body_targets(call, bodies[name]):
                         self._add_roots(target, bodies[name].params)
@@ -105,7 +106,11 @@ class SketchReach:
             for function in self.decorated(tracing):
                 bound = int(id(function) in methods)  # a method's `self`
                 root = self._roots.setdefault(id(function), Root(function, set()))
-                root.ways.update(Way(bound, None, *static) for static in self.decorator_options(function, tracing))
+                assert not isinstance(function, ast.Lambda)
+                filtered = _filtering(frozenset().union(*(self._decorator_transforms(decorator, tracing)
+                                                          for decorator in function.decorator_list)))
+                root.ways.update(Way(bound, None, *static, filtered)
+                                 for static in self.decorator_options(function, tracing))
         return self._roots
 
     def surely_traced(self, scope: ast.AST) -> bool:
@@ -131,10 +136,12 @@ class SketchReach:
         return bool(meanings) and meanings <= tracing_transforms()
 
     def _add_roots(self, target: ast.expr, params: tuple[int, ...] | None,
-                   static: tuple[frozenset[str], frozenset[int]] = (frozenset(), frozenset())) -> None:
+                   static: tuple[frozenset[str], frozenset[int]] = (frozenset(), frozenset()),
+                   filtered: bool = False) -> None:
         assert self._roots is not None
         for function, offset in self.function_targets(target):
-            self._roots.setdefault(id(function), Root(function, set())).ways.add(Way(offset, params, *static))
+            self._roots.setdefault(id(function), Root(function, set())).ways.add(
+                Way(offset, params, *static, filtered))
 
     def decorator_options(self, function: FunctionNode,
                            transforms: AbstractSet[str]) -> Iterator[tuple[frozenset[str], frozenset[int]]]:
@@ -360,11 +367,15 @@ class SketchReach:
     def _decorates(self, decorator: ast.expr, transforms: AbstractSet[str]) -> bool:
         """A decorator naming one of the transforms, also through a name bound to a call
         (`jit_static = partial(jax.jit, static_argnums=1)`, as `Facts.decorator_value` reads it)."""
+        return bool(self._decorator_transforms(decorator, transforms))
+
+    def _decorator_transforms(self, decorator: ast.expr, transforms: AbstractSet[str]) -> frozenset[str]:
+        """The transforms among these that the decorator may name (`_decorates`)."""
         roots = [decorator]
         if isinstance(decorator, ast.Name):
             roots += [value for value in self.sketch.assigned(decorator.id) if isinstance(value, ast.Call)]
-        return any(self.sketch.qualnames(node) & transforms for root in roots for node in walk(root)
-                   if isinstance(node, (ast.Name, ast.Attribute)))
+        return frozenset(name for root in roots for node in walk(root) if isinstance(node, (ast.Name, ast.Attribute))
+                         for name in self.sketch.qualnames(node) & transforms)
 
     def _named_functions(self, node: ast.AST) -> Iterator[FunctionNode]:
         """Functions `node` may stand for or call: lambdas in it, and functions of the names in it."""
@@ -405,7 +416,7 @@ class SketchReach:
         in sight. `for` targets, `+=` and `*args` start none."""
         if self._traced_bindings is None:
             traced = self._traced_bindings = {(id(root.function), name) for root in self.traced_roots().values()
-                                              for name in _root_parameters(root)}
+                                              for name in self._root_parameters(root)}
             readers = self._assignment_readers()
             for call, function in self._called_by_name():
                 mapped = _mapped_arguments(self.sketch, call, function)
@@ -423,6 +434,19 @@ class SketchReach:
                             traced.add(target)
                             pending.append(target[1])
         return self._traced_bindings
+
+    def _root_parameters(self, root: Root) -> Iterator[str]:
+        """The parameters a root may trace (`Tracing._root_traces`): positional, without a
+        default, not bound before the transform sees them, at a traced position; for a filter_*
+        transform, only one that may hold an array or a key."""
+        arguments = root.function.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        first_default = len(positional) - len(arguments.defaults)
+        for index, arg in enumerate(positional[:first_default]):
+            if any(_traces(way, index, arg.arg, len(positional)) and (
+                    not way.filtered or self.sketch.arrays.parameter_may_hold(root.function, arg))
+                   for way in root.ways):
+                yield arg.arg
 
     def _chain(self, scope: ast.AST | None) -> list[int]:
         """The scopes a name used in `scope` may be looked up in (`ScopeIndex.lookup`): itself,
@@ -557,7 +581,19 @@ class SketchReach:
         if not before:
             return None
         last = before[-1]
-        return last.value if last.value is not None and last.end <= at else None
+        return last.value if last.value is not None and not last.path and last.end <= at else None
+
+    def last_binding(self, use: ast.Name) -> _Binding | None:
+        """The binding of the name a read in its own function sees (`arrays._array_valued`: the
+        last one before it there, ended before it): the parameter, or an assignment with its
+        value, through a tuple target too (`a, name = value`, with where the name stands). None
+        where that is not known (another scope's binding, `global`, a lambda or comprehension)."""
+        scope = scope_of(self.sketch, use)
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        at = (use.lineno, use.col_offset)
+        before = [binding for binding in self._bindings_of(scope, use.id) or () if binding.start < at]
+        return before[-1] if before and before[-1].end <= at else None
 
     def _bindings_of(self, scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[_Binding] | None:
         """The bindings of `name` in the function's own code, in the order of the source; None
@@ -566,7 +602,7 @@ class SketchReach:
         if key in self._bindings:
             return self._bindings[key]
         start = (scope.lineno, scope.col_offset)
-        bindings = [_Binding(start, start, None)] if any(arg.arg == name for arg in _every_parameter(scope)) else []
+        bindings = [_Binding(start, start, None, parameter=arg) for arg in _every_parameter(scope) if arg.arg == name]
         elsewhere = any(isinstance(named.target, ast.Name) and named.target.id == name
                         for named in self.sketch.of_type(ast.NamedExpr))
         for node in _scope_nodes(scope):
@@ -574,10 +610,25 @@ class SketchReach:
                 elsewhere = True
             where = _binds(node, name, self.sketch.parent(node))
             if where is not None:
-                bindings.append(where)
+                bindings.append(self._unpacked(node, where) if isinstance(node, ast.Name) else where)
         found = None if elsewhere else sorted(bindings, key=lambda binding: binding.start)
         self._bindings[key] = found
         return found
+
+
+    def _unpacked(self, name: ast.Name, binding: _Binding) -> _Binding:
+        """A name stored in a tuple target of a single-target assignment, with the value and
+        its path there; any other binding as it is."""
+        path: list[int] = []
+        child: ast.expr = name
+        parent = self.sketch.parent(name)
+        while isinstance(parent, (ast.Tuple, ast.List)):
+            path.insert(0, parent.elts.index(child))
+            child, parent = parent, self.sketch.parent(parent)
+        if not path or not (isinstance(parent, ast.Assign) and parent.targets == [child]):
+            return binding
+        end = (parent.end_lineno or 0, parent.end_col_offset or 0)
+        return _Binding(binding.start, end, parent.value, tuple(path))
 
 
 class Own:
@@ -670,15 +721,10 @@ def _positional_before_star(call: ast.Call) -> int:
     return count
 
 
-def _root_parameters(root: Root) -> Iterator[str]:
-    """The parameters a root may trace (`Tracing._root_traces`): positional, without a default,
-    not bound before the transform sees them, at a traced position."""
-    arguments = root.function.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    first_default = len(positional) - len(arguments.defaults)
-    for index, arg in enumerate(positional[:first_default]):
-        if any(_traces(way, index, arg.arg, len(positional)) for way in root.ways):
-            yield arg.arg
+def _filtering(transforms: frozenset[str]) -> bool:
+    """Are these (a call's or a decorator's meanings) all Equinox filter_* transforms?"""
+    rows = jax_api.transforms()
+    return bool(transforms) and all(rows[name].filtered for name in transforms)
 
 
 def _traces(way: Way, index: int, name: str, count: int) -> bool:
@@ -945,6 +991,8 @@ class _Binding:
     start: tuple[int, int]
     end: tuple[int, int]
     value: ast.expr | None
+    path: tuple[int, ...] = ()  # where in a tuple target the name stands (`a, (b, c) = value`)
+    parameter: ast.arg | None = None  # the function's parameter of that name
 
 
 def _binds(node: ast.AST, name: str, parent: ast.AST | None) -> _Binding | None:
