@@ -441,6 +441,47 @@ def test_a_call_given_key_equals_a_name_that_holds_no_key_may_consume_what_it_pa
     assert lint_source(LABELLED_DRAWS, "run.py", {"ODL704"}, options=strict).findings
 
 
+CHECKED_THEN_DRAWN = """
+import jax
+from numpyro.util import is_prng_key
+
+
+def sample(key, concentration):
+    assert is_prng_key(key)
+    return jax.random.dirichlet(key, concentration)
+"""
+
+VMAPPED_TWICE = """
+import jax
+
+
+def pick(tree, key):
+    return jax.random.choice(key, tree)
+
+
+def mutate(tree, key):
+    return tree + jax.random.normal(key)
+
+
+def step(trees, keys):
+    chosen = jax.vmap(pick)(trees, keys)
+    return jax.vmap(mutate)(chosen, keys)
+"""
+
+
+def test_a_key_given_by_position_counts_only_where_a_function_of_the_file_may_draw_from_it() -> None:
+    """numpyro's `assert is_prng_key(key)` before the draw: `KeyUses` consumes a key given by
+    position only in a `jax.random` call or a function of the file that draws from that
+    parameter, so the check is no use of the key. kozax's mutation.py gives the same `keys` to
+    two vmapped functions that draw from them: the wrapper is seen through, as `Facts.callee`
+    sees through it, and the rule reports the second."""
+    strict = frozenset({"strict-key-reuse"})
+    assert not Needs.fact("reused_key").holds(Sketch(ast.parse(CHECKED_THEN_DRAWN), "sample.py", strict))
+    assert lint_source(CHECKED_THEN_DRAWN, "sample.py", {"ODL704"}, gate=False, options=strict).findings == []
+    assert Needs.fact("reused_key").holds(sketch(VMAPPED_TWICE))
+    assert lint_source(VMAPPED_TWICE, "mutation.py", {"ODL704"}).findings
+
+
 SHADOWED_COMPILED = """
 import jax
 import jax.numpy as jnp

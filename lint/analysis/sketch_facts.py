@@ -339,7 +339,7 @@ def _reused(sketch: Sketch, consuming: dict[str, set[int]], holders: _KeyHolders
     consumers: dict[tuple[int, str], int] = {}
     passed: dict[tuple[int, str], int] = {}  # names given by position (a function may split them)
     for call in sketch.calls if names else ():
-        if _never_consumes(sketch, call):
+        if _never_consumes(sketch, call) or not _may_take_by_position(sketch, call, consuming):
             continue
         for arg in call.args:
             if isinstance(arg, ast.Name) and arg.id in names:
@@ -464,6 +464,17 @@ def _use(sketch: Sketch, call: ast.Call, name: str) -> str | None:
     return "draw" if all(jax_api.consumes_key(found) and not jax_api.splits_key(found) for found in names) else None
 
 
+def _may_take_by_position(sketch: Sketch, call: ast.Call, consuming: dict[str, set[int]]) -> bool:
+    """May `KeyUses` find the call consuming a name it is given by position: a `jax.random`
+    function, or a function of this file that draws from one of its parameters, by name
+    (`_passed_to_key_parameters`) or through a function wrapper (`_passed_by_position` asks
+    `Facts.callee`: `jax.jit(step)(state, key)`)? Not `is_prng_key(key)`, an imported function."""
+    if any(name.startswith("jax.random.") for name in sketch.qualnames(call.func)):
+        return True
+    return bool(_passed_to_key_parameters(sketch, call, consuming)) or any(
+        function.name in consuming for function in sketch.arrays.callees_of(call.func))
+
+
 def _never_consumes(sketch: Sketch, call: ast.Call) -> bool:
     """A call `KeyUses` never finds consuming a key it is given by position: a Python builtin
     the file does not shadow (`isinstance(key, int)`, `print(key)`), or a `jax.random`
@@ -497,11 +508,16 @@ def _key_parameters(sketch: Sketch) -> dict[str, set[int]]:
 
 
 def _passed_to_key_parameters(sketch: Sketch, call: ast.Call, consuming: dict[str, set[int]]) -> list[str]:
-    """Names a call gives by position to a parameter that a function of that name consumes.
-    Where a method has the name, its `self` shifts the position by one, and both are taken,
-    except for a call on `self` of a name that only methods bound to their instance carry
-    (`self.step(key, params)`); a plain function's positions are its own."""
+    """Names a call gives by position to a parameter that a function of that name consumes (or
+    the function a wrapper's call runs: `jax.vmap(draw)(x, keys)`). Where a method has the name,
+    its `self` shifts the position by one, and both are taken, except for a call on `self` of a
+    name that only methods bound to their instance carry (`self.step(key, params)`); a plain
+    function's positions are its own."""
     func = call.func
+    if isinstance(func, ast.Call):  # `jax.vmap(draw, in_axes=...)(x, keys)`: the wrapped function's positions
+        taken = {position for function in sketch.arrays.callees_of(func)
+                 for position in consuming.get(function.name, ())}
+        return [arg.id for position, arg in enumerate(call.args) if isinstance(arg, ast.Name) and position in taken]
     if not isinstance(func, (ast.Name, ast.Attribute)):
         return []
     name = func.id if isinstance(func, ast.Name) else func.attr
