@@ -32,6 +32,13 @@ def dropped(code: str, rule: str) -> None:
 # -- ODL701: which values may be arrays --------------------------------------------------------
 
 ODL701_KEPT = {
+    "a field of `self` the class declares a JAX array": """
+        class Layer:
+            w: jax.Array
+
+            def update(self):
+                self.w[0] = 1.0
+    """,
     "a parameter some call passes an array": """
         def write(x):
             x[0] = 1.0
@@ -111,6 +118,21 @@ ODL701_KEPT = {
 }
 
 ODL701_DROPPED = {
+    "a field of a value no method calls its first parameter (only `self.w` is typed)": """
+        class Layer:
+            def __init__(self):
+                self.w = jnp.zeros(3)
+
+        def update(m):
+            m.w[0] = 1.0
+    """,
+    "a field the class declares a NumPy array (jax's fragmented_array.py)": """
+        class Fragmented:
+            registers: np.ndarray
+
+            def store(self, i, register):
+                self.registers[i] = register
+    """,
     "a parameter no call passes an array": """
         def write(x):
             x[0] = 1.0

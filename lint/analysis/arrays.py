@@ -18,7 +18,7 @@ from odelint.analysis.scopes import Binding, Site
 from odelint.analysis.tracing import Traced
 
 # Annotations that admit (or name) a NumPy array.
-_NUMPY_ANNOTATIONS = frozenset({"numpy.ndarray", "numpy.typing.NDArray", "numpy.typing.ArrayLike",
+NUMPY_ANNOTATIONS = frozenset({"numpy.ndarray", "numpy.typing.NDArray", "numpy.typing.ArrayLike",
                                 "jaxtyping.ArrayLike", "jax.typing.ArrayLike"})
 
 
@@ -45,7 +45,7 @@ def _declared_numpy(facts: Facts, binding: Binding) -> bool:
     if isinstance(annotation, cst.Subscript):  # Float[np.ndarray, "n"]: the array type is inside
         names = [annotation.value] + [element.slice.value for element in annotation.slice
                                       if isinstance(element.slice, cst.Index)]
-    return any(facts.qualname(name, where) in _NUMPY_ANNOTATIONS for name in names)
+    return any(facts.qualname(name, where) in NUMPY_ANNOTATIONS for name in names)
 
 
 def traced_array(facts: Facts, node: cst.BaseExpression, site: Site) -> Traced | None:

@@ -166,9 +166,11 @@ class Needs:
     @staticmethod
     def array_item_stores() -> Need:
         """`x[i] = ...` or `x[i] += ...` where `x` may be a JAX array."""
-        return Need("array_item_stores()",
-                    lambda sketch: any(sketch.may_be_array(store.value) for store in sketch.subscript_stores),
-                    costly=True)
+
+        def test(sketch: Sketch) -> bool:
+            return any(sketch.arrays.may_be_jax_array(store.value) for store in sketch.subscript_stores)
+
+        return Need("array_item_stores()", test, costly=True)
 
     @staticmethod
     def differentiated_calls_to(*names: str) -> Need:

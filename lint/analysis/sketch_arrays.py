@@ -13,8 +13,9 @@ following the model's own rules:
 - a call's result only if the function may be a JAX function returning arrays
   (jax_api.returns_array), an array method of a value that may be an array (`x.sum()`,
   `x.at[i].set(v)`), or a function of this file one of whose returns may be an array;
-- `x.T` (`.mT`, `.real`, `.imag`) only of an array; `obj.w` only if a class body declares
-  `w` an array or some `__init__` assigns `<name>.w` one at its top level (`_attribute_kind`);
+- `x.T` (`.mT`, `.real`, `.imag`) only of an array; `obj.w` only where `obj` is named like
+  some method's first parameter (`self`) and a class body declares `w` an array or some
+  `__init__` assigns `<name>.w` one at its top level (`_attribute_kind`);
 - `x[i]` only of an array (or `f()[0]` of a function returning one there); arithmetic only
   with an operand that may be one; nothing else (literals, containers, comparisons, `a if c
   else b`, lambdas, `for` targets).
@@ -40,6 +41,7 @@ from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING
 
 from odelint.analysis import jax_api, literals
+from odelint.analysis.arrays import NUMPY_ANNOTATIONS
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
 from odelint.analysis.facts import function_wrappers
 from odelint.analysis.sketch import children
@@ -65,6 +67,7 @@ class SketchArrays:
         self._solutions: dict[tuple[str, ...], list[_Solution]] = {}  # by the kinds they grow from
         self._scopes: _Scopes | None = None
         self._callees: dict[int, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        self._receivers: frozenset[str] | None = None
 
     def may_be_array(self, node: ast.expr) -> bool:
         """Could the model find `node` to be an array (`Facts.kind` ARRAY, NumPy's included)?"""
@@ -103,6 +106,43 @@ class SketchArrays:
         no qualified name."""
         outer = annotation.value if isinstance(annotation, ast.Subscript) else annotation
         return any(jax_api.annotation_kind(name) in kinds for name in self.sketch.qualnames(outer))
+
+    def may_be_jax_array(self, node: ast.expr) -> bool:
+        """Could `arrays.is_jax_array` hold: an array that is no field the method's class
+        declares a NumPy array (`self.registers[i] = r` where `registers: np.ndarray`)?"""
+        return self.may_be_array(node) and not self._numpy_field(node)
+
+    def _numpy_field(self, node: ast.expr) -> bool:
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+            return False
+        function = self.sketch.enclosing_function(node)
+        owner = self.sketch.parent(function) if function is not None else None
+        positional = [*function.args.posonlyargs, *function.args.args] if function is not None else []
+        if not isinstance(owner, ast.ClassDef) or not positional or positional[0].arg != node.value.id:
+            return False
+        return any(isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                   and item.target.id == node.attr and self._declares_numpy(item.annotation) for item in owner.body)
+
+    def _declares_numpy(self, annotation: ast.expr) -> bool:
+        """`arrays._declared_numpy`: the annotation, or (subscripted) its type or an element
+        (`Float[np.ndarray, "n"]`), names a NumPy array type."""
+        names = [annotation]
+        if isinstance(annotation, ast.Subscript):
+            inner = annotation.slice
+            names = [annotation.value, *(inner.elts if isinstance(inner, ast.Tuple) else [inner])]
+        return any(self.sketch.qualnames(name) & NUMPY_ANNOTATIONS for name in names)
+
+    def method_receivers(self) -> frozenset[str]:
+        """The names methods call their first parameter (`self`): only an attribute of one
+        may be a field the model types (`Facts._method_class_of_self`)."""
+        if self._receivers is None:
+            self._receivers = frozenset(
+                positional[0].arg for classes in self.sketch.classes.values() for cls in classes for item in cls.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and (positional := [*item.args.posonlyargs, *item.args.args])
+                and not any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+                            for d in item.decorator_list))
+        return self._receivers
 
     def callees_of(self, func: ast.expr) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         """The functions of this file a call of `func` may run (`Facts.callee`)."""
@@ -288,7 +328,8 @@ class _Solution:
                 and position >= 0 and self._returns_at(node.value.func, (position,)))
         if isinstance(node, ast.Attribute):
             return ((node.attr in _VIEWS and self._may(node.value))
-                    or (isinstance(node.value, ast.Name) and node.attr in self._fields))
+                    or (isinstance(node.value, ast.Name) and node.attr in self._fields
+                        and node.value.id in self.arrays.method_receivers()))
         if isinstance(node, ast.BinOp):
             return self._may(node.left) or self._may(node.right)
         if isinstance(node, ast.UnaryOp):
