@@ -272,6 +272,19 @@ DROPPED = [
                 pass
             return helper(batch, flag)
     """),
+    # ODL702: an item store binds no name: `table[k] = x` makes neither `table` nor `k` traced
+    ("ODL702", """
+        import jax
+
+        @jax.jit
+        def lookup(x):
+            table = {}
+            for k in ("a", "b"):
+                table[k] = x
+                if k:
+                    pass
+            return table
+    """),
     # ODL703: static values of traced ones: a dtype, a dtype test, a tree's structure
     ("ODL703", """
         import jax

@@ -26,12 +26,9 @@ so they are solved together: the least fixpoint, grown from the declarations.
 also from key annotations and the functions that return keys (`jax.random.split`, also
 unpacked: `key, sub = jax.random.split(key)`).
 
-`may_be_traced` over-approximates `Facts.traced_value`: code that may run traced, holding a
-name its value depends on (`tracing.dynamic_names`) that is a parameter of a function that
-may be traced, or is assigned from a value depending on such a name.
-
 Both are answered by name first (every binding of a name anywhere in the file counts:
 cheap), and only where that says maybe by scope (`_Scopes`, one more walk of the file).
+What may be traced is `SketchReach.may_be_traced`'s question.
 """
 
 from __future__ import annotations
@@ -45,7 +42,6 @@ from odelint.analysis.arrays import NUMPY_ANNOTATIONS
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
 from odelint.analysis.facts import function_wrappers
 from odelint.analysis.sketch import children
-from odelint.analysis.sketch_calls import parameters
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
@@ -91,11 +87,6 @@ class SketchArrays:
         if value is None:
             return True
         return self.may_be_array(value) if kinds is ARRAY else self.may_be_array_or_key(value)
-
-    def may_be_traced(self, node: ast.expr) -> bool:
-        """Could `Facts.traced_value` find `node` traced: in code that may run traced, depending
-        on a name that a traced function's parameter may reach?"""
-        return self.sketch.in_traced(node) and all(solution.may_be_traced(node) for solution in self._stages(ARRAY))
 
     def may_declare_array(self, annotation: ast.expr) -> bool:
         return self.may_declare(annotation, "array")
@@ -295,15 +286,11 @@ class _Solution:
         self._fields: set[str] = set()                # attributes `obj.<attr>` that may be arrays
         self._returns: dict[int, set[Path]] = {}      # function -> where in what it returns an array may be
         self._solved = False
-        self._traced: set[Hashable] | None = None
 
     def may_be_array(self, node: ast.expr) -> bool:
         if not self._solved:
             self._solve()
         return self._may(node)
-
-    def may_be_traced(self, node: ast.expr) -> bool:
-        return any(self._is(name, self._traced_keys()) for name in dynamic_names(self.sketch, node))
 
     def holds_parameter(self, function: FunctionNode, parameter: ast.arg) -> bool:
         if not self._solved:
@@ -399,28 +386,6 @@ class _Solution:
         if isinstance(value, (ast.Tuple, ast.List)):
             for position, element in enumerate(value.elts):
                 yield from self._paths(element, path + (position,))
-
-    def _traced_keys(self) -> set[Hashable]:
-        """Parameters of functions that may be traced (`_parameter_origin`), and names assigned
-        values depending on them (`_compute_origin`), grown until nothing changes."""
-        if self._traced is None:
-            found = {self.keys.parameter(function, a) for function in self.sketch.traced_functions()
-                     for a in parameters(function)}
-            depends = [(self.keys.target(name), dynamic_names(self.sketch, node.value))
-                       for node in self.sketch.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr)
-                       if node.value is not None
-                       for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                       for name, _ in _bound(target)]
-            changed = True
-            while changed:
-                changed = False
-                for key, names in depends:
-                    if key not in found and any(self._is(name, found) for name in names):
-                        found.add(key)
-                        changed = True
-            self._traced = found
-        return self._traced
-
 
 class _Sources:
     """Where arrays come from in a file, for `_Solution._solve`, keyed by `keys`: names and
@@ -591,41 +556,6 @@ def _at_receiver(node: ast.expr) -> ast.expr:
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at":
         return node.value.value
     return node
-
-
-def dynamic_names(sketch: Sketch, node: ast.expr) -> list[ast.Name]:
-    """Names whose traced-ness may reach the value of `node` (`tracing.dynamic_names`): not
-    through `x.shape`, a call every meaning of which is static (`len(x)`), `x is None`,
-    lambdas or comprehensions."""
-    found: list[ast.Name] = []
-    stack: list[ast.AST] = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ast.Name):
-            found.append(current)
-        elif isinstance(current, ast.Attribute):
-            if not jax_api.static_attribute(current.attr):
-                stack.append(current.value)
-        elif isinstance(current, ast.Call):
-            if not _static_call(sketch, current.func):
-                stack.extend(current.args)
-                stack.extend(keyword.value for keyword in current.keywords)
-                if not isinstance(current.func, ast.Name):
-                    stack.append(current.func)
-        elif isinstance(current, ast.Compare):
-            if not all(isinstance(op, (ast.Is, ast.IsNot)) for op in current.ops):
-                stack.append(current.left)
-                stack.extend(current.comparators)
-        elif not isinstance(current, _COMPREHENSIONS):
-            stack.extend(children(current))
-    return found
-
-
-def _static_call(sketch: Sketch, func: ast.expr) -> bool:
-    """Is the call's result static whatever `func` means: its qualified name, else (a builtin)
-    its bare name, always among jax_api's static functions?"""
-    meanings = set(sketch.qualnames(func)) | ({func.id} if isinstance(func, ast.Name) else set())
-    return bool(meanings) and all(jax_api.static_function(name) for name in meanings)
 
 
 def at_update_statement(statement: ast.Expr) -> bool:

@@ -151,7 +151,8 @@ def _is_membership(value: ast.expr) -> bool:
 def hashed_array(sketch: Sketch) -> bool:
     """A value that may be an array or traced is hashed (a dict key, a set member, a cached
     function's argument, ...)."""
-    return any(sketch.may_be_array(value) or sketch.arrays.may_be_traced(value) for value in _hashed_values(sketch))
+    return any(sketch.may_be_array(value) or (sketch.in_traced(value) and sketch.reach.may_be_traced(value))
+               for value in _hashed_values(sketch))
 
 
 def _hashed_values(sketch: Sketch) -> Iterator[ast.expr]:

@@ -528,8 +528,7 @@ class SketchReach:
                 continue
             scope = scope_of(self.sketch, node)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
-            made = {(self._binding_scope(scope, name.id), name.id) for target in targets
-                    for name in walk(target) if isinstance(name, ast.Name)}
+            made = {(self._binding_scope(scope, name), name) for target in targets for name in _target_names(target)}
             for name in self.dynamic_names(value):
                 readers.setdefault(name, []).append((scope, value, made))
         return readers
@@ -974,13 +973,21 @@ def _assigns(statement: ast.AST, name: str) -> bool:
     return False
 
 
+def _target_names(target: ast.AST) -> Iterator[str]:
+    """The names an assignment target binds (`a, *rest`), not those an item or attribute target
+    reads (`found[k] = x` binds neither `found` nor `k`)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
 def _binds_name(target: ast.AST, name: str) -> bool:
     """`name`, or `name` inside a tuple or starred target (`_rebind`); not `x[i]` or `x.a`."""
-    if isinstance(target, ast.Name):
-        return target.id == name
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return any(_binds_name(element, name) for element in target.elts)
-    return isinstance(target, ast.Starred) and _binds_name(target.value, name)
+    return name in _target_names(target)
 
 
 @dataclasses.dataclass(frozen=True)
