@@ -64,6 +64,7 @@ class SketchArrays:
         self._scopes: _Scopes | None = None
         self._callees: dict[int, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self._receivers: frozenset[str] | None = None
+        self._by_callee: dict[str, list[ast.Call]] | None = None
 
     def may_be_array(self, node: ast.expr) -> bool:
         """Could the model find `node` to be an array (`Facts.kind` ARRAY, NumPy's included)?"""
@@ -76,8 +77,20 @@ class SketchArrays:
 
     def parameter_may_hold(self, function: FunctionNode, parameter: ast.arg) -> bool:
         """Could `Facts.binding_kind` find this parameter an array or a key (what an Equinox
-        filter_* transform traces)?"""
+        filter_* transform traces)? Its annotation may say so; else only calls of the function
+        may (`_Sources._parameters`), and a function the file never calls needs no solving."""
+        if parameter.annotation is not None and self.may_declare(parameter.annotation, *ARRAY_OR_KEY):
+            return True
+        name = getattr(function, "name", None)
+        if name != "__init__" and name not in self.calls_by_callee():
+            return False
         return all(solution.holds_parameter(function, parameter) for solution in self._stages(ARRAY_OR_KEY))
+
+    def calls_by_callee(self) -> dict[str, list[ast.Call]]:
+        """Calls indexed by the names of the functions they may run (`_calls_by_callee`), once."""
+        if self._by_callee is None:
+            self._by_callee = _calls_by_callee(self.sketch)
+        return self._by_callee
 
     def _last_may(self, node: ast.expr, kinds: tuple[str, ...]) -> bool:
         """A name read after `name = value` in its own function is of a kind that value may be
@@ -418,7 +431,7 @@ class _Sources:
         for classes in sketch.classes.values():
             for cls in classes:
                 methods.update(self._fields(arrays, cls))
-        calls = _calls_by_callee(sketch)
+        calls = arrays.calls_by_callee()
         for name, functions in sketch.defs.items():
             for function in functions:
                 given = calls.get(name, [])

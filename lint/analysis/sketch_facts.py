@@ -317,44 +317,81 @@ def reused_key(sketch: Sketch) -> bool:
     First with each `key=name` outside `jax.random` taken both ways (a key, and the names the
     call passes by position): a cheap answer, with every reuse the exact one finds. Only then
     the exact one, where `_KeyHolders` decides, at the cost of solving the file's keys."""
-    consuming = _key_parameters(sketch)
-    return _reused(sketch, consuming, None) and _reused(sketch, consuming, _KeyHolders(sketch))
+    calls = _KeyCalls(sketch)
+    holds, implicated = _reused(sketch, calls, None)
+    return holds and _reused(sketch, calls, _KeyHolders(sketch), implicated)[0]
 
 
-def _reused(sketch: Sketch, consuming: dict[str, set[int]], holders: _KeyHolders | None) -> bool:
+class _KeyCalls:
+    """What both readings of `reused_key` ask of each call, answered once: the names it gives
+    by position to a parameter a function of the file consumes, and whether it may consume
+    what it is given by position at all."""
+
+    def __init__(self, sketch: Sketch) -> None:
+        self.sketch = sketch
+        self.consuming = _key_parameters(sketch)
+        self._taken: dict[int, list[str]] = {}
+        self._may_take: dict[int, bool] = {}
+
+    def taken(self, call: ast.Call) -> list[str]:
+        found = self._taken.get(id(call))
+        if found is None:
+            found = self._taken[id(call)] = _passed_to_key_parameters(self.sketch, call, self.consuming)
+        return found
+
+    def may_take(self, call: ast.Call) -> bool:
+        """May `KeyUses` find the call consuming a name it is given by position: a `jax.random`
+        function, or a function of this file that draws from one of its parameters, by name
+        (`taken`) or through a function wrapper (`_passed_by_position` asks `Facts.callee`:
+        `jax.jit(step)(state, key)`)? Not `is_prng_key(key)`, an imported function."""
+        known = self._may_take.get(id(call))
+        if known is None:
+            sketch = self.sketch
+            known = self._may_take[id(call)] = (
+                any(name.startswith("jax.random.") for name in sketch.qualnames(call.func)) or bool(self.taken(call))
+                or any(function.name in self.consuming for function in sketch.arrays.callees_of(call.func)))
+        return known
+
+
+def _reused(sketch: Sketch, calls: _KeyCalls, holders: _KeyHolders | None,
+            implicated: frozenset[str] = frozenset()) -> tuple[bool, frozenset[str]]:
+    """Whether a key may be reused, and the names that may be (with `holders`, only a name the
+    cheap reading `implicated` is asked whether it holds a key: no other can be reused)."""
     keys: list[str | None] = []  # the `key=` or first key each call consumes
     consumed: list[list[str]] = []
     for call in sketch.calls:
         given = _key_argument(sketch, call)
         undecided = given is not None and given[1]
-        if given is not None and undecided and holders is not None and not holders.may_hold(call, given[0]):
+        if given is not None and undecided and holders is not None and (
+                given[0].id not in implicated or not holders.may_hold(call, given[0])):
             given = None
         key = given[0].id if given is not None else None
         keys.append(key)
         found = [key] if key is not None else []
         if key is None or (undecided and holders is None):
-            found += _passed_to_key_parameters(sketch, call, consuming)
+            found += calls.taken(call)
         consumed.append(found)
     names = {name for found in consumed for name in found}  # only these may be reused keys
     uses: dict[tuple[int, str], list[ast.Call]] = {}      # calls a name is given to
     consumers: dict[tuple[int, str], int] = {}
     passed: dict[tuple[int, str], int] = {}  # names given by position (a function may split them)
     for call in sketch.calls if names else ():
-        if _never_consumes(sketch, call) or not _may_take_by_position(sketch, call, consuming):
+        positional = [arg.id for arg in call.args if isinstance(arg, ast.Name) and arg.id in names]
+        if not positional or _never_consumes(sketch, call) or not calls.may_take(call):
             continue
-        for arg in call.args:
-            if isinstance(arg, ast.Name) and arg.id in names:
-                where = (_key_scope(sketch, call, arg.id), arg.id)
-                passed[where] = passed.get(where, 0) + 1
-                uses.setdefault(where, []).append(call)
+        for name in positional:
+            where = (_key_scope(sketch, call, name), name)
+            passed[where] = passed.get(where, 0) + 1
+            uses.setdefault(where, []).append(call)
     strict = "strict-key-reuse" in sketch.options
     suspects: set[tuple[int, str]] = set()
+    looped: set[str] = set()
     for call, key, found in zip(sketch.calls, keys, consumed, strict=True):
         for name in found:
             loop = repeating_loop(sketch, call)
             if loop is not None and not rebinds_each_iteration(loop, name) and not bound_before(
                     sketch, loop, call, name):
-                return True  # consumed again on the next iteration
+                looped.add(name)  # consumed again on the next iteration
             where = (_key_scope(sketch, call, name), name)
             consumers[where] = consumers.get(where, 0) + 1
             if key is not None and not any(use is call for use in uses.get(where, ())):
@@ -365,8 +402,10 @@ def _reused(sketch: Sketch, consuming: dict[str, set[int]], holders: _KeyHolders
         if key is None and makes_key and _constant_args(call) and (strict or _drawn(sketch, call)):
             loop = repeating_loop(sketch, call)
             if loop is not None and _counting(loop):
-                return True
-    return any(_meet(sketch, uses[where], where[1], strict) for where in suspects)
+                return True, frozenset()  # no key's name decides this one
+    names_met = frozenset(where[1] for where in suspects)
+    holds = bool(looped) or any(_meet(sketch, uses[where], where[1], strict) for where in suspects)
+    return holds, frozenset(looped) | names_met
 
 
 def _key_scope(sketch: Sketch, call: ast.Call, name: str) -> int:
@@ -463,17 +502,6 @@ def _use(sketch: Sketch, call: ast.Call, name: str) -> str | None:
     if all(jax_api.splits_key(found) for found in names):
         return "split"
     return "draw" if all(jax_api.consumes_key(found) and not jax_api.splits_key(found) for found in names) else None
-
-
-def _may_take_by_position(sketch: Sketch, call: ast.Call, consuming: dict[str, set[int]]) -> bool:
-    """May `KeyUses` find the call consuming a name it is given by position: a `jax.random`
-    function, or a function of this file that draws from one of its parameters, by name
-    (`_passed_to_key_parameters`) or through a function wrapper (`_passed_by_position` asks
-    `Facts.callee`: `jax.jit(step)(state, key)`)? Not `is_prng_key(key)`, an imported function."""
-    if any(name.startswith("jax.random.") for name in sketch.qualnames(call.func)):
-        return True
-    return bool(_passed_to_key_parameters(sketch, call, consuming)) or any(
-        function.name in consuming for function in sketch.arrays.callees_of(call.func))
 
 
 def _never_consumes(sketch: Sketch, call: ast.Call) -> bool:
