@@ -524,16 +524,20 @@ def _key_parameters(sketch: Sketch) -> dict[str, set[int]]:
     its body splits, draws from or folds data into (the pre-check's view of
     `KeyUses._parameters_consumed`: a caller passing a key there consumes it)."""
     found: dict[str, set[int]] = {}
-    for call in sketch.calls:
-        if not any(jax_api.consumes_key(name) or jax_api.derives_key(name) for name in sketch.qualnames(call.func)):
-            continue
-        given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "key"), None)
-        function = sketch.enclosing_function(call)
-        if isinstance(given, ast.Name) and function is not None:
-            parameters = positional_names(function)
-            if given.id in parameters:
-                found.setdefault(function.name, set()).add(parameters.index(given.id))
+    for function, name in _draws(sketch):
+        if function is not None and name in (parameters := positional_names(function)):
+            found.setdefault(function.name, set()).add(parameters.index(name))
     return found
+
+
+def _draws(sketch: Sketch) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, str]]:
+    """(the `def` around, the name) for each name a `jax.random` call splits, draws from or
+    folds data into, given as `key=` or first (`KeyUses._parameters_consumed`)."""
+    for call in sketch.calls:
+        if any(jax_api.consumes_key(name) or jax_api.derives_key(name) for name in sketch.qualnames(call.func)):
+            for given in {keyword(call, "key"), positional(call, 0)}:
+                if isinstance(given, ast.Name):
+                    yield sketch.enclosing_function(call), given.id
 
 
 def _passed_to_key_parameters(sketch: Sketch, call: ast.Call, consuming: dict[str, set[int]]) -> list[str]:
@@ -597,11 +601,8 @@ class _KeyHolders:
     def may_hold(self, call: ast.Call, name: ast.Name) -> bool:
         if self._drawn is None:
             self._drawn = {}
-            for taker in self.sketch.calls:
-                given = _key_given(taker)
-                if isinstance(given, ast.Name) and any(jax_api.consumes_key(found) or jax_api.derives_key(found)
-                                                       for found in self.sketch.qualnames(taker.func)):
-                    self._drawn.setdefault(id(self.sketch.enclosing_function(taker)), set()).add(given.id)
+            for function, drawn in _draws(self.sketch):
+                self._drawn.setdefault(id(function), set()).add(drawn)
         return (name.id in self._drawn.get(id(self.sketch.enclosing_function(call)), ())
                 or self.sketch.arrays.may_be_array_or_key(name))
 

@@ -571,16 +571,8 @@ class SketchReach:
         only be of a kind that value may be). None where the function binds the name otherwise
         there (a parameter, a loop or tuple target, `+=`, ...), the assignment holds the read,
         or the read is in a lambda, comprehension or the module."""
-        scope = scope_of(self.sketch, use)
-        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return None
-        bindings = self._bindings_of(scope, use.id)
-        at = (use.lineno, use.col_offset)
-        before = [binding for binding in bindings or () if binding.start < at]
-        if not before:
-            return None
-        last = before[-1]
-        return last.value if last.value is not None and not last.path and last.end <= at else None
+        last = self.last_binding(use)
+        return last.value if last is not None and not last.path else None
 
     def last_binding(self, use: ast.Name) -> _Binding | None:
         """The binding of the name a read in its own function sees (`arrays._array_valued`: the
