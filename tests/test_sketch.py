@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 from odelint.analysis.sketch import Sketch
+from odelint.analysis.sketch_modules import _imported_modules, _scanned_imports
 from odelint.api.registry import rule_for as rule_by_code
 from odelint.engine.core import candidates, lint_source
 
@@ -195,6 +196,29 @@ def test_may_hold_modules_follows_project_imports_wherever_a_statement_holds_the
     assert not sketch("import plain\n", train).may_hold_modules()
     (tmp_path / "helpers.py").write_text('"""Usage: see below."""\nimport equinox as eqx\n')
     assert sketch("import plain\n", train).may_hold_modules()
+
+
+@pytest.mark.parametrize("text", [
+    "import os\nfrom . import layers as l\n\ndef f():\n    from equinox import nn\n",
+    "from model import (\n    Net,  # the network\n    make,\n)\nimport numpy as np\n",
+    "from a.b import c, \\\n    d\nx = 1\n",
+    '"""Tools."""\nimport jax\n\ndef g():\n    """Nothing here."""\n    return jax\n',
+    "x = 1\n",
+])
+def test_a_project_files_imports_are_read_from_its_import_lines_as_a_parse_reads_them(text) -> None:
+    assert sorted(_scanned_imports(text) or []) == sorted(_imported_modules(ast.parse(text)))
+    assert _scanned_imports(text) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "x = 1; import equinox\n",                        # after `;`
+    "try: import equinox\nexcept ImportError: pass\n",  # after `:`
+    '"""Usage:\n\n    import equinox as eqx\n"""\n',  # a docstring\'s example imports nothing
+    "# you may import this module\n",                 # prose
+    "from a import (b,  # )\n    c)\n",                # a bracket in a comment
+])
+def test_an_import_word_the_lines_cannot_settle_leaves_the_file_to_a_parse(text) -> None:
+    assert _scanned_imports(text) is None
 
 
 # -- the engine's use of it -----------------------------------------------------------------

@@ -84,7 +84,9 @@ def _own_part(path: str) -> tuple[bool, list[str]]:
         text = project.read_text(path)
         if any(_outside_long_strings(text, found.start()) for found in _package_import().finditer(text)):
             return True, []
-        modules = _imported_modules(ast.parse(text))
+        modules = _scanned_imports(text)
+        if modules is None:
+            modules = _imported_modules(ast.parse(text))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
         return True, []
     packages = ("equinox", *_module_libraries())
@@ -103,6 +105,61 @@ def _package_import() -> re.Pattern[str]:
     """`import equinox ...` or `from diffrax ...` at the start of a line."""
     packages = "|".join(re.escape(package) for package in sorted({"equinox", *_module_libraries()}))
     return re.compile(rf"^[ \t]*(?:import|from)[ \t]+(?:{packages})\b", re.MULTILINE)
+
+
+def _scanned_imports(text: str) -> list[str] | None:
+    """The modules the file imports, read from its import statements alone: each line where
+    the word `import` starts a statement of its own is parsed by itself (with the lines its
+    brackets or backslashes carry on to). None where the word stands anywhere else (after `;`
+    or `:`, in prose, in a docstring's usage example, which imports nothing): then the whole
+    file is parsed. Parsing a whole project file to learn its imports was most of the time
+    `may_hold_modules` took on users' code."""
+    found: list[str] = []
+    covered = 0  # where the last statement read ends
+    quotes, counted = 0, 0  # triple quotes before `counted`
+    for word in _import_word().finditer(text):
+        if word.start() < covered:
+            continue
+        start = text.rfind("\n", 0, word.start()) + 1
+        quotes += text.count('"""', counted, start) + text.count("'''", counted, start)
+        counted = start
+        if quotes % 2 or not _statement_start().match(text, start):
+            return None
+        covered = _logical_line_end(text, start)
+        try:
+            statement = ast.parse(text[start:covered].strip())
+        except (SyntaxError, ValueError):
+            return None
+        found.extend(_imported_modules(statement))
+    return found
+
+
+def _logical_line_end(text: str, start: int) -> int:
+    """Where the logical line starting at `start` ends: after the line that closes its
+    brackets and ends without a backslash. (Brackets in strings or comments may miscount:
+    then the text read does not parse, and the caller parses the file.)"""
+    depth = 0
+    end = start
+    while end < len(text):
+        newline = text.find("\n", end)
+        stop = len(text) if newline < 0 else newline
+        line = text[end:stop]
+        depth += line.count("(") - line.count(")")
+        end = stop + 1
+        if depth <= 0 and not line.rstrip().endswith("\\"):
+            break
+    return min(end, len(text))
+
+
+@functools.cache
+def _import_word() -> re.Pattern[str]:
+    return re.compile(r"\bimport\b")
+
+
+@functools.cache
+def _statement_start() -> re.Pattern[str]:
+    """A line that starts with `import` or `from` (what follows is parsed)."""
+    return re.compile(r"[ \t]*(?:import|from)\b")
 
 
 def _imported_modules(tree: ast.Module) -> list[str]:
