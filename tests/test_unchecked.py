@@ -1,4 +1,4 @@
-"""LibCST's parse without its node checks (odelint.engine.unchecked): the same trees from text
+"""LibCST's parse without its node checks (odelint.analysis.unchecked): the same trees from text
 CPython accepts, and the checks back on for everything else."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from odelint.analysis.project import compiles
 from odelint.engine.core import lint_source, parse
 from odelint.engine.incremental import IncrementalParser
-from odelint.engine.unchecked import nodes_unchecked
+from odelint.analysis.unchecked import nodes_unchecked
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Real programs: the fixtures that run under JAX, and the bundled example.
@@ -90,3 +90,19 @@ def test_an_editor_parse_leaves_the_checks_on() -> None:
     assert parse(edited, "a.py", parser).code == edited
     with pytest.raises(cst.CSTValidationError):
         cst.Name("")
+
+
+def test_another_project_files_model_is_parsed_unchecked_and_checks_come_back(tmp_path, monkeypatch) -> None:
+    """The model parses the project's other files only once CPython has compiled them."""
+    from odelint.analysis import project
+
+    checked = []
+    real = cst.Name._validate
+    monkeypatch.setattr(cst.Name, "_validate", lambda node: (checked.append(node.value), real(node))[1])
+    model = tmp_path / "model.py"
+    model.write_text("import equinox as eqx\n\n\nclass Net(eqx.Module):\n    width: int\n")
+    project.forget()
+    assert project.facts_of(str(model), frozenset()) is not None
+    assert checked == []
+    cst.parse_module("width = 1\n")
+    assert "width" in checked

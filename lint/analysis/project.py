@@ -16,7 +16,6 @@ import contextlib
 import functools
 import os
 import warnings
-import zlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
@@ -136,6 +135,8 @@ def stamp(path: str) -> list[int] | None:
     digest of an open buffer's text (-1 first, so it never equals a file's stamp)."""
     text = _buffers.get(os.path.abspath(path)) if _buffers else None
     if text is not None:
+        import zlib  # only for an editor's buffer
+
         return [-1, zlib.crc32(text.encode("utf-8", "surrogatepass")), len(text)]
     try:
         status = os.stat(path)
@@ -326,12 +327,14 @@ def _build(path: str, seen: frozenset[str]) -> tuple[Facts | None, int]:
     import libcst as cst
     from odelint.analysis.facts import Facts, model_node_types
     from odelint.analysis.scopes import build_scope_index
+    from odelint.analysis.unchecked import nodes_unchecked
 
     try:
         source = read_text(path)
         if len(source) > _MAX_FILE_BYTES or not compiles(source):  # text CPython refuses may crash LibCST's parser
             return None, 0
-        module = cst.parse_module(source)
+        with nodes_unchecked():  # CPython has compiled it
+            module = cst.parse_module(source)
         index = build_scope_index(module, model_node_types())
     except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError, ValueError):
         return None, 0

@@ -118,7 +118,7 @@ def _scanned_imports(text: str) -> list[str] | None:
     covered = 0  # where the last statement read ends
     quotes, counted = 0, 0  # triple quotes before `counted`
     for word in _import_word().finditer(text):
-        if word.start() < covered:
+        if word.start() < covered or (word.start() and _is_name_character(text[word.start() - 1])):
             continue
         start = text.rfind("\n", 0, word.start()) + 1
         quotes += text.count('"""', counted, start) + text.count("'''", counted, start)
@@ -153,7 +153,13 @@ def _logical_line_end(text: str, start: int) -> int:
 
 @functools.cache
 def _import_word() -> re.Pattern[str]:
-    return re.compile(r"\bimport\b")
+    """`import` ending a word; the caller checks where it starts (a pattern that starts with
+    `\\b` has no literal prefix for `re` to search fast)."""
+    return re.compile(r"import\b")
+
+
+def _is_name_character(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 @functools.cache

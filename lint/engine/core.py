@@ -39,7 +39,7 @@ from odelint.api.rule import (
 from odelint.engine import noqa, once
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
-from odelint.engine.unchecked import nodes_unchecked
+from odelint.analysis.unchecked import nodes_unchecked
 from packaging.version import Version
 
 if TYPE_CHECKING:

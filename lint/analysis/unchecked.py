@@ -4,9 +4,11 @@ Every LibCST node checks itself when it is made (`CSTNode.__post_init__` calls `
 whitespace around keywords, balanced parentheses, no bytes beside a str literal). That guards
 trees that code assembles by hand. A tree LibCST's own parser makes from text CPython has
 accepted passes every check, and on users' code the checks are 14% of the parse (LibCST's
-source marks them as a cost it would rather not pay on parsing). So the engine switches them
-off for that parse alone: fixes, and text CPython rejected, are checked as before. LibCST's
-nodes are built on one thread at a time (the language server's lint thread builds them all).
+source marks them as a cost it would rather not pay on parsing). So they are off for the
+parses of text CPython has compiled: the engine's of a linted file, and the model's of the
+project's other files (`project._build`). Fixes, and text CPython rejected, are checked as
+before. LibCST's nodes are built on one thread at a time (the language server's lint thread
+builds them all).
 """
 
 from __future__ import annotations
