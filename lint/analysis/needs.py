@@ -34,12 +34,38 @@ class Need:
     costly: bool = False
     parts: tuple[Need, ...] = ()  # a combination: all of them (`every`) or any of them
     every: bool = False
+    # `holds` as one closure over the parts' closures, made once: every file asks every
+    # enabled rule's declaration, and walking the dataclasses with generators cost more than
+    # most of the tests they lead to.
+    _holds: Callable[[Sketch, bool], bool] = dataclasses.field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_holds", self._evaluator())
 
     def holds(self, sketch: Sketch, settle: bool = True) -> bool:
-        if self.test is None:
-            results = (part.holds(sketch, settle) for part in self.parts)
-            return all(results) if self.every else any(results)
-        return True if self.costly and not settle else self.test(sketch)
+        return self._holds(sketch, settle)
+
+    def _evaluator(self) -> Callable[[Sketch, bool], bool]:
+        test = self.test
+        if test is not None:
+            if self.costly:
+                return lambda sketch, settle: test(sketch) if settle else True
+            return lambda sketch, settle: test(sketch)
+        parts = tuple(part._holds for part in self.parts)
+        if self.every:
+            def every(sketch: Sketch, settle: bool) -> bool:
+                for part in parts:
+                    if not part(sketch, settle):
+                        return False
+                return True
+            return every
+
+        def some(sketch: Sketch, settle: bool) -> bool:
+            for part in parts:
+                if part(sketch, settle):
+                    return True
+            return False
+        return some
 
     @property
     def settles_cheaply(self) -> bool:

@@ -398,8 +398,8 @@ def _reused(sketch: Sketch, calls: _KeyCalls, holders: _KeyHolders | None,
                 uses.setdefault(where, []).append(call)  # given as `key=`
             if consumers[where] > 1 or (key is not None and passed.get(where, 0) > 1):
                 suspects.add(where)
-        makes_key = any(jax_api.makes_key(name) for name in sketch.qualnames(call.func))
-        if key is None and makes_key and _constant_args(call) and (strict or _drawn(sketch, call)):
+        if key is None and _constant_args(call) and any(
+                jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and (strict or _drawn(sketch, call)):
             loop = repeating_loop(sketch, call)
             if loop is not None and _counting(loop):
                 return True, frozenset()  # no key's name decides this one
@@ -546,6 +546,8 @@ def _passed_to_key_parameters(sketch: Sketch, call: ast.Call, consuming: dict[st
     its `self` shifts the position by one, and both are taken, except for a call on `self` of a
     name that only methods bound to their instance carry (`self.step(key, params)`); a plain
     function's positions are its own."""
+    if not consuming:  # no function of the file consumes a parameter (most files)
+        return []
     func = call.func
     if isinstance(func, ast.Call):  # `jax.vmap(draw, in_axes=...)(x, keys)`: the wrapped function's positions
         taken = {position for function in sketch.arrays.callees_of(func)
