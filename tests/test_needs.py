@@ -11,7 +11,7 @@ from odelint.analysis import Needs
 from odelint.analysis.needs import Need
 from odelint.analysis.sketch import Sketch
 from odelint.analysis.sketch_facts import FACTS
-from odelint.api.registry import all_rules
+from odelint.api.registry import all_rules, rule_for
 from odelint.api.rule import Rule
 from odelint.engine.core import candidates, lint_source
 
@@ -386,6 +386,30 @@ def test_a_transform_stored_in_a_modules_init_is_what_odl602_needs() -> None:
     stored = STORED.replace("self.step = eqx.filter_jit(self.layer)", "self.step = jax.vmap(self.layer)")
     assert Needs.fact("transform_stored_in_init").holds(sketch(stored))
     assert lint_source(stored, "net.py", {"ODL602"}).findings
+
+
+FILTER_GRAD_OF_A_METHOD = """
+import equinox as eqx
+
+
+class Flow(eqx.Module):
+    def __call__(self, x):
+        y, grad = eqx.filter_value_and_grad(self.fn)(x)
+        return y, grad
+"""
+
+
+def test_odl605_needs_filter_grad_applied_to_a_function_of_the_file() -> None:
+    """ODL605 checks each application the model finds (`Facts.transform_applied`), to a def
+    or a lambda of the file: `filter_value_and_grad(self.fn)` and a function from elsewhere
+    give it none; the same call on a lambda of the file can be reported."""
+    rule = rule_for("ODL605")
+    assert rule not in candidates(FILTER_GRAD_OF_A_METHOD, "flow.py", [rule])
+    assert lint_source(FILTER_GRAD_OF_A_METHOD, "flow.py", {"ODL605"}, gate=False).findings == []
+    own = FILTER_GRAD_OF_A_METHOD.replace("eqx.filter_value_and_grad(self.fn)(x)",
+                                          "eqx.filter_value_and_grad(lambda m, v: v.sum())(x)")
+    assert rule in candidates(own, "flow.py", [rule])
+    assert [f.code for f in lint_source(own, "flow.py", {"ODL605"}).findings] == ["ODL605"]
 
 
 STATIC_BY_NAME = """

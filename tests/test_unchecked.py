@@ -10,9 +10,9 @@ import libcst as cst
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from odelint.analysis.project import compiles
+from odelint.analysis.unchecked import nodes_unchecked
 from odelint.engine.core import lint_source, parse
 from odelint.engine.incremental import IncrementalParser
-from odelint.analysis.unchecked import nodes_unchecked
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Real programs: the fixtures that run under JAX, and the bundled example.

@@ -22,6 +22,7 @@ import libcst as cst
 from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.project import compiles
 from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
+from odelint.analysis.unchecked import nodes_unchecked
 from odelint.api.engine_rules import IoErrorRule, SyntaxErrorRule
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import all_rules, is_python_file
@@ -39,7 +40,6 @@ from odelint.api.rule import (
 from odelint.engine import noqa, once
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
-from odelint.analysis.unchecked import nodes_unchecked
 from packaging.version import Version
 
 if TYPE_CHECKING:

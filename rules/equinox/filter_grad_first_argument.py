@@ -68,7 +68,7 @@ class FilterGradFirstArgument(TransformApplicationRule):
     fix_safety = Safety.SAFE
     fixtures = "tests/fixtures/ODL605"
 
-    needs = Needs.refers_to(*_FILTER_GRADS)
+    needs = Needs.refers_to(*_FILTER_GRADS) & Needs.transforms_own_function(*_FILTER_GRADS)
 
     def check(self, application: Application) -> None:
         if application.qualname not in _FILTER_GRADS:
