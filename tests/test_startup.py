@@ -80,6 +80,9 @@ def test_a_warm_check_imports_no_rule_no_libcst_and_no_process_pool(tmp_path: Pa
     # the records a warm run builds are named tuples and small classes: `dataclasses` (and the
     # `inspect` it imports) cost a quarter of a warm run's instructions (bench/RESULTS.md)
     assert not modules & {"dataclasses", "inspect"}
+    # digests come from CPython's own BLAKE2 (odelint.files.digest): hashlib loads OpenSSL;
+    # `zlib` only stamps an editor's buffer (odelint.analysis.project.stamp)
+    assert not modules & {"hashlib", "_hashlib", "zlib"}
     assert libcst == "_StandIn"
 
 

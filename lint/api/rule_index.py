@@ -18,7 +18,6 @@ stale, which `python -m odelint.dev generate --check` (CI, pre-commit) reports. 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from odelint.api.finding import Safety
+from odelint.files.digest import hasher, hexdigest
 
 if TYPE_CHECKING:
     from odelint.api.rule import BaseRule
@@ -111,7 +111,7 @@ def sources_digest() -> str:
     sources before it could answer.)"""
     from odelint.files.fileio import identity, settled
 
-    digest = hashlib.sha256()
+    digest = hasher()
     rules = _rules_folder()
     for path in source_files():
         relative = os.path.relpath(path, rules) if path.startswith(rules) else os.path.basename(path)
@@ -144,7 +144,7 @@ def rule_modules() -> list[str]:
 def content_digest(entries: Sequence[dict], modules: Sequence[str]) -> str:
     """The digest of what the index holds: the rules' metadata and the modules they come from."""
     canonical = json.dumps({"modules": list(modules), "rules": list(entries)}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hexdigest(canonical.encode())
 
 
 def render(rules: Iterable[type[BaseRule]]) -> str:

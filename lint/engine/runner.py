@@ -10,7 +10,6 @@ through it the rules and LibCST, the process pool, difflib) is imported when a f
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import time
 from collections import Counter
@@ -103,7 +102,7 @@ class Outcome:
         self.cache_key: str | None = None  # of the bytes the findings are for; None for stdin
         self.relevant: list[str] = []  # the rules that could fire on those bytes
         self.depends: dict[str, list[int] | None] = {}  # paths looked up -> stamp
-        self.read_digest: str | None = None  # sha256 of the bytes that new_data replaces
+        self.read_digest: str | None = None  # the digest of the bytes that new_data replaces
         self.skipped: str | None = None  # why a file that is not Python was left alone
 
 
@@ -244,7 +243,7 @@ def _process(task: Task, outcome: Outcome) -> Outcome:
             lines.split(text), lines.split(new_text),
             fromfile=f"a/{display(task.path)}", tofile=f"b/{display(task.path)}"))
     if outcome.new_data is not None:
-        outcome.read_digest = hashlib.sha256(data).hexdigest()
+        outcome.read_digest = result_cache.content(data)
     if notebook is not None:
         findings = place(findings, notebook)
     outcome.findings = [finding.to_dict() for finding in findings]
@@ -547,7 +546,7 @@ def _collect(task: Task, outcome: Outcome, options: Options, result: RunResult,
         try:
             if task.data is not None:
                 raise SourceError("not a regular file; its fixes cannot be written back")
-            if hashlib.sha256(_read(task.path)).hexdigest() != outcome.read_digest:
+            if result_cache.content(_read(task.path)) != outcome.read_digest:
                 raise SourceError("changed on disk while odelint was fixing it; not written")
             atomic_write(task.path, outcome.new_data)
         except (SourceError, OSError) as error:

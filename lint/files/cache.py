@@ -20,7 +20,6 @@ when something changed). Its layout keeps a warm run's work small:
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import time
@@ -30,6 +29,7 @@ from typing import TypeGuard
 from odelint import __version__
 from odelint.api.registry import rules_digest
 from odelint.files.depends import Dependencies, Recorded, Stamp
+from odelint.files.digest import Hash, hasher, hexdigest
 from odelint.files.fileio import (
     NotRegular,
     identity,
@@ -40,7 +40,7 @@ from odelint.files.fileio import (
 )
 
 CACHE_DIR = ".odelint_cache"
-FORMAT = 2  # the layout above; a file of another layout reads as empty
+FORMAT = 3  # the layout above (3: BLAKE2b digests); a file of another layout reads as empty
 MAX_ENTRIES = 100_000
 REFRESH_SECONDS = 24 * 3600
 # An entry no run has used for this long is dropped when the cache is written: each edit of a
@@ -50,7 +50,7 @@ MAX_AGE_SECONDS = 7 * 24 * 3600
 
 def content(data: bytes) -> str:
     """A file's content digest."""
-    return hashlib.sha256(data).hexdigest()
+    return hexdigest(data)
 
 
 def key(data: bytes, filename: str, kind: str, versions: str = "") -> str:
@@ -75,15 +75,15 @@ def slot(filename: str, kind: str, versions: str = "") -> str:
     these settings. A run that answers a slot with one entry drops the slot's other entries
     (the file's old contents) when it writes the cache. (A short digest: it is only compared,
     and one that two slots shared would cost a re-lint, never a wrong answer.)"""
-    named = hashlib.sha256(f"{kind}\0{versions}\0".encode())
+    named = hasher(f"{kind}\0{versions}\0".encode())
     named.update(os.fsencode(os.path.abspath(filename)))
     return named.hexdigest()[:20]
 
 
 @functools.lru_cache(maxsize=64)
-def _settings_digest(rules: str, kind: str, versions: str) -> hashlib._Hash:
+def _settings_digest(rules: str, kind: str, versions: str) -> Hash:
     """What every file of a run shares in its key, hashed once per run and kind of file."""
-    return hashlib.sha256(f"{__version__}\0{rules}\0{kind}\0{versions}\0".encode())
+    return hasher(f"{__version__}\0{rules}\0{kind}\0{versions}\0".encode())
 
 
 def _subkey(codes: Iterable[str], relevant: Iterable[str]) -> str:
