@@ -42,6 +42,7 @@ from odelint.analysis.arrays import NUMPY_ANNOTATIONS
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
 from odelint.analysis.facts import function_wrappers
 from odelint.analysis.sketch import children
+from odelint.analysis.sketch_calls import positional_names
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode, Sketch
@@ -121,8 +122,8 @@ class SketchArrays:
             return False
         function = self.sketch.enclosing_function(node)
         owner = self.sketch.parent(function) if function is not None else None
-        positional = [*function.args.posonlyargs, *function.args.args] if function is not None else []
-        if not isinstance(owner, ast.ClassDef) or not positional or positional[0].arg != node.value.id:
+        positional = positional_names(function) if function is not None else []
+        if not isinstance(owner, ast.ClassDef) or not positional or positional[0] != node.value.id:
             return False
         return any(isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
                    and item.target.id == node.attr and self._declares_numpy(item.annotation) for item in owner.body)
@@ -141,9 +142,9 @@ class SketchArrays:
         may be a field the model types (`Facts._method_class_of_self`)."""
         if self._receivers is None:
             self._receivers = frozenset(
-                positional[0].arg for classes in self.sketch.classes.values() for cls in classes for item in cls.body
+                positional[0] for classes in self.sketch.classes.values() for cls in classes for item in cls.body
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and (positional := [*item.args.posonlyargs, *item.args.args])
+                and (positional := positional_names(item))
                 and not any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
                             for d in item.decorator_list))
         return self._receivers
