@@ -74,7 +74,8 @@ def _lint(path: Path, rules: list, spent: dict[str, float], kept: Kept | None) -
         return False
     module = core._libcst_parse(text, str(path), None)
     linted = time.process_time()
-    found = core.run_rules(module, text, str(path), chosen, True).findings if isinstance(module, cst.Module) else []
+    found = (core.run_rules(module, text, str(path), chosen, True, tree=tree).findings
+             if isinstance(module, cst.Module) else [])
     done = time.process_time()
     spent["libcst"] += linted - decided
     spent["rules"] += done - linted

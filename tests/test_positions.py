@@ -123,3 +123,53 @@ def test_a_prepared_document_renders_no_statement_again_on_its_first_edit(monkey
     assert first.findings and rendered == []
     assert [(f.code, f.span) for f in edited.findings] == \
         [(f.code, f.span) for f in lint_source(source, "train.py").findings]
+
+
+EXPECTS_AN_ERROR = '''\
+import jax
+import pytest
+
+
+def test_old_spelling():
+    leaves = jax.tree_map(lambda x: x, [1.0])
+    with pytest.raises(AttributeError):
+        jax.tree_map(lambda x: x, leaves)
+'''
+
+
+@pytest.mark.parametrize("editor", [False, True])
+def test_the_gates_tree_places_the_findings(monkeypatch: pytest.MonkeyPatch, editor: bool) -> None:
+    """CPython parses a file's text once per lint: the tree the pre-checks read also says
+    where the statements holding findings start, and where a test expects an error (a file
+    linted once, and an editor document's first lint)."""
+    from odelint.engine.core import lint_source
+
+    parsed: list[str] = []
+    parse = ast.parse
+
+    def counted(source: str, *args: object, **kwargs: object) -> ast.Module:
+        if source == EXPECTS_AN_ERROR:
+            parsed.append(source)
+        return parse(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ast, "parse", counted)
+    result = lint_source(EXPECTS_AN_ERROR, "test_spelling.py", parser=IncrementalParser() if editor else None)
+    assert [(f.code, f.span.line) for f in result.findings] == [("ODL901", 6)]  # line 8 expects the error
+    assert len(parsed) == 1
+
+
+def test_a_large_files_gate_tree_is_dropped_before_libcst_parses_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above the collector's large-file size, the tree would stand on the file's peak memory:
+    positions parse the text again instead, and are the same."""
+    from odelint.engine import core
+    from odelint.engine.collector import LARGE_FILE_BYTES
+
+    filler = "# padding\n" * (LARGE_FILE_BYTES // 10 + 1)
+    source = EXPECTS_AN_ERROR + filler
+    seen: list[ast.Module | None] = []
+    run_rules = core.run_rules
+    monkeypatch.setattr(core, "run_rules", lambda *args, **kwargs: seen.append(kwargs["tree"]) or run_rules(*args, **kwargs))
+    result = core.lint_source(source, "test_spelling.py")
+    small = core.lint_source(EXPECTS_AN_ERROR, "test_spelling.py")
+    assert seen[0] is None and isinstance(seen[1], ast.Module)
+    assert [(f.code, f.span) for f in result.findings] == [(f.code, f.span) for f in small.findings]

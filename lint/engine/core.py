@@ -38,6 +38,7 @@ from odelint.api.rule import (
     triggered,
 )
 from odelint.engine import noqa, once
+from odelint.engine.collector import LARGE_FILE_BYTES
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.positions import locate
 from packaging.version import Version
@@ -231,18 +232,25 @@ def _lint_python(source: str, path: str, rules: Sequence[type[BaseRule]], check_
                  versions: Mapping[str, Version | None] = NO_VERSIONS, tree: ast.Module | None = None,
                  options: frozenset[str] = NO_OPTIONS, saved: Sequence[SavedCell] = ()) -> LintResult:
     chosen = triggered(rules, source) if gate else list(rules)
-    parses = False  # CPython parsed the text: no syntax error, and LibCST may parse it too
+    parsed_tree = None  # CPython's tree of the text: no syntax error, and LibCST may parse it too
     # The pre-check spares a LibCST parse. An editor's re-lint parses only what the edit
     # touched, so there the pre-check would cost more than the rules it drops (which could
     # not report anything anyway): it runs on a document's first lint only.
     if gate and (parser is None or not parser.has_tree):
-        candidates, parses = _candidates(source, path, chosen, tree, options)
+        candidates, parsed_tree = _candidates(source, path, chosen, tree, options)
         # A document's first lint runs the rules every later one runs, once it parses at all:
         # then the first edit finds the traversal and the analyses it keeps made for them.
         chosen = candidates if parser is None or not candidates else chosen
+    parses = parsed_tree is not None
     if not chosen:
         error = _syntax_error(source, path) if check_syntax and not parses else None
         return LintResult([error] if error else [])
+    if tree is None and len(source) < LARGE_FILE_BYTES:
+        # The gate's tree also says where statements start, for the findings' positions
+        # (`_locate`), which would parse the text again. A large file's is dropped before
+        # LibCST parses it: it would stand on the file's peak memory.
+        tree = parsed_tree
+    del parsed_tree
     parsed = _libcst_parse(source, path, None, parser) if parses else parse(source, path, parser)
     if isinstance(parsed, Finding):
         return LintResult([parsed] if check_syntax else [])
@@ -259,22 +267,23 @@ def candidates(source: str, path: str, rules: Sequence[type[BaseRule]],
 
 
 def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]], tree: ast.Module | None = None,
-                options: frozenset[str] = NO_OPTIONS) -> tuple[list[type[BaseRule]], bool]:
-    """The candidates, and whether CPython parsed the text (then it holds no syntax error)."""
+                options: frozenset[str] = NO_OPTIONS) -> tuple[list[type[BaseRule]], ast.Module | None]:
+    """The candidates, and CPython's tree of the text where it parsed it (then the text holds
+    no syntax error); None where it did not, or where no rule declares its needs."""
     if not any(issubclass(rule, Rule) and rule.needs is not None for rule in rules):
-        return list(rules), False
+        return list(rules), None
     if tree is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 tree = ast.parse(source, filename=path)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return list(rules), False
+                return list(rules), None
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(tree, path, options)
     try:
-        return _settled(sketch, rules), True
+        return _settled(sketch, rules), tree
     finally:
         sketch.release()
 
@@ -428,7 +437,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
             _locate(module, source, result.findings, *_tops(index, result.findings, visited_at), parser, tree)
         except RecursionError:
             raise _TooDeep from None
-        result.findings = _respect_intent(result.findings, facts, source, rules, saved)
+        result.findings = _respect_intent(result.findings, facts, source, rules, saved, tree)
     kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
     result.findings = sorted(kept, key=Finding.sort_key)
     return result
@@ -528,7 +537,8 @@ def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list
     if parser is None:
         positions = locate(module, source, wanted, tree=tree)
     else:
-        positions = locate(module, source, wanted, text_lines=parser.text_lines(module), memo=parser.positions)
+        positions = locate(module, source, wanted, text_lines=parser.text_lines(module), memo=parser.positions,
+                           tree=tree)
         parser.positions.keep_only(module)
 
     def span(node: cst.CSTNode | None) -> Span | None:
@@ -544,7 +554,7 @@ def _locate(module: cst.Module, source: str, findings: list[Finding], tops: list
 
 
 def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: Sequence[type[BaseRule]],
-                    saved: Sequence[SavedCell]) -> list[Finding]:
+                    saved: Sequence[SavedCell], tree: ast.Module | None = None) -> list[Finding]:
     """Apply each rule's `expected_errors` policy inside code that expects an error: a test's
     `pytest.raises` block, or a notebook cell whose saved state shows the failure it
     demonstrates. A finding in a cell whose saved output shows the rule's own symptom is one
@@ -555,7 +565,7 @@ def _respect_intent(findings: list[Finding], facts: Facts, source: str, rules: S
     if intent.may_expect_errors(source):
         nodes = intent.ExpectedErrors(facts).regions()
         if nodes:
-            where = locate(facts.index.module, source, nodes)
+            where = locate(facts.index.module, source, nodes, tree=tree)
             regions = [(r.start.line, r.end.line) for r in (where.get(node) for node, _ in nodes) if r is not None]
     regions += [(cell.first, cell.last) for cell in saved if cell.failed]
     symptoms = {rule.code: rule.symptoms for rule in rules if rule.symptoms}
