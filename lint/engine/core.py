@@ -394,8 +394,8 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     """One traversal for facts, then every rule's visitors over the indexed nodes.
 
     `parser`, an editor document's, lends what it knows of the statements' lines and
-    positions; `tree`, CPython's of the same source where a face has one (flake8's), where
-    the statements start. `saved` are a notebook's cells with a saved state: findings in one that shows
+    positions; `tree`, CPython's of the same source where a face (flake8) or the gate made one,
+    where the statements start. `saved` are a notebook's cells with a saved state: findings in one that shows
     the failure it demonstrates follow each rule's expected-errors policy (never with a fix),
     and findings whose symptom a cell's output shows are dropped (`_respect_intent`)."""
     result = LintResult([], parsed=True)
