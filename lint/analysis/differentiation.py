@@ -81,7 +81,7 @@ class Differentiation(Reach):
         return row.wrt if row is not None else None
 
     def _find_transform_roots(self) -> None:
-        for call, site in self.facts.index.of_type(cst.Call):
+        for call, site in self.facts.calls_to(self._differentiating.keys()):
             mode = self._mode(call.func, site.scope)
             args = positional_args(call, before_star=True)
             if mode is not None and args:
@@ -215,7 +215,7 @@ class Differentiation(Reach):
     def _applications(self) -> list[tuple[Function, tuple[str, ...], Scope | None]]:
         """(function, the modes a transform applies to it, the scope the transform runs in)."""
         found: list[tuple[Function, tuple[str, ...], Scope | None]] = []
-        calls = self.facts.index.of_type(cst.Call)
+        calls = self.facts.calls_to(self._differentiating.keys())
         inner = {id(args[0].value) for call, site in calls
                  if self._modes_of(call.func, site.scope) and (args := positional_args(call, before_star=True))}
         for call, site in calls:

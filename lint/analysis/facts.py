@@ -14,7 +14,7 @@ import dataclasses
 import enum
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, TypeVar, cast
 
 import libcst as cst
@@ -86,6 +86,8 @@ class Facts:
         self._provisional: set[int] = set()          # of those, the ones read before they were known
         self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
+        self._calls_by_name: dict[str, list[tuple[cst.Call, Site]]] | None = None  # callee's qualname -> calls
+        self._calls_by_method: dict[str, list[tuple[cst.Call, Site]]] = {}      # `x.name(...)`: name -> calls
         self._in_progress: set[int] = set()
         self._in_progress_returns: set[tuple[int, tuple[int, ...]]] = set()
         self._tracing: Tracing | None = None
@@ -1011,6 +1013,37 @@ class Facts:
         return (first.keyword is None and not first.star and type(first.value) is cst.Name
                 and first.value.value == binding.name
                 and self.qualname(value.func, binding.scope) in function_wrappers())
+
+    def calls_to(self, names: Collection[str]) -> list[tuple[cst.Call, Site]]:
+        """The file's calls of the functions with these qualified names (a set: `jax.jit`,
+        `jax.lax.scan`), in source order. Each call's callee is named once per file, so an
+        analysis or rule after calls of known functions visits only those, not every call."""
+        by_name = self._filed_calls()
+        if len(names) == 1:
+            return list(by_name.get(next(iter(names)), ()))
+        found = [call for name in names for call in by_name.get(name, ())]
+        found.sort(key=lambda call: call[1].order)
+        return found
+
+    def method_calls(self, names: Collection[str]) -> list[tuple[cst.Call, Site]]:
+        """The file's calls of a method with one of these names (`x.update(...)`), whatever
+        `x` is, in source order."""
+        self._filed_calls()
+        found = [call for name in names for call in self._calls_by_method.get(name, ())]
+        found.sort(key=lambda call: call[1].order)
+        return found
+
+    def _filed_calls(self) -> dict[str, list[tuple[cst.Call, Site]]]:
+        if self._calls_by_name is None:
+            self._calls_by_name = {}
+            for call, site in self.index.of_type(cst.Call):
+                func = call.func
+                qualname = self.qualname(func, site.scope)
+                if qualname is not None:
+                    self._calls_by_name.setdefault(qualname, []).append((call, site))
+                if type(func) is cst.Attribute:  # exact types: an ABC's isinstance is slower
+                    self._calls_by_method.setdefault(cast(cst.Attribute, func).attr.value, []).append((call, site))
+        return self._calls_by_name
 
     def calls_of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, Site]]:
         if self._calls_by_callee is None:

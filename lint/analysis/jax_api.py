@@ -108,6 +108,13 @@ def traced_body(qualname: str | None) -> TracedBody | None:
     return traced_bodies().get(qualname or "")
 
 
+@functools.cache
+def tracing_calls() -> frozenset[str]:
+    """The functions whose call traces a function it is given: tracing transforms (`jax.jit`,
+    `jax.vmap`) and traced bodies (`jax.lax.scan`, a diffrax term)."""
+    return frozenset(name for name, row in transforms().items() if row.traces) | frozenset(traced_bodies())
+
+
 def canonical(qualname: str) -> str:
     """The name an old spelling stands for (`jax.util.partial` -> `functools.partial`), else itself."""
     aliases: dict[str, str] = _api()["aliases"]

@@ -89,7 +89,7 @@ class Tracing(Reach):
         return None
 
     def _find_call_roots(self) -> None:
-        for call, site in self.facts.index.of_type(cst.Call):
+        for call, site in self.facts.calls_to(jax_api.tracing_calls()):
             qualname = self.facts.qualname(call.func, site.scope)
             transform = jax_api.transform(qualname)
             if transform is not None and transform.traces:

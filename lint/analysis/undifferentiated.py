@@ -31,7 +31,7 @@ class Undifferentiated:
         self._kernels = Reach(facts)
         self._stopped: dict[int, set[str]] = {}  # scope -> names passed to stop_gradient there
         self._wrapped: set[int] = set()          # calls whose result stop_gradient receives directly
-        for call, site in facts.index.of_type(cst.Call):
+        for call, site in facts.calls_to(_KERNEL_CALLS | {_STOP_GRADIENT}):
             qualname = facts.qualname(call.func, site.scope)
             if qualname in _KERNEL_CALLS:
                 kernel = argument_at(call, "kernel", 0) or argument_at(call, "f", 0)

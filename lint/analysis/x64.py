@@ -77,7 +77,7 @@ def _switches_on(path: str, on_import: bool = False) -> bool:
     facts = project.facts_of(path, frozenset())
     if facts is None:
         return False
-    for call, site in facts.index.of_type(cst.Call):
+    for call, site in facts.calls_to(_SWITCHES):
         qualname = facts.qualname(call.func, site.scope)
         if qualname in _SWITCHES and (qualname != "jax.config.update" or _enables(call)) and (
                 not on_import or site.scope is facts.index.module_scope):

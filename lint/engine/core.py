@@ -444,14 +444,13 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
 
 
 class DeclaredNodes:
-    """The file's calls by the qualified name of their function and by method name, and its
-    attributes by name, each filed on first use: a call's name is resolved once for every rule
-    that declares its callees, and a rule that declares the attributes it reads visits only those."""
+    """The calls and attributes each rule declares it visits: the model files the file's calls
+    by their callee's qualified name and by method name (`Facts.calls_to`, `Facts.method_calls`),
+    and its attributes by name here, on first use, so a rule that declares what it reads visits
+    only those nodes."""
 
     def __init__(self, facts: Facts) -> None:
         self._facts = facts
-        self._by_name: dict[str, list[tuple[cst.CSTNode, Site]]] | None = None
-        self._by_method: dict[str, list[tuple[cst.CSTNode, Site]]] = {}
         self._by_attribute: dict[str, list[tuple[cst.CSTNode, Site]]] | None = None
 
     def of(self, rule: type[BaseRule], node_type: type[cst.CSTNode]) -> list[tuple[cst.CSTNode, Site]] | None:
@@ -468,17 +467,8 @@ class DeclaredNodes:
         callees = rule.callees() if issubclass(rule, Rule) else None
         if callees is None:
             return None
-        if self._by_name is None:
-            self._by_name = {}
-            for node, site in self._facts.index.of_type(cst.Call):
-                func = node.func
-                qualname = self._facts.qualname(func, site.scope)
-                if qualname is not None:
-                    self._by_name.setdefault(qualname, []).append((node, site))
-                if type(func) is cst.Attribute:  # exact types: an ABC's isinstance is slower
-                    self._by_method.setdefault(func.attr.value, []).append((node, site))
-        found = [call for name in callees.names for call in self._by_name.get(name, ())]
-        found += [call for name in callees.methods for call in self._by_method.get(name, ())]
+        found: list[tuple[cst.CSTNode, Site]] = list(self._facts.calls_to(callees.names))
+        found += self._facts.method_calls(callees.methods)
         return _in_order(found)
 
     def attributes(self, rule: type[BaseRule]) -> list[tuple[cst.CSTNode, Site]] | None:
