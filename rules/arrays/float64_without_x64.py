@@ -106,8 +106,8 @@ class Float64WithoutX64(Rule):
             wide = dtype.value if dtype is not None and self._is_wide(dtype.value, site) else None
         else:
             receiver = method_call(node, "astype")
-            dtype = argument_at(node, "dtype", 0) if receiver is not None else None
-            if (dtype is not None and self._is_wide(dtype.value, site)
+            dtype = argument_at(node, "dtype", 0) if receiver is not None else None  # most calls: no `.astype`
+            if (receiver is not None and dtype is not None and self._is_wide(dtype.value, site)
                     and self.facts.kind(receiver, site) is Kind.ARRAY):
                 wide = dtype.value
         if wide is not None:
