@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of
+from odelint.analysis.calls import argument_at, keyword_arg, positional_args, source_of, text_of
 
 
 def _call(code: str) -> cst.Call:
@@ -56,3 +56,19 @@ def test_source_of_is_one_line_and_cut() -> None:
     assert source_of(module, node) == "f( a, b, )"
     assert source_of(module, node, limit=6) == "f( ..."
     assert source_of(None, node) == "..."
+
+
+@pytest.mark.parametrize("code", [
+    "jax.jit", "jit", "eqx.filter_value_and_grad", "jax . jit", "jax. jit", "jax .jit", "(jax.jit)", "(jax).jit",
+    "(jax . lax).scan", "(\n    jax\n    .jit\n)", "jax.jit(f)", "partial(jax.jit, static_argnums=1)", "a[0].b",
+    "f(x).y", "((a))",
+])
+def test_text_of_renders_as_libcst_does(code: str) -> None:
+    """A plain dotted name is joined, not rendered: the text must be the renderer's, spaces,
+    parentheses and line breaks included, in a CRLF file too."""
+    source = f"x = {code}\n"
+    for newline in ("\n", "\r\n"):
+        module = cst.parse_module(source.replace("\n", newline))
+        node = cst.ensure_type(cst.ensure_type(module.body[0], cst.SimpleStatementLine).body[0], cst.Assign).value
+        assert text_of(node, module) == module.code_for_node(node)
+        assert text_of(node) == cst.Module([]).code_for_node(node)

@@ -10,7 +10,7 @@ What passes the door:
   scope index's bindings and scopes never pass: a rule may hand a scope (`site.scope`) back
   to `Facts` but reads nothing of it (tests/test_layers.py);
 - the analyses built on it that rules query (`differentiation`, `key_uses`, `jitted_callee`, ...),
-  and helpers that read a call's arguments (`argument_at`, `keyword_arg`, `source_of`, ...);
+  and helpers that read a call's arguments (`argument_at`, `keyword_arg`, `source_of`, `text_of`, ...);
 - `Needs`, the vocabulary a rule declares its pre-check with (`needs = Needs.calls_to(...)`);
   the engine evaluates it on the file's Sketch, which no rule touches;
 - namespaces: `jax_api` (the API tables of lint/analysis/data, `[names]` by role),
@@ -31,7 +31,7 @@ DOOR: dict[str, tuple[str, ...]] = {
     "arrays": ("AtUpdate", "at_update", "is_jax_array", "rebindable_here", "traced_array"),
     "built": ("Built", "built_by"),
     "calls": ("argument_at", "calls_within", "keyword_arg", "operand_args", "positional_args",
-              "source_of"),
+              "source_of", "text_of"),
     "classes": ("constructions", "declared_fields", "enclosing_class", "initialising_methods", "instance_class",
                 "is_module_class", "method_of", "named_class"),
     "definitions": ("DefinedAs", "Definition"),
@@ -91,6 +91,9 @@ if TYPE_CHECKING:
     )
     from odelint.analysis.calls import (
         source_of as source_of,
+    )
+    from odelint.analysis.calls import (
+        text_of as text_of,
     )
     from odelint.analysis.classes import constructions as constructions
     from odelint.analysis.classes import declared_fields as declared_fields

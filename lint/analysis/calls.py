@@ -7,7 +7,7 @@ positions after a starred argument are unknowable and must not be guessed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Literal, cast, overload
 
 import libcst as cst
 from odelint.analysis.scopes import children_of
@@ -111,8 +111,42 @@ def calls_within(node: cst.CSTNode) -> Iterator[cst.Call]:
         stack.extend(children_of(current))
 
 
+_NO_MODULE = cst.Module([])  # renders a node with the default newline and indent
+
+
+def text_of(node: cst.CSTNode, module: cst.Module | None = None) -> str:
+    """The source text of `node`, as `module` (else a module with default settings) renders
+    it. Messages quote transforms and callees, mostly plain dotted names (`jax.jit`), many
+    times per lint: those are joined from their names, which gives the same text as
+    rendering (LibCST's renderer is the cost of naming them otherwise)."""
+    dotted = _plain_dotted(node)
+    return dotted if dotted is not None else (module or _NO_MODULE).code_for_node(node)
+
+
+def _plain_dotted(node: cst.CSTNode) -> str | None:
+    """`a.b.c` as written when it is a chain of names with no parentheses and no space or
+    line break around a dot, else None."""
+    parts = []
+    while type(node) is cst.Attribute:  # exact types: an ABC's isinstance is slower
+        attribute = cast(cst.Attribute, node)
+        dot = attribute.dot
+        if (attribute.lpar or not _tight(dot.whitespace_before) or not _tight(dot.whitespace_after)
+                or attribute.attr.lpar):
+            return None
+        parts.append(attribute.attr.value)
+        node = attribute.value
+    if type(node) is not cst.Name or cast(cst.Name, node).lpar:
+        return None
+    parts.append(cast(cst.Name, node).value)
+    return ".".join(reversed(parts))
+
+
+def _tight(whitespace: cst.BaseParenthesizableWhitespace) -> bool:
+    return type(whitespace) is cst.SimpleWhitespace and not cast(cst.SimpleWhitespace, whitespace).value
+
+
 def source_of(module: cst.Module | None, node: cst.CSTNode, limit: int = 40) -> str:
     """`node`'s source on one line, cut to `limit` characters, for a message."""
-    text = module.code_for_node(node) if module is not None else "..."
+    text = text_of(node, module) if module is not None else "..."
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

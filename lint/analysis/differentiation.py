@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
-from odelint.analysis.calls import argument_for, keyword_arg, positional_args
+from odelint.analysis.calls import argument_for, keyword_arg, positional_args, text_of
 from odelint.analysis.classes import enclosing_class
 from odelint.analysis.definitions import Definition
 from odelint.analysis.facts import Facts, loaded_names
@@ -346,4 +346,4 @@ def _argnums(node: cst.BaseExpression | None) -> frozenset[int] | None:
 
 
 def _spelling(node: cst.BaseExpression) -> str:
-    return cst.Module([]).code_for_node(node)
+    return text_of(node)

@@ -12,7 +12,7 @@ import dataclasses
 
 import libcst as cst
 from odelint.analysis import literals
-from odelint.analysis.calls import keyword_arg, positional_args
+from odelint.analysis.calls import keyword_arg, positional_args, text_of
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import CLASS, Scope
 
@@ -112,4 +112,4 @@ def _positional_names(function: cst.FunctionDef | cst.Lambda | None) -> list[str
 
 
 def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+    return text_of(node)

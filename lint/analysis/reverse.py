@@ -13,7 +13,7 @@ import functools
 
 import libcst as cst
 from odelint.analysis import jax_api
-from odelint.analysis.calls import argument_at, positional_args
+from odelint.analysis.calls import argument_at, positional_args, text_of
 from odelint.analysis.facts import Facts
 from odelint.analysis.reach import Reach, function_name
 from odelint.analysis.scopes import FUNCTION, Scope, Site
@@ -73,7 +73,7 @@ class ReverseMode(Reach):
         return node if self._reverse(node, scope) else None
 
     def _root(self, function, spelled: cst.BaseExpression) -> None:
-        spelling = cst.Module([]).code_for_node(spelled)
+        spelling = text_of(spelled)
         self.add_root(function, f"{function_name(function)} is differentiated in reverse mode by `{spelling}`")
 
 

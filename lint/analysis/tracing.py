@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from odelint.analysis import jax_api, literals
-from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args, splatted_for
+from odelint.analysis.calls import argument_at, argument_for, keyword_arg, positional_args, splatted_for, text_of
 from odelint.analysis.definitions import Definition
 from odelint.analysis.facts import Facts, Kind
 from odelint.analysis.reach import Reach, function_name
@@ -141,7 +141,7 @@ class Tracing(Reach):
     def _record(self, function: Function, offset: int, spelled: cst.BaseExpression,
                 transform: jax_api.Transform | None, options: cst.Call | None,
                 params: tuple[int, ...] | None = None, via: str | None = None) -> None:
-        spelling = cst.Module([]).code_for_node(spelled)
+        spelling = text_of(spelled)
         static_positions: frozenset[int] | None = frozenset()
         static_names: frozenset[str] = frozenset()
         unmapped: frozenset[int] = frozenset()

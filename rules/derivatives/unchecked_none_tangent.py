@@ -6,7 +6,7 @@ import dataclasses
 import functools
 
 import libcst as cst
-from odelint.analysis import DefinedAs, Definition, Facts, Needs, Site, jax_api, literals
+from odelint.analysis import DefinedAs, Definition, Facts, Needs, Site, jax_api, literals, text_of
 from odelint.api.finding import Edits, Replace, Safety
 from odelint.api.rule import Flag, Pass, Rule
 from odelint.rules.derivatives.common import Registration, Registrations, positional_params
@@ -174,7 +174,7 @@ class UncheckedNoneTangent(Rule):
         if not analysis.tangents:
             return Edits(edits)
         zeros, imports = self.facts.reference(_ZEROS_LIKE, analysis.inside)
-        spelled = cst.Module([]).code_for_node(zeros)
+        spelled = text_of(zeros)
         lines: dict[int, list[cst.BaseStatement]] = {}
         for name, tangent in sorted(analysis.tangents.items(), key=lambda item: item[1].index):
             primal = analysis.primal(tangent)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import Needs, Site
+from odelint.analysis import Needs, Site, text_of
 from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api
 
@@ -84,7 +84,7 @@ class Dt0ZeroOrBackwards(Rule):
         controller = solve.controller()
         controllers = api()["controllers"]
         adaptive = controller.qualname in controllers["adaptive"]
-        spelled = self.context.module.code_for_node(dt0_arg.value)  # type: ignore[union-attr]
+        spelled = text_of(dt0_arg.value, self.context.module)
         if dt0 == 0:
             if controller.qualname not in controllers["step_from_dt0"]:
                 return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import Needs, Site, argument_at
+from odelint.analysis import Needs, Site, argument_at, text_of
 from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.diffrax.common import DIFFEQSOLVE, Solve, api, constructed
 
@@ -87,7 +87,7 @@ class VectorFieldStructureMismatch(Rule):
         returned = self.facts.returned_structure(function) if function is not None else None
         if returned is None or returned == wanted:
             return
-        spelled = self.context.module.code_for_node(y0.value)  # type: ignore[union-attr]
+        spelled = text_of(y0.value, self.context.module)
         self.report(field.value, f"the vector field returns {_ARTICLE[returned]} while `y0` (`{spelled}`) is "  # type: ignore[union-attr]
                                  f"{_ARTICLE[wanted]}: diffrax raises `{_ERROR}`; return "
                                  f"{_ARTICLE[wanted]} (e.g. `jnp.stack([...])` for an array), or pass `y0` as "
