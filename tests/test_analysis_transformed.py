@@ -158,3 +158,27 @@ def test_callee_sees_through_a_rebinding_wrapper() -> None:
     scope = program.index.module_scope
     assert program.facts.callee(cst.Name("step"), scope).name.value == "step"
     assert program.facts.callee(cst.Name("other"), scope) is None
+
+
+def test_each_application_is_worked_out_once_for_every_rule_that_asks() -> None:
+    """ODL601 and ODL605 both check every application: the model answers the second from
+    what it found for the first (the same objects), and a caller's list is its own."""
+    program = Program("""
+        import jax
+
+        def loss(model, x):
+            return model(x)
+
+        @jax.jit
+        def step(model, x):
+            return model(x)
+
+        g = jax.grad(loss)
+    """)
+    first, again = program.applications(), program.applications()
+    assert [a.qualname for a in first] == ["jax.grad", "jax.jit"]
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    function, site = next((node, site) for node, site in program.index.of_type(cst.FunctionDef)
+                          if node.name.value == "step")
+    program.facts.transforms_decorating(function, site).clear()
+    assert len(program.facts.transforms_decorating(function, site)) == 1

@@ -87,6 +87,8 @@ class Facts:
         self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
         self._calls_by_name: dict[str, list[tuple[cst.Call, Site]]] | None = None  # callee's qualname -> calls
+        # a call or decorated def -> (it, the application(s) of a transform it makes): asked by several rules
+        self._applications: dict[int, tuple[cst.CSTNode, Application | list[Application] | None]] = {}
         self._calls_by_method: dict[str, list[tuple[cst.Call, Site]]] = {}      # `x.name(...)`: name -> calls
         self._in_progress: set[int] = set()
         self._in_progress_returns: set[tuple[int, tuple[int, ...]]] = set()
@@ -132,15 +134,22 @@ class Facts:
 
     def transform_applied(self, call: cst.Call, site: Site) -> Application | None:
         """The transform this call applies to a function of this file (`jax.jit(f, ...)`,
-        `jax.grad(functools.partial(f, x=x))`), not jvp/vjp, which call it at once; else None."""
-        from odelint.analysis.transformed import applied
-        return applied(self, call, site)
+        `jax.grad(functools.partial(f, x=x))`), not jvp/vjp, which call it at once; else None.
+        Each answer is kept: the rules that check applications ask about the same calls."""
+        known = self._applications.get(id(call))
+        if known is None or known[0] is not call:
+            from odelint.analysis.transformed import applied
+            known = self._applications[id(call)] = (call, applied(self, call, site))
+        return known[1]  # type: ignore[return-value]
 
     def transforms_decorating(self, function: cst.FunctionDef, site: Site) -> list[Application]:
         """The transforms that decorate `function` (`@jax.jit`, `@jax.jit(...)`,
         `@functools.partial(jax.jit, ...)`, a name bound to one); `site`: where the def is."""
-        from odelint.analysis.transformed import decorations
-        return decorations(self, function, site)
+        known = self._applications.get(id(function))
+        if known is None or known[0] is not function:
+            from odelint.analysis.transformed import decorations
+            known = self._applications[id(function)] = (function, decorations(self, function, site))
+        return list(known[1])  # type: ignore[arg-type]
 
     def transformed_calls(self, application: Application) -> list[tuple[cst.Call, Site]]:
         """The calls of a transformed result: `jax.jit(f)(...)`, `g = jax.jit(f); g(...)`, or

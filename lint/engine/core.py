@@ -491,18 +491,20 @@ def _in_order(found: list[tuple[cst.CSTNode, Site]]) -> list[tuple[cst.CSTNode, 
 
 class _Tops:
     """The top-level statement of nodes the traversal indexed, from their order (the map of
-    nodes to orders is built only if some finding needs it)."""
+    nodes to orders is built for a node's type when some finding needs it: the index files
+    each node under its exact type)."""
 
     def __init__(self, index: ScopeIndex) -> None:
         self._index = index
-        self._orders: dict[int, int] | None = None
+        self._orders: dict[type, dict[int, int]] = {}
 
     def of(self, node: cst.CSTNode | None) -> int | None:
         if node is None:
             return None
-        if self._orders is None:
-            self._orders = {id(each): site.order for nodes in self._index.nodes.values() for each, site in nodes}
-        return self._index.top_of(self._orders.get(id(node)))
+        orders = self._orders.get(type(node))
+        if orders is None:
+            orders = self._orders[type(node)] = {id(each): site.order for each, site in self._index.of_type(type(node))}
+        return self._index.top_of(orders.get(id(node)))
 
 
 def _tops(index: ScopeIndex, findings: list[Finding], visited_at: dict[int, int]) -> tuple[list[int | None], _Tops]:
