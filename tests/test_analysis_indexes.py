@@ -86,6 +86,7 @@ def test_calls_to_files_each_call_by_its_callees_qualified_name_in_source_order(
     assert spelled(facts.calls_to({"jax.jit", "jax.lax.scan", "jax.numpy.sin"})) == [
         "jnp.sin", "L.scan", "jax.jit", "jax.jit"]
     assert facts.calls_to({"jax.lax.fori_loop"}) == [] and facts.calls_to(set()) == []
+    assert set(facts.called_names()) == {"jax.numpy.sin", "jax.lax.scan", "jax.jit", "jax.numpy.cos"}
     sites = [site.order for _, site in facts.calls_to({"jax.numpy.sin", "jax.numpy.cos", "jax.jit"})]
     assert sites == sorted(sites)
 

@@ -1034,6 +1034,10 @@ class Facts:
         found.sort(key=lambda call: call[1].order)
         return found
 
+    def called_names(self) -> Collection[str]:
+        """The qualified names of the functions this file calls, as `calls_to` files them."""
+        return self._filed_calls().keys()
+
     def method_calls(self, names: Collection[str]) -> list[tuple[cst.Call, Site]]:
         """The file's calls of a method with one of these names (`x.update(...)`), whatever
         `x` is, in source order."""

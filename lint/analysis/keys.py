@@ -253,13 +253,13 @@ class KeyUses:
         jax.random call in its body consumes, so they hold keys."""
         if self._consumed_parameters is None:
             self._consumed_parameters = {}
-            for call, site in self.facts.index.of_type(cst.Call):
+            keyed = {name for name in self.facts.called_names()
+                     if jax_api.consumes_key(name) or jax_api.derives_key(name)}
+            for call, site in self.facts.calls_to(keyed):
                 function = site.scope.node
                 if site.scope.kind != FUNCTION or not isinstance(function, cst.FunctionDef):
                     continue
-                qualname = self._qualname(call)
-                uses_key = jax_api.consumes_key(qualname) or jax_api.derives_key(qualname)
-                argument = argument_at(call, "key", 0) if uses_key else None
+                argument = argument_at(call, "key", 0)
                 if argument is not None and isinstance(argument.value, cst.Name):
                     self._consumed_parameters.setdefault(id(function), set()).add(argument.value.value)
         return self._consumed_parameters
