@@ -302,3 +302,109 @@ def test_a_file_linted_once_keeps_no_call_targets() -> None:
     facts = Facts(build_scope_index(cst.parse_module(TARGETS), model_node_types()), "train.py")
     assert facts.part(CallTargets, CallTargets).calls
     assert facts.carried(CallTargets) is None
+
+
+# ---- qualified names (Facts.qualname) ---------------------------------------------------
+
+NAMES = '''"""Training."""
+import jax
+import jax.numpy as jnp
+from models import layers
+
+jr = jax.random
+nothing = None
+
+
+def sample(key):
+    return jr.normal(key) + jnp.sin(1.0)
+
+
+def step(x):
+    return jax.jit(jnp.cos)(x)
+
+
+def build():
+    return layers.Linear(3)
+'''
+
+
+def _qualnames(parser, source: str) -> list[tuple[str, str | None]]:
+    """What each call of `source` calls, as an editor's re-lint asks the model."""
+    import libcst as cst
+    from odelint.analysis.facts import Facts, model_node_types
+    from odelint.analysis.scopes import build_scope_index
+
+    module = parser.parse(source)
+    index = build_scope_index(module, model_node_types(), parser.traversals)
+    facts = Facts(index, "train.py")
+    return [(module.code_for_node(call.func), facts.qualname(call.func, site.scope))
+            for call, site in index.of_type(cst.Call)]
+
+
+@pytest.fixture
+def resolved(monkeypatch) -> list[str]:
+    """The names the model resolves through their bindings (not kept from the last lint)."""
+    from odelint.analysis.facts import Facts
+
+    names: list[str] = []
+    resolve = Facts._name_qualname
+
+    def spy(self, name, scope):
+        names.append(name)
+        return resolve(self, name, scope)
+
+    monkeypatch.setattr(Facts, "_name_qualname", spy)
+    return names
+
+
+def test_an_edit_inside_one_function_resolves_only_its_names(resolved) -> None:
+    parser = IncrementalParser()
+    _qualnames(parser, NAMES)
+    resolved.clear()
+    edited = NAMES.replace("jnp.sin(1.0)", "jnp.sin(2.0)")
+    after = _qualnames(parser, edited)
+    # `sample`'s own names, and `jax` for `jr = jax.random` (an answer inside an alias chain
+    # is never kept); `step` and `build` are kept
+    assert sorted(resolved) == ["jax", "jnp", "jr"]
+    assert after == _qualnames(IncrementalParser(), edited)
+    assert ("jr.normal", "jax.random.normal") in after and ("layers.Linear", "models.layers.Linear") in after
+
+
+@pytest.mark.parametrize(("edit", "meaning"), [
+    # (each edit keeps the number of statements: the functions after it are kept nodes)
+    # the import an alias names changes: every use of `jnp` elsewhere means something else
+    (("import jax.numpy as jnp", "import numpy as jnp"), ("jnp.sin", "numpy.sin")),
+    # an alias assigned at module level is pointed elsewhere
+    (("jr = jax.random", "jr = jax.numpy"), ("jr.normal", "jax.numpy.normal")),
+    # what an alias's value names changes, the alias itself does not
+    (("import jax\n", "import jaxlib as jax\n"), ("jr.normal", "jaxlib.random.normal")),
+    # an alias gains a second meaning: no one meaning any more
+    (("nothing = None", "jr = jnp"), ("jr.normal", None)),
+    # a function assigns the module's name globally: it may hold anything
+    (("def build():\n", "def build():\n    global jnp\n    jnp = make()\n"), ("jnp.sin", None)),
+    # a def shadows an import
+    (("nothing = None", "def jnp():\n    pass"), ("jnp.sin", None)),
+    # a star import: names may come from another file
+    (("from models import layers", "from models import *"), ("jnp.sin", "jax.numpy.sin")),
+])
+def test_kept_qualified_names_follow_what_an_edit_elsewhere_changes(resolved, edit, meaning) -> None:
+    parser = IncrementalParser()
+    _qualnames(parser, NAMES)
+    resolved.clear()
+    edited = NAMES.replace(*edit)
+    assert edited != NAMES
+    after = _qualnames(parser, edited)
+    assert after == _qualnames(IncrementalParser(), edited)
+    assert meaning in after
+    assert "jnp" in resolved or "jr" in resolved  # the kept functions' names are resolved again
+
+
+def test_a_file_linted_once_keeps_no_qualified_names() -> None:
+    import libcst as cst
+    from odelint.analysis.facts import Facts, _Qualnames, model_node_types
+    from odelint.analysis.scopes import build_scope_index
+
+    index = build_scope_index(cst.parse_module(NAMES), model_node_types())
+    facts = Facts(index, "train.py")
+    assert [facts.qualname(call.func, site.scope) for call, site in index.of_type(cst.Call)][0] == "jax.random.normal"
+    assert facts.carried(_Qualnames) is None

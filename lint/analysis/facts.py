@@ -67,6 +67,10 @@ def function_wrappers() -> frozenset[str]:
     return frozenset(name for name, t in jax_api.transforms().items() if not t.calls_now)
 
 
+class _Qualnames:
+    """The key under which `Facts.qualname` keeps its answers for an editor's next lint."""
+
+
 class Facts:
     def __init__(self, index: ScopeIndex, path: str | None = None, seen: frozenset[str] = frozenset()) -> None:
         self.index = index
@@ -76,6 +80,7 @@ class Facts:
         self._starred: dict[str, str | None] = {}  # a name no binding defines -> the star import giving it
         # node -> (the node, its scope, its qualified name); bindings being resolved, while any are
         self._node_qualnames: dict[int, tuple[cst.BaseExpression, Scope, str | None]] = {}
+        self._last_qualnames: dict[int, tuple[cst.BaseExpression, Scope, str | None]] | None = None  # kept
         self._resolving = 0
         self._callees: dict[tuple[int, int], tuple[cst.BaseExpression, cst.FunctionDef | None]] = {}
         self._name_callees: dict[tuple[str, int], tuple[Scope, cst.FunctionDef | None]] = {}  # the scope keeps its id
@@ -252,6 +257,11 @@ class Facts:
         known = self._node_qualnames.get(id(node))
         if known is not None and known[0] is node and known[1] is scope:  # an id outlives no node
             return known[2]
+        last = self._last_qualnames if self._last_qualnames is not None else self._qualnames_kept()
+        known = last.get(id(node))
+        if known is not None and known[0] is node and known[1] is scope:
+            self._node_qualnames[id(node)] = known
+            return known[2]
         kind = type(node)
         if kind is cst.Name:
             found = self._name_qualname(cast(cst.Name, node).value, scope)
@@ -264,6 +274,41 @@ class Facts:
         if not self._resolving:  # an answer found inside an alias chain may be provisional
             self._node_qualnames[id(node)] = (node, scope, found)
         return found
+
+    def _qualnames_kept(self) -> dict[int, tuple[cst.BaseExpression, Scope, str | None]]:
+        """What `qualname` answered in this document's last lint, when every module-level name
+        may still mean what it meant then (an editor's document; else nothing). A node of a
+        statement an edit did not touch is the same node in the same scopes, whose bindings
+        are its own code's; what else an answer reads is the module scope's names, compared
+        here as `qualname` reads them (`_names_read`)."""
+        self._last_qualnames = {}
+        kept = self.carried(_Qualnames)
+        if kept is not None:
+            names = self._names_read()
+            if names is not None and kept.get("names") == names:
+                self._last_qualnames = kept["answers"]
+            kept["names"], kept["answers"] = names, self._node_qualnames
+        return self._last_qualnames
+
+    def _names_read(self) -> tuple | None:
+        """The module scope's bindings as resolving a name reads them (`_bindings_qualname`):
+        an import's name, `x = None`, an alias to another name (that very node), or anything
+        else; None after a star import, whose names come from other files."""
+        if self.index.star_imports:
+            return None
+        found: list[tuple] = []
+        for name, bindings in self.index.module_scope.bindings.items():
+            for binding in bindings:
+                value = binding.value
+                if binding.kind == "import":
+                    found.append((name, "import", binding.qualname))
+                elif binding.kind == "assign" and type(value) is cst.Name and cast(cst.Name, value).value == "None":
+                    found.append((name, "None"))
+                elif binding.kind == "assign" and not binding.path and type(value) in (cst.Name, cst.Attribute):
+                    found.append((name, "alias", value, binding.scope))
+                else:
+                    found.append((name, "other"))
+        return tuple(found)
 
     def _name_qualname(self, name: str, scope: Scope) -> str | None:
         bindings = self.lookup(name, scope)
