@@ -208,3 +208,36 @@ def test_absent_paths_under_a_missing_folder_are_stored_as_that_folder(tmp_path:
     assert result_cache.Cache(str(tmp_path / "cache"), lambda path: []).get("k", {"ODL101"}) == []
     (tmp_path / "pkg" / "models").mkdir()
     assert result_cache.Cache(str(tmp_path / "cache"), lambda path: []).get("k", {"ODL101"}) is None
+
+
+def test_a_warm_run_finds_each_files_absolute_path_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative path's `abspath` asks the OS for the current folder: the runner asks once per
+    file and hands the absolute path to the settings and the cache, whose answers are those
+    of the path as given (a run over `.` and one over the absolute folder share the cache)."""
+    from odelint.api.registry import known_codes
+    from odelint.engine import runner
+
+    (tmp_path / "pkg").mkdir()
+    for number in range(12):
+        call = "tree_map" if number < 2 else "tree.map"  # a finding in m0.py, and in m1.py where it is ignored
+        (tmp_path / "pkg" / f"m{number}.py").write_text(f"import jax\n\nleaves = jax.{call}(abs, [1.0])\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.odelint]\nper-file-ignores = {"pkg/m1.py" = ["ODL901"]}\n')
+    monkeypatch.setattr(fileio, "RACY_NS", -10**15)
+    monkeypatch.chdir(tmp_path)
+    read: list[str] = []
+    reading = runner._read
+    monkeypatch.setattr(runner, "_read", lambda path, regular=True: read.append(path) or reading(path, regular))
+
+    def run(path: str) -> tuple[list[str], int]:
+        resolver = ConfigResolver(Overrides(), known_codes())
+        result = runner.run([path], resolver, runner.Options(jobs=1))
+        return sorted(f"{os.path.basename(f.path)}:{f.code}" for f in result.findings), result.files
+
+    cold, files = run(str(tmp_path))
+    assert cold == ["m0.py:ODL901"] and files == 13  # pyproject.toml too
+    read.clear()
+    asked = []
+    getcwd = os.getcwd
+    monkeypatch.setattr(os, "getcwd", lambda: asked.append(1) or getcwd())
+    assert run(".") == (cold, files) and read == []
+    assert len(asked) <= files + 7  # a file each, and the run's own few (its folders, its resolver)

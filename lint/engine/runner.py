@@ -441,15 +441,17 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     cached: list[tuple[str, list[dict]]] = []
     described: dict[tuple[int, bool], str] = {}  # the versions and options in cache keys, per settings
     for target in targets:
+        # the absolute path, once: each `abspath` of a relative one asks the OS for the current folder
+        absolute = os.path.abspath(target.path) if target.path != "-" else resolver.cwd
         try:
-            settings = resolver.for_path(target.path if target.path != "-" else resolver.cwd)
+            settings = resolver.for_file(absolute) if target.path != "-" else resolver.for_path(absolute)
         except ConfigError as error:  # reported once, at the configuration file's line
             where = shown_path(error.path) if error.path else target.path
             if (where, error.reason) not in result.config_errors:
                 result.config_errors[(where, error.reason)] = error.line
                 result.errors.append((where, error.reason))
             continue
-        codes = settings.enabled(target.path)
+        codes = settings.enabled(absolute)
         kind = kind_of(target.path)
         unsafe = settings.unsafe_fixes
         versions = dict(settings.versions) if uses_versions(codes) else {}
@@ -466,7 +468,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
                 result.errors.append((target.path, str(error)))
                 continue
         elif cache is not None:
-            digest = cache.digest(target.path, target.status) if target.status is not None else None
+            digest = cache.digest(absolute, target.status) if target.status is not None else None
             if digest is None:
                 try:
                     digest = result_cache.content(_read(target.path))
@@ -474,12 +476,12 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
                     result.errors.append((target.path, str(error)))
                     continue
                 if target.status is not None:
-                    cache.record(target.path, target.status, digest)
+                    cache.record(absolute, target.status, digest)
             settings_key = (id(settings), bool(versions))  # the resolver keeps every settings object alive
             if settings_key not in described:
                 described[settings_key] = _described(versions, settings.options)
-            hit = cache.get(result_cache.keyed(digest, target.path, kind or PYTHON, described[settings_key]), codes,
-                            result_cache.slot(target.path, kind or PYTHON, described[settings_key]))
+            hit = cache.get(result_cache.keyed(digest, absolute, kind or PYTHON, described[settings_key]), codes,
+                            result_cache.slot(absolute, kind or PYTHON, described[settings_key]))
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue

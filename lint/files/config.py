@@ -328,6 +328,16 @@ class ConfigResolver:
             raise found
         return found
 
+    def for_file(self, path: str) -> Settings:
+        """`for_path` for a path known to name a file (not a folder): its folder's settings,
+        without asking the file system which it is."""
+        if self._fixed is not None:
+            return self._fixed
+        found = self._for_folder(os.path.dirname(os.path.abspath(path)))
+        if isinstance(found, ConfigError):
+            raise found
+        return found
+
     def _for_folder(self, folder: str) -> Settings | ConfigError:
         if folder in self._by_folder:
             return self._by_folder[folder]
