@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import re
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -46,7 +47,10 @@ class Lines:
     def __init__(self, text: str, encoding: str = "utf-16") -> None:
         self.text = text
         self.length = UNITS.get(encoding, utf16_length)
-        self.starts = [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
+        if "\r" in text:
+            self.starts = [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
+        else:  # most documents: `str.split` is several times faster than a match per line
+            self.starts = list(itertools.accumulate((len(line) + 1 for line in text.split("\n")[:-1]), initial=0))
 
     def line_text(self, index: int) -> str:
         """The 0-based line `index` without its line break."""
