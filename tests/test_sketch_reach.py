@@ -429,3 +429,46 @@ def test_last_assigned_is_the_plain_assignment_just_before_a_read_in_the_same_fu
     assert last("y", 16) is None
     assert last("w", 18) is None
     assert last("v", 23) is None
+
+
+BINDS = """
+def f(a, *rest, key=None, **options):
+    b = 1
+    (c, [d, *e]) = pair
+    for i in range(3):
+        pass
+    with open(p) as g:
+        pass
+    use(outer)
+
+def h():
+    global v, w
+    v = 1
+    u = 2
+
+class C:
+    field = 1
+    def method(self):
+        pass
+
+lam = lambda q: q + r
+"""
+
+
+@pytest.mark.parametrize(("scope", "bound", "unbound"), [
+    ("f", {"a", "rest", "key", "options", "b", "c", "d", "e", "i", "g"}, {"outer", "p", "pair", "use", "range"}),
+    ("h", {"u"}, {"v", "w"}),                # `global` names are the module's
+    ("C", {"field"}, {"method", "self"}),    # assignments only: a `def` is no assigned name here
+    ("lam", {"q"}, {"r"}),
+])
+def test_binds_in_names_what_a_scope_binds_itself(scope: str, bound: set[str], unbound: set[str]) -> None:
+    """Asked for most calls of a file, so each scope's own code is walked once, whatever the name."""
+    tree = ast.parse(BINDS)
+    sketch = Sketch(tree)
+    node = next(n.value if isinstance(n, ast.Assign) else n for n in ast.walk(tree)
+                if getattr(n, "name", None) == scope
+                or isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id == scope)
+    for name in bound:
+        assert sketch.reach.binds_in(node, name), name
+    for name in unbound:
+        assert not sketch.reach.binds_in(node, name), name

@@ -74,6 +74,7 @@ class SketchReach:
         self._traced_bindings: set[tuple[int, str]] | None = None
         self._chains: dict[int, list[int]] = {}
         self._globals: dict[int, set[str]] = {}  # scope -> the names it declares `global`
+        self._bound: dict[int, frozenset[str]] = {}  # scope -> the names it binds itself (not `global`)
         self._dynamic: dict[int, frozenset[str]] = {}
         self._passed_to: dict[str, list[ast.expr]] | None = None  # parameter name -> arguments of calls
         self._bindings: dict[tuple[int, str], list[_Binding] | None] = {}
@@ -553,16 +554,20 @@ class SketchReach:
         return scope is not None and self.binds_in(scope, name)
 
     def binds_in(self, scope: ast.AST, name: str) -> bool:
-        """Does this scope (a function, lambda, class or comprehension) bind `name` itself?"""
-        found = False
-        for inner in _scope_nodes(scope):
-            if isinstance(inner, ast.Global) and name in inner.names:
-                return False
-            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) and inner.id == name:
-                found = True
-        if isinstance(scope, FUNCTIONS):
-            found = found or any(arg.arg == name for arg in _every_parameter(scope))
-        return found
+        """Does this scope (a function, lambda, class or comprehension) bind `name` itself?
+        Its own code is walked once for every name it binds (asked for most calls of a file)."""
+        bound = self._bound.get(id(scope))
+        if bound is None:
+            stored, declared = set(), set()
+            for inner in _scope_nodes(scope):
+                if isinstance(inner, ast.Global):
+                    declared.update(inner.names)
+                elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                    stored.add(inner.id)
+            if isinstance(scope, FUNCTIONS):
+                stored.update(arg.arg for arg in _every_parameter(scope))
+            bound = self._bound[id(scope)] = frozenset(stored - declared)
+        return name in bound
 
     def last_assigned(self, use: ast.Name) -> ast.expr | None:
         """The value of `name = value`, when that is the last binding of the name in the function
