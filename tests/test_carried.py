@@ -4,6 +4,8 @@ reads from outside it is unchanged, so the findings are always those of a fresh 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from odelint.analysis.keys import KeyUses
 from odelint.engine.core import lint_source
@@ -64,18 +66,24 @@ def _said(result) -> list[tuple]:
     return [(finding.code, finding.span, finding.message) for finding in result.findings]
 
 
+def _recording(monkeypatch, owner: type, method: str, record: Callable[..., str]) -> list[str]:
+    """Each call of `owner.method`, as `record(*arguments)` says it, in the list returned."""
+    seen: list[str] = []
+    original = getattr(owner, method)
+
+    def spy(self, *arguments, **keywords):
+        seen.append(record(*arguments))
+        return original(self, *arguments, **keywords)
+
+    monkeypatch.setattr(owner, method, spy)
+    return seen
+
+
 @pytest.fixture
 def walked(monkeypatch) -> list[str]:
     """The functions whose bodies the key analysis walks."""
-    names: list[str] = []
-    walk = KeyUses._walk_body
-
-    def spy(self, scope, statements):
-        names.append(getattr(scope.node, "name", None) and scope.node.name.value)
-        return walk(self, scope, statements)
-
-    monkeypatch.setattr(KeyUses, "_walk_body", spy)
-    return names
+    return _recording(monkeypatch, KeyUses, "_walk_body",
+                      lambda scope, statements: getattr(scope.node, "name", None) and scope.node.name.value)
 
 
 @pytest.fixture
@@ -239,15 +247,7 @@ def answered(monkeypatch) -> list[str]:
     import libcst as cst
     from odelint.analysis.reach import CallTargets
 
-    calls: list[str] = []
-    answer = CallTargets._answer
-
-    def spy(self, call, site, record=True):
-        calls.append(cst.Module([]).code_for_node(call))
-        return answer(self, call, site, record)
-
-    monkeypatch.setattr(CallTargets, "_answer", spy)
-    return calls
+    return _recording(monkeypatch, CallTargets, "_answer", lambda call, *rest: cst.Module([]).code_for_node(call))
 
 
 def test_an_edit_inside_one_function_works_out_only_its_calls(answered) -> None:
@@ -346,15 +346,7 @@ def resolved(monkeypatch) -> list[str]:
     """The names the model resolves through their bindings (not kept from the last lint)."""
     from odelint.analysis.facts import Facts
 
-    names: list[str] = []
-    resolve = Facts._name_qualname
-
-    def spy(self, name, scope):
-        names.append(name)
-        return resolve(self, name, scope)
-
-    monkeypatch.setattr(Facts, "_name_qualname", spy)
-    return names
+    return _recording(monkeypatch, Facts, "_name_qualname", lambda name, scope: name)
 
 
 def test_an_edit_inside_one_function_resolves_only_its_names(resolved) -> None:
