@@ -79,6 +79,20 @@ def _recording(monkeypatch, owner: type, method: str, record: Callable[..., str]
     return seen
 
 
+def _relinted(describe: Callable, source: str, edit: tuple[str, str], seen: list[str]) -> tuple[list, list, list, list]:
+    """An editor's lint of `source` and its re-lint after `edit`, each described
+    (`describe(parser, text)`), a fresh lint of the edited text described the same way, and
+    what `seen` recorded during the re-lint alone."""
+    parser = IncrementalParser()
+    before = describe(parser, source)
+    seen.clear()
+    edited = source.replace(*edit)
+    assert edited != source
+    after = describe(parser, edited)
+    during = list(seen)
+    return before, after, describe(IncrementalParser(), edited), during
+
+
 @pytest.fixture
 def walked(monkeypatch) -> list[str]:
     """The functions whose bodies the key analysis walks."""
@@ -251,15 +265,12 @@ def answered(monkeypatch) -> list[str]:
 
 
 def test_an_edit_inside_one_function_works_out_only_its_calls(answered) -> None:
-    parser = IncrementalParser()
-    _targets(parser, TARGETS)
-    answered.clear()
-    edited = TARGETS.replace("apply(loss, x) + loss(x)", "apply(loss, x) * loss(x)")
-    after = _targets(parser, edited)
+    edit = ("apply(loss, x) + loss(x)", "apply(loss, x) * loss(x)")
+    _, after, fresh, worked_out = _relinted(_targets, TARGETS, edit, answered)
     # `main`'s own calls, and two that read what calls in `main` pass: `f(x)` in `apply` and
     # `loss(x)` in `step` (`f` and `x` are parameters); `loss(2.0)` in `report` is kept
-    assert sorted(answered) == ["Model()", "apply(loss, x)", "f(x)", "loss(x)", "loss(x)", "m.step(x)"]
-    assert after == _targets(IncrementalParser(), edited)
+    assert sorted(worked_out) == ["Model()", "apply(loss, x)", "f(x)", "loss(x)", "loss(x)", "m.step(x)"]
+    assert after == fresh
 
 
 @pytest.mark.parametrize(("edit", "reader"), [
@@ -281,14 +292,8 @@ def test_an_edit_inside_one_function_works_out_only_its_calls(answered) -> None:
     (("    return x + 1.5", "    global loss\n    loss = other\n    return x + 1.5"), "loss(x)"),
 ])
 def test_kept_call_targets_follow_what_an_edit_elsewhere_changes(answered, edit, reader) -> None:
-    parser = IncrementalParser()
-    before = _targets(parser, TARGETS)
-    answered.clear()
-    edited = TARGETS.replace(*edit)
-    assert edited != TARGETS
-    after = _targets(parser, edited)
-    worked_out = list(answered)
-    assert after == _targets(IncrementalParser(), edited)
+    before, after, fresh, worked_out = _relinted(_targets, TARGETS, edit, answered)
+    assert after == fresh
     assert reader in worked_out
     assert edit[0] != "return x ** 2" or after == before  # the same names, on the new nodes
 
@@ -350,15 +355,11 @@ def resolved(monkeypatch) -> list[str]:
 
 
 def test_an_edit_inside_one_function_resolves_only_its_names(resolved) -> None:
-    parser = IncrementalParser()
-    _qualnames(parser, NAMES)
-    resolved.clear()
-    edited = NAMES.replace("jnp.sin(1.0)", "jnp.sin(2.0)")
-    after = _qualnames(parser, edited)
+    _, after, fresh, names = _relinted(_qualnames, NAMES, ("jnp.sin(1.0)", "jnp.sin(2.0)"), resolved)
     # `sample`'s own names, and `jax` for `jr = jax.random` (an answer inside an alias chain
     # is never kept); `step` and `build` are kept
-    assert sorted(resolved) == ["jax", "jnp", "jr"]
-    assert after == _qualnames(IncrementalParser(), edited)
+    assert sorted(names) == ["jax", "jnp", "jr"]
+    assert after == fresh
     assert ("jr.normal", "jax.random.normal") in after and ("layers.Linear", "models.layers.Linear") in after
 
 
@@ -380,15 +381,10 @@ def test_an_edit_inside_one_function_resolves_only_its_names(resolved) -> None:
     (("from models import layers", "from models import *"), ("jnp.sin", "jax.numpy.sin")),
 ])
 def test_kept_qualified_names_follow_what_an_edit_elsewhere_changes(resolved, edit, meaning) -> None:
-    parser = IncrementalParser()
-    _qualnames(parser, NAMES)
-    resolved.clear()
-    edited = NAMES.replace(*edit)
-    assert edited != NAMES
-    after = _qualnames(parser, edited)
-    assert after == _qualnames(IncrementalParser(), edited)
+    _, after, fresh, names = _relinted(_qualnames, NAMES, edit, resolved)
+    assert after == fresh
     assert meaning in after
-    assert "jnp" in resolved or "jr" in resolved  # the kept functions' names are resolved again
+    assert "jnp" in names or "jr" in names  # the kept functions' names are resolved again
 
 
 def test_a_file_linted_once_keeps_no_qualified_names() -> None:
