@@ -6,6 +6,7 @@ positions after a starred argument are unknowable and must not be guessed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal, cast, overload
 
@@ -111,7 +112,11 @@ def calls_within(node: cst.CSTNode) -> Iterator[cst.Call]:
         stack.extend(children_of(current))
 
 
-_NO_MODULE = cst.Module([])  # renders a node with the default newline and indent
+@functools.cache
+def _no_module() -> cst.Module:
+    """A module with the default newline and indent, to render a node of no module (made on
+    first use: importing the model loads no LibCST)."""
+    return cst.Module([])
 
 
 def text_of(node: cst.CSTNode, module: cst.Module | None = None) -> str:
@@ -120,7 +125,7 @@ def text_of(node: cst.CSTNode, module: cst.Module | None = None) -> str:
     times per lint: those are joined from their names, which gives the same text as
     rendering (LibCST's renderer is the cost of naming them otherwise)."""
     dotted = _plain_dotted(node)
-    return dotted if dotted is not None else (module or _NO_MODULE).code_for_node(node)
+    return dotted if dotted is not None else (module or _no_module()).code_for_node(node)
 
 
 def _plain_dotted(node: cst.CSTNode) -> str | None:
