@@ -92,9 +92,9 @@ class Facts:
         self._returns: dict[tuple[int, tuple[int, ...]], Kind] = {}
         self._calls_by_callee: dict[int, list[tuple[cst.Call, Site]]] | None = None
         self._calls_by_name: dict[str, list[tuple[cst.Call, Site]]] | None = None  # callee's qualname -> calls
+        self._calls_by_method: dict[str, list[tuple[cst.Call, Site]]] = {}      # `x.name(...)`: name -> calls
         # a call or decorated def -> (it, the application(s) of a transform it makes): asked by several rules
         self._applications: dict[int, tuple[cst.CSTNode, Application | list[Application] | None]] = {}
-        self._calls_by_method: dict[str, list[tuple[cst.Call, Site]]] = {}      # `x.name(...)`: name -> calls
         self._in_progress: set[int] = set()
         self._in_progress_returns: set[tuple[int, tuple[int, ...]]] = set()
         self._tracing: Tracing | None = None

@@ -115,6 +115,12 @@ def tracing_calls() -> frozenset[str]:
     return frozenset(name for name, row in transforms().items() if row.traces) | frozenset(traced_bodies())
 
 
+@functools.cache
+def reverse_transforms() -> frozenset[str]:
+    """The transforms that differentiate in reverse mode (`jax.grad`, `jax.vjp`, `eqx.filter_grad`)."""
+    return frozenset(name for name, row in transforms().items() if row.reverse)
+
+
 def canonical(qualname: str) -> str:
     """The name an old spelling stands for (`jax.util.partial` -> `functools.partial`), else itself."""
     aliases: dict[str, str] = _api()["aliases"]

@@ -9,8 +9,6 @@ whose table row says it differentiates in reverse mode (lint/analysis/data/jax_a
 
 from __future__ import annotations
 
-import functools
-
 import libcst as cst
 from odelint.analysis import jax_api
 from odelint.analysis.calls import argument_at, positional_args, text_of
@@ -24,15 +22,10 @@ CUSTOM_DERIVATIVES = frozenset({"jax.custom_vjp", "jax.custom_jvp", "equinox.fil
                                 "equinox.filter_custom_jvp"})
 
 
-@functools.cache
-def _reverse_transforms() -> frozenset[str]:
-    return frozenset(name for name, row in jax_api.transforms().items() if row.reverse)
-
-
 class ReverseMode(Reach):
     def __init__(self, facts: Facts) -> None:
         super().__init__(facts, never_into=jax_api.callbacks())
-        for call, site in facts.calls_to(_reverse_transforms()):
+        for call, site in facts.calls_to(jax_api.reverse_transforms()):
             transform = self._reverse(call.func, site.scope)
             target = argument_at(call, "fun", 0) if transform else None
             resolved = self.function(target.value, site.scope) if target is not None else None
