@@ -44,6 +44,31 @@ def test_names_resolve_through_imports_and_aliases() -> None:
     assert [ast.unparse(c) for c in s.calls_to({"jax.numpy.where"})] == ["where(x > 0, x, 0)"]
 
 
+def test_calls_to_finds_every_call_that_may_mean_the_name() -> None:
+    """`calls_to` looks only at bare-name calls and at attributes named like the wanted name's
+    last part: sound while no old spelling of the table changes a last part (`jax.util.partial`
+    -> `functools.partial`), which this pins, and compared here with asking every call."""
+    from odelint.analysis import jax_api
+
+    renamed = {old: new for old, new in jax_api._api()["aliases"].items()
+               if old.rpartition(".")[2] != new.rpartition(".")[2]}
+    assert renamed == {}
+    s = sketch("""
+        import jax, functools
+        from jax import jit as compile_it, util
+        j = jax.jit
+        f = jax.jit(g)
+        compile_it(h)(x)
+        j(k)
+        util.partial(jax.jit, static_argnums=1)
+        functools.partial(f, 1)
+        obj.jit(z)
+    """)
+    for wanted in ({"jax.jit"}, {"functools.partial"}, {"jax.jit", "functools.partial"}):
+        every = [call for call in s.calls if s.qualnames(call.func) & wanted]
+        assert s.calls_to(wanted) == every  # in the order of `calls`
+    assert {ast.unparse(c) for c in s.calls_to({"jax.jit"})} == {"jax.jit(g)", "compile_it(h)", "j(k)"}
+
 def test_imports_name_modules_and_what_is_inside_them() -> None:
     s = sketch("from jax.experimental import host_callback\nimport jax.config\n")
     assert s.imports("jax.experimental.host_callback") and s.imports("jax.config")

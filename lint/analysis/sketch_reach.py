@@ -77,7 +77,8 @@ class SketchReach:
         self._bound: dict[int, frozenset[str]] = {}  # scope -> the names it binds itself (not `global`)
         self._dynamic: dict[int, frozenset[str]] = {}
         self._passed_to: dict[str, list[ast.expr]] | None = None  # parameter name -> arguments of calls
-        self._bindings: dict[tuple[int, str], list[_Binding] | None] = {}
+        self._bindings: dict[int, tuple[dict[str, list[_Binding]], set[str]]] = {}  # scope -> `_scope_bindings`
+        self._walrus: frozenset[str] | None = None
         self._callers: dict[int, list[ast.Call]] | None = None
 
     # -- which functions ----------------------------------------------------------------------
@@ -94,7 +95,7 @@ class SketchReach:
             self._roots = {}
             tracing = tracing_transforms()
             bodies = jax_api.traced_bodies()
-            for call in self.sketch.calls:
+            for call in self.sketch.calls_to(tracing | bodies.keys()):
                 names = self.sketch.qualnames(call.func)
                 if names & tracing:
                     static = static_options_of(call, names & tracing)
@@ -173,8 +174,8 @@ class SketchReach:
             if self.sketch.mentions(_PROGRESS_METER):
                 roots = [f for classes in self.sketch.classes.values() for c in classes if c.bases
                          for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            for call in self.sketch.calls:  # `Differentiation._find_transform_roots`: the first positional
-                if call.args and not isinstance(call.args[0], ast.Starred) and self.sketch.qualnames(call.func) & names:
+            for call in self.sketch.calls_to(names):  # `Differentiation._find_transform_roots`: the first positional
+                if call.args and not isinstance(call.args[0], ast.Starred):
                     roots.extend(function for function, _ in self.function_targets(call.args[0]))
             roots.extend(self.decorated(names))
             self._differentiated = self._reach(roots)
@@ -594,23 +595,40 @@ class SketchReach:
     def _bindings_of(self, scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[_Binding] | None:
         """The bindings of `name` in the function's own code, in the order of the source; None
         where it may be bound in another scope's way (`global`, `nonlocal`, `:=`)."""
-        key = (id(scope), name)
-        if key in self._bindings:
-            return self._bindings[key]
-        start = (scope.lineno, scope.col_offset)
-        bindings = [_Binding(start, start, None, parameter=arg) for arg in _every_parameter(scope) if arg.arg == name]
-        elsewhere = any(isinstance(named.target, ast.Name) and named.target.id == name
-                        for named in self.sketch.of_type(ast.NamedExpr))
-        for node in _scope_nodes(scope):
-            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-                elsewhere = True
-            where = _binds(node, name, self.sketch.parent(node))
-            if where is not None:
-                bindings.append(self._unpacked(node, where) if isinstance(node, ast.Name) else where)
-        found = None if elsewhere else sorted(bindings, key=lambda binding: binding.start)
-        self._bindings[key] = found
-        return found
+        table = self._bindings.get(id(scope))
+        if table is None:
+            table = self._bindings[id(scope)] = self._scope_bindings(scope)
+        bindings, elsewhere = table
+        if name in elsewhere or name in self._walrus_targets():
+            return None
+        return bindings.get(name, [])
 
+    def _scope_bindings(self, scope: ast.FunctionDef | ast.AsyncFunctionDef
+                        ) -> tuple[dict[str, list[_Binding]], set[str]]:
+        """Every name's bindings in the function's own code, sorted by where they start, from
+        one walk of it (`last_binding` asks for several names of one function); and the names
+        it declares `global` or `nonlocal`."""
+        start = (scope.lineno, scope.col_offset)
+        bindings: dict[str, list[_Binding]] = {}
+        for arg in _every_parameter(scope):
+            bindings.setdefault(arg.arg, []).append(_Binding(start, start, None, parameter=arg))
+        elsewhere: set[str] = set()
+        for node in _scope_nodes(scope):
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                elsewhere.update(node.names)
+            for name, where in _binds(node, self.sketch.parent(node)):
+                unpacked = self._unpacked(node, where) if isinstance(node, ast.Name) else where
+                bindings.setdefault(name, []).append(unpacked)
+        for found in bindings.values():
+            found.sort(key=lambda binding: binding.start)
+        return bindings, elsewhere
+
+    def _walrus_targets(self) -> frozenset[str]:
+        """The names a `:=` anywhere in the file binds (it binds in the scope around a comprehension)."""
+        if self._walrus is None:
+            self._walrus = frozenset(named.target.id for named in self.sketch.of_type(ast.NamedExpr)
+                                     if isinstance(named.target, ast.Name))
+        return self._walrus
 
     def _unpacked(self, name: ast.Name, binding: _Binding) -> _Binding:
         """A name stored in a tuple target of a single-target assignment, with the value and
@@ -999,32 +1017,32 @@ class _Binding:
     parameter: ast.arg | None = None  # the function's parameter of that name
 
 
-def _binds(node: ast.AST, name: str, parent: ast.AST | None) -> _Binding | None:
-    """The binding of `name` that `node` makes, if any: `name = value` with its value, any other
-    store or deletion of the name, an import, `except ... as name`, a `match` capture, a `def` or
-    `class` of it."""
+def _binds(node: ast.AST, parent: ast.AST | None) -> Iterator[tuple[str, _Binding]]:
+    """The bindings `node` makes, by name: `name = value` with its value, any other store or
+    deletion of a name, an import, `except ... as name`, a `match` capture, a `def` or `class`."""
     if isinstance(node, ast.Assign):
         target = node.targets[0] if len(node.targets) == 1 else None
-        if isinstance(target, ast.Name) and target.id == name:
-            return _Binding((target.lineno, target.col_offset), (node.end_lineno or 0, node.end_col_offset or 0),
-                            node.value)
-        return None
+        if isinstance(target, ast.Name):
+            yield target.id, _Binding((target.lineno, target.col_offset),
+                                      (node.end_lineno or 0, node.end_col_offset or 0), node.value)
+        return
+    names: list[str | None]
     if isinstance(node, ast.Name):
         plain = isinstance(parent, ast.Assign) and parent.targets == [node]  # the `Assign` is the binding
-        bound = node.id if not isinstance(node.ctx, ast.Load) and not plain else None
+        names = [node.id if not isinstance(node.ctx, ast.Load) and not plain else None]
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
                            ast.MatchStar)):
-        bound = node.name
+        names = [node.name]
     elif isinstance(node, ast.MatchMapping):
-        bound = node.rest
+        names = [node.rest]
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
-        bound = name if any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names) else None
+        names = [alias.asname or alias.name.split(".")[0] for alias in node.names]
     else:
-        return None
-    if bound != name:
-        return None
+        return
     start = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-    return _Binding(start, start, None)
+    for name in names:
+        if name is not None:
+            yield name, _Binding(start, start, None)
 
 
 def _every_parameter(function: FunctionNode) -> list[ast.arg]:
