@@ -367,22 +367,64 @@ def test_dropped_where_it_cannot(rule: str, code: str) -> None:
 
 @pytest.mark.parametrize("order", ["a first", "b first"])
 def test_names_assigned_in_a_cycle_reach_every_function_whatever_the_order(order: str) -> None:
-    """`a = wrap(b); b = wrap(a, helper)`: both names may stand for `helper`, whichever name
-    is asked about first (a cached partial answer once made this depend on the order)."""
+    """`a = jax.jit(b); b = jax.vmap(a)` and `b = partial(helper, 1)`: both names may stand for
+    `helper`, whichever name is asked about first (a cached partial answer once made this
+    depend on the order)."""
     import ast
 
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(ast.parse(textwrap.dedent("""
+        import functools
+        import jax
+
         def helper(x):
             return x
 
-        a = wrap(b)
-        b = wrap(a, helper)
+        a = jax.jit(b)
+        b = jax.vmap(a)
+        b = functools.partial(helper, 1)
     """)))
     first, second = ("a", "b") if order == "a first" else ("b", "a")
     for name in (first, second):
         assert [f.name for f in sketch.reach.functions_named(name)] == ["helper"]
+
+
+def test_a_name_stands_for_what_facts_callee_follows_and_an_attribute_for_methods() -> None:
+    """`Facts.callee` sees through function wrappers only (`jax.jit(f)`), not through another
+    call (`make(f)`, whose result the model never takes for `f`), and `Reach.function` takes
+    `obj.step` for a method `step` of a class, never for a plain function of that name."""
+    import ast
+
+    from odelint.analysis.sketch import Sketch
+
+    sketch = Sketch(ast.parse(textwrap.dedent("""
+        import jax
+        import library
+
+        def step(x):
+            return x
+
+        def other(x):
+            return x
+
+        class Model:
+            def step(self, x):
+                return x
+
+        wrapped = jax.jit(jax.vmap(step))
+        built = library.make(other, step)
+        alias = wrapped
+        held = lambda x: x
+        method = Model().step
+    """)))
+    reach = sketch.reach
+    named = {name: sorted(getattr(f, "name", "lambda") for f in reach.functions_named(name))
+             for name in ("wrapped", "built", "alias", "held", "method")}
+    assert named == {"wrapped": ["step", "step"], "built": [], "alias": ["step", "step"], "held": ["lambda"],
+                     "method": ["step"]}
+    methods = [function for function, bound in reach.function_targets(ast.parse("model.step").body[0].value)]
+    assert [(f.name, isinstance(sketch.parent(f), ast.ClassDef)) for f in methods] == [("step", True)]
 
 
 LAST_ASSIGNED = """

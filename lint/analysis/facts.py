@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import os
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -21,6 +20,7 @@ import libcst as cst
 from odelint.analysis import jax_api, literals
 from odelint.analysis.calls import argument_at, argument_for, keyword_arg
 from odelint.analysis.definitions import Definition, record_of
+from odelint.analysis.jax_api import function_wrappers
 from odelint.analysis.scopes import CLASS, FUNCTION, LAMBDA, Binding, Scope, ScopeIndex, Site, children_of, own_nodes
 from odelint.api.finding import NeedImport
 
@@ -59,12 +59,6 @@ _LITERAL_NAMES = frozenset({"True", "False", "None"})
 def model_node_types() -> set[type]:
     """The node types the model reads from the engine's shared index, whatever rules run."""
     return {cst.Call, cst.Try, cst.If}
-
-
-@functools.cache
-def function_wrappers() -> frozenset[str]:
-    """Transforms whose result is the function they wrap, called with the same parameters."""
-    return frozenset(name for name, t in jax_api.transforms().items() if not t.calls_now)
 
 
 class _Qualnames:

@@ -116,6 +116,12 @@ def tracing_calls() -> frozenset[str]:
 
 
 @functools.cache
+def function_wrappers() -> frozenset[str]:
+    """Transforms whose result is the function they wrap, called with the same parameters."""
+    return frozenset(name for name, row in transforms().items() if not row.calls_now)
+
+
+@functools.cache
 def reverse_transforms() -> frozenset[str]:
     """The transforms that differentiate in reverse mode (`jax.grad`, `jax.vjp`, `eqx.filter_grad`)."""
     return frozenset(name for name, row in transforms().items() if row.reverse)

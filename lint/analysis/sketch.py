@@ -25,6 +25,9 @@ from odelint.analysis.deprecated_apis import within_module
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# `def f[T]()` (Python 3.12): a type parameter binds its name in the function's annotation scope
+_TYPE_PARAMETERS: tuple[type[ast.AST], ...] = tuple(
+    getattr(ast, kind) for kind in ("TypeVar", "ParamSpec", "TypeVarTuple") if hasattr(ast, kind))
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 
 if TYPE_CHECKING:
@@ -83,6 +86,7 @@ class Sketch:
         self._call_groups: dict[str | None, list[tuple[int, ast.Call]]] | None = None
         self._meanings: tuple[frozenset[str], frozenset[str]] | None = None
         self._imported: frozenset[str] | None = None
+        self._bound_otherwise: frozenset[str] | None = None  # names bound other than by an import
         self._modules: bool | None = None
         self._reach: SketchReach | None = None
         self._arrays: SketchArrays | None = None
@@ -302,6 +306,20 @@ class Sketch:
     def binds(self, name: str) -> bool:
         """Does the file bind `name` itself (import, assignment, def or class)?"""
         return name in self._aliases or name in self._assigned or name in self.defs or name in self.classes
+
+    def imported_only(self, name: str) -> bool:
+        """Is every binding of `name` in the file an import, or has it none (a builtin)? Then a
+        read of it finds no value the file computes (`arrays._binding_array_valued`: only a
+        parameter or an assignment may hold an array): `math` in `math.prod(shape)`."""
+        if self._bound_otherwise is None:
+            found = {node.id for node in self.of_type(ast.Name) if type(node.ctx) is not ast.Load}
+            found.update(arg.arg for arg in self.of_type(ast.arg))
+            found.update(self.defs.keys() | self.classes.keys())
+            for kind in (ast.ExceptHandler, ast.MatchAs, ast.MatchStar, *_TYPE_PARAMETERS):
+                found.update(bound for node in self._nodes.get(kind, ()) if (bound := getattr(node, "name", None)))
+            found.update(node.rest for node in self.of_type(ast.MatchMapping) if node.rest)
+            self._bound_otherwise = frozenset(found)
+        return name not in self._bound_otherwise
 
     def imports(self, name: str) -> bool:
         """Does an import statement name `name`, or something inside it?"""

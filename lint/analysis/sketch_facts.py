@@ -86,6 +86,8 @@ def _shaped_like_array(sketch: Sketch, node: ast.expr, depth: int) -> bool:
         binding = sketch.reach.last_binding(node)
         if binding is not None and binding.parameter is not None:  # `flag: bool` is a Python value
             return not _declares_plain(sketch, binding.parameter.annotation)
+        if binding is None and sketch.imported_only(node.id):  # `math` in `math.prod(shape)`: no value
+            return False
         if binding is None or binding.value is None:  # a loop's target, other scopes' bindings: maybe
             return True
         value = binding.value
@@ -398,10 +400,10 @@ def _reused(sketch: Sketch, calls: _KeyCalls, holders: _KeyHolders | None,
                 uses.setdefault(where, []).append(call)  # given as `key=`
             if consumers[where] > 1 or (key is not None and passed.get(where, 0) > 1):
                 suspects.add(where)
-        if key is None and _constant_args(call) and any(
-                jax_api.makes_key(name) for name in sketch.qualnames(call.func)) and (strict or _drawn(sketch, call)):
+        makes_key = key is None and any(jax_api.makes_key(name) for name in sketch.qualnames(call.func))
+        if makes_key and _constant_args(call):
             loop = repeating_loop(sketch, call)
-            if loop is not None and _counting(loop):
+            if loop is not None and _counting(loop) and (strict or _drawn(sketch, call)):
                 return True, frozenset()  # no key's name decides this one
     names_met = frozenset(where[1] for where in suspects)
     holds = bool(looped) or any(_meet(sketch, uses[where], where[1], strict) for where in suspects)

@@ -270,14 +270,28 @@ class SketchReach:
     def _compute_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
         functions: list[FunctionNode] = list(self.sketch.defs.get(name, ()))
         names: set[str] = set()
-        for value in self.sketch.assigned(name):
-            if isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.Lambda)):
-                functions.extend(inner for inner in self.sketch.functions_in(value) if inner is not value)
-                names |= self.sketch.names_in(value)
+        for value in self.sketch.bound(name):  # `Facts.callee`: what a function wrapper was given
+            value = self._unwrapped(value)
+            if isinstance(value, ast.Name):
+                names.add(value.id)
+            elif isinstance(value, ast.Lambda):
+                functions.append(value)
+            elif isinstance(value, ast.Attribute):
+                functions.extend(self.methods_named(value.attr))
         for value in self._arguments_for(name):  # a parameter: what the calls may pass (`Reach.function`)
             functions.extend(self.sketch.functions_in(value))
             names |= self.sketch.names_in(value)
         return functions, names
+
+    def _unwrapped(self, value: ast.expr) -> ast.expr:
+        """What `jax.jit(jax.vmap(f))` or `partial(f, a)` wraps (`f`); any other call returns
+        no function of the file the model follows (`step = make_step(f)`: `Facts.callee` finds
+        none), nor does it find one in a tuple unpacked or an item stored."""
+        while isinstance(value, ast.Call) and value.args and (
+                self.sketch.qualnames(value.func) & _wrappers_and_partial()):
+            first = value.args[0]
+            value = first.value if isinstance(first, ast.Starred) else first
+        return value
 
     def _arguments_for(self, name: str) -> list[ast.expr]:
         """Every argument of the calls of functions that have a parameter called `name`."""
@@ -307,12 +321,19 @@ class SketchReach:
                 if not self._method_out_of_reach(function, node):
                     yield function, offset
         elif isinstance(node, ast.Attribute):
-            for function in self.functions_named(node.attr):
+            for function in self.methods_named(node.attr):
                 yield function, offset + 1
         elif isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
             yield from self.function_targets(node.args[0], offset)
             if PARTIAL in self.sketch.qualnames(node.func):
                 yield from self.function_targets(node.args[0], offset + _positional_before_star(node) - 1)
+
+    def methods_named(self, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The `def`s of this name in a class body: all `obj.name` may stand for (`Reach.function`
+        finds a method of the instance's class, or of its bases, and nothing else: not a plain
+        function, nor one assigned to the attribute)."""
+        return [function for function in self.sketch.defs.get(name, ())
+                if isinstance(scope_of(self.sketch, function), ast.ClassDef)]
 
     def calls_of(self, function: FunctionNode) -> list[ast.Call]:
         """The calls that may run `function` (`function_targets` of each call's function: a
@@ -337,6 +358,7 @@ class SketchReach:
         pending = list(roots)
         reached: dict[int, FunctionNode] = {}
         expanded: set[str] = set()  # names whose functions are already pending
+        methods: set[str] = set()   # attribute names whose methods are
         while pending:
             function = pending.pop()
             if id(function) in reached:
@@ -347,6 +369,9 @@ class SketchReach:
             for name in own.names - expanded:
                 expanded.add(name)
                 pending.extend(self.functions_named(name))
+            for attribute in own.attributes - methods:
+                methods.add(attribute)
+                pending.extend(self.methods_named(attribute))
             if own.calls:
                 pending.extend(self._called_instances(function))
         return list(reached.values())
@@ -378,14 +403,6 @@ class SketchReach:
             roots += [value for value in self.sketch.assigned(decorator.id) if isinstance(value, ast.Call)]
         return frozenset(name for root in roots for node in walk(root) if isinstance(node, (ast.Name, ast.Attribute))
                          for name in self.sketch.qualnames(node) & transforms)
-
-    def _named_functions(self, node: ast.AST) -> Iterator[FunctionNode]:
-        """Functions `node` may stand for or call: lambdas in it, and functions of the names in it."""
-        for inner in self.sketch.functions_in(node):
-            if inner is not node:
-                yield inner
-        for name in self.sketch.names_in(node):
-            yield from self.functions_named(name)
 
     def _called_instances(self, function: FunctionNode) -> Iterator[FunctionNode]:
         """`model(x)` runs `__call__`: of any class named in the file or around `function`."""
@@ -646,15 +663,17 @@ class SketchReach:
 
 
 class Own:
-    """A function's own code: its nodes (not those of functions nested in it), the names it
-    calls or passes to calls, the functions nested directly in it, and whether it calls anything."""
+    """A function's own code: its nodes (not those of functions nested in it), the names and
+    the attribute names it calls or passes to calls, the functions nested directly in it, and
+    whether it calls anything."""
 
-    __slots__ = ("calls", "inner", "names", "nodes")
+    __slots__ = ("attributes", "calls", "inner", "names", "nodes")
 
     def __init__(self, function: FunctionNode) -> None:
         self.nodes: list[ast.AST] = []
         self.inner: list[FunctionNode] = []
-        names: set[str] = set()
+        self.names: set[str] = set()
+        self.attributes: set[str] = set()
         calls = False
         stack = list(children(function))
         while stack:
@@ -665,27 +684,24 @@ class Own:
             self.nodes.append(node)
             if isinstance(node, ast.Call):  # what `Reach._targets` follows: the callee, and functions passed on
                 calls = True
-                names.update(_callee_names(node.func))
+                self._callee(node.func)
                 for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
-                    value = arg.value if isinstance(arg, ast.Starred) else arg
-                    if isinstance(value, ast.Name):
-                        names.add(value.id)
-                    elif isinstance(value, ast.Attribute):
-                        names.add(value.attr)
+                    self._named(arg.value if isinstance(arg, ast.Starred) else arg)
             stack.extend(children(node))
-        self.names = names
         self.calls = calls
 
+    def _named(self, value: ast.expr) -> None:
+        if isinstance(value, ast.Name):
+            self.names.add(value.id)
+        elif isinstance(value, ast.Attribute):
+            self.attributes.add(value.attr)
 
-def _callee_names(func: ast.expr) -> Iterator[str]:
-    """Names whose functions calling `func` may run (`Reach.function`): `f`, a method `f` of
-    `obj.f`, and what `jax.jit(f)` or `partial(f, ...)` wraps."""
-    if isinstance(func, ast.Name):
-        yield func.id
-    elif isinstance(func, ast.Attribute):
-        yield func.attr
-    elif isinstance(func, ast.Call) and func.args and not isinstance(func.args[0], ast.Starred):
-        yield from _callee_names(func.args[0])
+    def _callee(self, func: ast.expr) -> None:
+        """What calling `func` may run (`Reach.function`): `f`, a method `f` of `obj.f`, and
+        what `jax.jit(f)` or `partial(f, ...)` wraps."""
+        while isinstance(func, ast.Call) and func.args and not isinstance(func.args[0], ast.Starred):
+            func = func.args[0]
+        self._named(func)
 
 
 def _mapped_arguments(sketch: Sketch, call: ast.Call,
@@ -756,6 +772,12 @@ def static_options_of(call: ast.Call, meanings: set[str] | frozenset[str]) -> tu
     transforms = jax_api.transforms()
     keywords = set.intersection(*(set(transforms[name].static) for name in meanings)) if meanings else set()
     return static_options(call, keywords)
+
+
+@functools.cache
+def _wrappers_and_partial() -> frozenset[str]:
+    """What `_unwrapped` sees through: the function wrappers (`jax.jit`) and `functools.partial`."""
+    return jax_api.function_wrappers() | {PARTIAL}
 
 
 @functools.cache
