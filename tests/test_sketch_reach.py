@@ -427,6 +427,51 @@ def test_a_name_stands_for_what_facts_callee_follows_and_an_attribute_for_method
     assert [(f.name, isinstance(sketch.parent(f), ast.ClassDef)) for f in methods] == [("step", True)]
 
 
+def test_a_name_stands_only_for_the_defs_a_lookup_from_its_scope_finds() -> None:
+    """Two tests each define `reference_impl`; only the one in the scope that vmaps it is
+    traced, and only the `helper` that scope sees is reached from it. A method is no bare
+    name's function outside its class body, but a `def` assigned to a name stays wherever
+    it is defined (`step = self.step`)."""
+    import ast
+
+    from odelint.analysis.sketch import Sketch
+
+    sketch = Sketch(ast.parse(textwrap.dedent("""
+        import jax
+
+        def helper(x):
+            return x
+
+        class Tests:
+            def test_scalar(self):
+                def helper(x):
+                    return x
+                def reference_impl(x):
+                    return x
+                return reference_impl(1.0)
+
+            def test_batched(self, xs):
+                def reference_impl(x):
+                    return helper(x)
+                return jax.vmap(reference_impl)(xs)
+
+            def step(self, x):
+                return x
+
+            def run(self, xs):
+                step = self.step
+                return jax.jit(step)(xs)
+
+    """)))
+    traced = sorted((getattr(f, "name", "lambda"), f.lineno) for f in sketch.traced_functions())
+    assert traced == [("helper", 4), ("reference_impl", 16), ("step", 20)]
+
+    def targets(name: str) -> list[tuple[str, int]]:  # a bare name at module level
+        return [(f.name, f.lineno) for f, _ in sketch.reach.function_targets(ast.Name(name, ast.Load()))]
+
+    assert targets("run") == [] and targets("step") == [("step", 20)]
+
+
 LAST_ASSIGNED = """
 import jax
 

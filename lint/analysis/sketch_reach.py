@@ -66,6 +66,7 @@ class SketchReach:
         self._owns: dict[int, Own] = {}
         self._named: dict[str, list[FunctionNode]] = {}
         self._edges: dict[str, tuple[list[FunctionNode], set[str]]] = {}
+        self._vias: dict[str, list[FunctionNode]] = {}
         self._callables: list[tuple[ast.ClassDef, ast.FunctionDef, set[int]]] | None = None
         self._roots: dict[int, Root] | None = None
         self._traced: list[FunctionNode] | None = None
@@ -208,6 +209,38 @@ class SketchReach:
             found = self._named[name]
         return found
 
+    def functions_at(self, name: str, scope: ast.AST | None) -> list[FunctionNode]:
+        """The functions `name`, used in `scope`, may stand for: `functions_named`, less the
+        `def`s of that name that a lookup from `scope` cannot find (`ScopeIndex.lookup` looks in
+        the scope and those around it, class bodies aside): another test's `def reference_impl`,
+        a method named by a bare name outside its class body. What the name's assigned values
+        and arguments stand for stays, wherever it is defined."""
+        found = [function for function in self.sketch.defs.get(name, ()) if self._sees(scope, function)]
+        return found + [function for function in self._via(name) if function not in found]
+
+    def _sees(self, scope: ast.AST | None, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Can a lookup from `scope` (or, for a function, from a class body nested in its own
+        code) find the `def`? Its scope must be one the lookup searches."""
+        home = scope_of(self.sketch, function)
+        around = home
+        while isinstance(around, ast.ClassDef) and isinstance(scope, FUNCTIONS):
+            around = scope_of(self.sketch, around)
+        if around is scope and scope is not None:  # in `scope`, or a class body of the function's own code
+            return True
+        return (0 if home is None else id(home)) in self._chain(scope)
+
+    def _via(self, name: str) -> list[FunctionNode]:
+        """What `name` stands for through its assigned values and arguments (`functions_named`
+        but its own `def`s, unless a chain of assignments leads back to it)."""
+        found = self._vias.get(name)
+        if found is None:
+            functions, names = self._assignment_edges(name)
+            unique = {id(function): function for function in functions}
+            for other in names:
+                unique.update((id(function), function) for function in self.functions_named(other))
+            found = self._vias[name] = list(unique.values())
+        return found
+
     def _close(self, start: str) -> None:
         """`functions_named` for every name `start` reaches through assignments, found together:
         Tarjan's strongly connected components of those edges, each closed once its successors
@@ -253,6 +286,7 @@ class SketchReach:
         members = set(component)
         for name in component:
             functions, names = self._assignment_edges(name)
+            unique.update((id(function), function) for function in self.sketch.defs.get(name, ()))
             unique.update((id(function), function) for function in functions)
             for other in names - members:  # closed already: a successor's component comes first
                 unique.update((id(function), function) for function in self._named[other])
@@ -261,14 +295,15 @@ class SketchReach:
             self._named[name] = found
 
     def _assignment_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
-        """The functions a name stands for directly, and the names its assigned values use."""
+        """The functions a name's assigned values (and, for a parameter, the arguments passed)
+        stand for directly, and the names they use; not the name's own `def`s."""
         edges = self._edges.get(name)
         if edges is None:
             edges = self._edges[name] = self._compute_edges(name)
         return edges
 
     def _compute_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
-        functions: list[FunctionNode] = list(self.sketch.defs.get(name, ()))
+        functions: list[FunctionNode] = []
         names: set[str] = set()
         for value in self.sketch.bound(name):  # `Facts.callee`: what a function wrapper was given
             value = self._unwrapped(value)
@@ -317,9 +352,8 @@ class SketchReach:
         if isinstance(node, ast.Lambda):
             yield node, offset
         elif isinstance(node, ast.Name):
-            for function in self.functions_named(node.id):
-                if not self._method_out_of_reach(function, node):
-                    yield function, offset
+            for function in self.functions_at(node.id, scope_of(self.sketch, node)):
+                yield function, offset
         elif isinstance(node, ast.Attribute):
             for function in self.methods_named(node.attr):
                 yield function, offset + 1
@@ -345,19 +379,10 @@ class SketchReach:
                     self._callers.setdefault(id(target), []).append(call)
         return self._callers.get(id(function), [])
 
-    def _method_out_of_reach(self, function: FunctionNode, name: ast.Name) -> bool:
-        """Is `function` a method that the bare `name` cannot stand for: `name` is used outside
-        the method's class body, and nothing assigns or passes a value to that name (through
-        which `Reach.function` could reach the method: `step = self.step`)?"""
-        owner = self.sketch.parent(function)
-        return (isinstance(owner, ast.ClassDef) and not isinstance(function, ast.Lambda)
-                and function.name == name.id and scope_of(self.sketch, name) is not owner
-                and not self.sketch.assigned(name.id) and not self._arguments_for(name.id))
-
     def _reach(self, roots: list[FunctionNode]) -> list[FunctionNode]:
         pending = list(roots)
         reached: dict[int, FunctionNode] = {}
-        expanded: set[str] = set()  # names whose functions are already pending
+        expanded: set[tuple[str, int]] = set()  # (name, function using it) already followed
         methods: set[str] = set()   # attribute names whose methods are
         while pending:
             function = pending.pop()
@@ -366,9 +391,10 @@ class SketchReach:
             reached[id(function)] = function
             own = self.own(function)
             pending.extend(own.inner)
-            for name in own.names - expanded:
-                expanded.add(name)
-                pending.extend(self.functions_named(name))
+            for name in own.names:
+                if (name, id(function)) not in expanded:
+                    expanded.add((name, id(function)))
+                    pending.extend(self.functions_at(name, function))
             for attribute in own.attributes - methods:
                 methods.add(attribute)
                 pending.extend(self.methods_named(attribute))
