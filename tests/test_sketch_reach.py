@@ -472,6 +472,79 @@ def test_a_name_stands_only_for_the_defs_a_lookup_from_its_scope_finds() -> None
     assert targets("run") == [] and targets("step") == [("step", 20)]
 
 
+def test_a_decorator_applies_a_transform_only_as_the_model_reads_decorators() -> None:
+    """`@jax.jit`, `@jax.jit(...)`, `@partial(jax.jit, ...)` and a name bound to such a call
+    trace the function; a test parametrized over transforms (`@parameterized.parameters(jax.jit,
+    jax.pmap)`) is not traced by the transforms it names."""
+    import ast
+
+    from odelint.analysis.sketch import Sketch
+
+    sketch = Sketch(ast.parse(textwrap.dedent("""
+        import functools
+        import jax
+        import pytest
+        from absl.testing import parameterized
+
+        jit_static = functools.partial(jax.jit, static_argnums=1)
+
+        @jax.jit
+        def plain(x):
+            return x
+
+        @jax.jit(donate_argnums=0)
+        def configured(x):
+            return x
+
+        @functools.partial(jax.vmap, in_axes=0)
+        def partial_vmap(x):
+            return x
+
+        @jit_static
+        def named(x, n):
+            return x
+
+        @parameterized.parameters(lambda f: f, jax.jit, jax.pmap)
+        def test_transform(transform):
+            return transform
+
+        @pytest.mark.parametrize("transform", [jax.jit, jax.vmap])
+        def test_each(transform):
+            return transform
+    """)))
+    assert sorted(getattr(f, "name", "lambda") for f in sketch.traced_functions()) == [
+        "configured", "named", "partial_vmap", "plain"]
+
+
+def test_a_function_handed_to_a_host_callback_runs_on_the_host_not_traced() -> None:
+    """`io_callback(update, ...)` in traced code runs `update` on the host with concrete values
+    (`Reach` is never into a callback's functions); a function the traced code calls is traced."""
+    import ast
+
+    from odelint.analysis.sketch import Sketch
+
+    sketch = Sketch(ast.parse(textwrap.dedent("""
+        import jax
+        from jax.experimental import io_callback
+
+        def update(n):
+            return int(n)
+
+        def log(n):
+            print(n)
+
+        def helper(x):
+            return x
+
+        @jax.jit
+        def step(x):
+            io_callback(update, None, x)
+            jax.debug.callback(log, x)
+            return helper(x)
+    """)))
+    assert sorted(getattr(f, "name", "lambda") for f in sketch.traced_functions()) == ["helper", "step"]
+
+
 LAST_ASSIGNED = """
 import jax
 

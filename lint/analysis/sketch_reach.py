@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, cast
 
@@ -196,8 +196,14 @@ class SketchReach:
     def own(self, function: FunctionNode) -> Own:
         key = id(function)
         if key not in self._owns:
-            self._owns[key] = Own(function)
+            self._owns[key] = Own(function, self._runs_elsewhere)
         return self._owns[key]
+
+    def _runs_elsewhere(self, call: ast.Call) -> bool:
+        """Does the call run the functions it is given elsewhere, on the host, with concrete
+        values (`io_callback(f, ...)`: `Reach` is never into a host callback's functions)?"""
+        meanings = self.sketch.qualnames(call.func)
+        return bool(meanings) and all(name in jax_api.callbacks() for name in meanings)
 
     def functions_named(self, name: str) -> list[FunctionNode]:
         """Functions a name may stand for: `def`s of that name, lambdas inside what it was
@@ -423,12 +429,21 @@ class SketchReach:
         return bool(self._decorator_transforms(decorator, transforms))
 
     def _decorator_transforms(self, decorator: ast.expr, transforms: AbstractSet[str]) -> frozenset[str]:
-        """The transforms among these that the decorator may name (`_decorates`)."""
-        roots = [decorator]
+        """The transforms among these that the decorator may apply, as `decorations` and
+        `Tracing._decorator_transform` read it: `@T`, `@T(...)`, `@functools.partial(T, ...)`,
+        or a name bound to such a call (`Facts.decorator_value`). A transform named anywhere
+        else in it applies nothing: `@parameterized.parameters(jax.jit, jax.pmap)`."""
+        values = [decorator]
         if isinstance(decorator, ast.Name):
-            roots += [value for value in self.sketch.assigned(decorator.id) if isinstance(value, ast.Call)]
-        return frozenset(name for root in roots for node in walk(root) if isinstance(node, (ast.Name, ast.Attribute))
-                         for name in self.sketch.qualnames(node) & transforms)
+            values += [value for value in self.sketch.assigned(decorator.id) if isinstance(value, ast.Call)]
+        found: set[str] = set()
+        for value in values:
+            meanings = self.sketch.qualnames(value.func if isinstance(value, ast.Call) else value)
+            found |= meanings & transforms
+            if isinstance(value, ast.Call) and PARTIAL in meanings and value.args and not isinstance(
+                    value.args[0], ast.Starred):
+                found |= self.sketch.qualnames(value.args[0]) & transforms
+        return frozenset(found)
 
     def _called_instances(self, function: FunctionNode) -> Iterator[FunctionNode]:
         """`model(x)` runs `__call__`: of any class named in the file or around `function`."""
@@ -690,12 +705,12 @@ class SketchReach:
 
 class Own:
     """A function's own code: its nodes (not those of functions nested in it), the names and
-    the attribute names it calls or passes to calls, the functions nested directly in it, and
-    whether it calls anything."""
+    the attribute names it calls or passes to calls (but to a host callback), the functions
+    nested directly in it, and whether it calls anything."""
 
     __slots__ = ("attributes", "calls", "inner", "names", "nodes")
 
-    def __init__(self, function: FunctionNode) -> None:
+    def __init__(self, function: FunctionNode, runs_elsewhere: Callable[[ast.Call], bool]) -> None:
         self.nodes: list[ast.AST] = []
         self.inner: list[FunctionNode] = []
         self.names: set[str] = set()
@@ -711,8 +726,9 @@ class Own:
             if isinstance(node, ast.Call):  # what `Reach._targets` follows: the callee, and functions passed on
                 calls = True
                 self._callee(node.func)
-                for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
-                    self._named(arg.value if isinstance(arg, ast.Starred) else arg)
+                if not runs_elsewhere(node):
+                    for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
+                        self._named(arg.value if isinstance(arg, ast.Starred) else arg)
             stack.extend(children(node))
         self.calls = calls
 
