@@ -545,6 +545,41 @@ def test_a_function_handed_to_a_host_callback_runs_on_the_host_not_traced() -> N
     assert sorted(getattr(f, "name", "lambda") for f in sketch.traced_functions()) == ["helper", "step"]
 
 
+def test_a_parameter_stands_for_what_the_calls_of_its_function_pass() -> None:
+    """`def apply(fn, x): return jax.jit(fn)(x)` traces what `apply(...)` and `jax.jit(apply)(...)`
+    pass for `fn`: a function, a lambda, a method (`Reach._passed_function`), not a function a
+    passed lambda only mentions, nor what `library.cond(...)` passes to the file's own `def cond`."""
+    import ast
+
+    from odelint.analysis.sketch import Sketch
+
+    sketch = Sketch(ast.parse(textwrap.dedent("""
+        import jax
+        import library
+
+        def apply(fn, x):
+            return jax.jit(fn)(x)
+
+        def cond(pred, true_fun, false_fun):
+            return jax.vmap(true_fun)(pred)
+
+        def direct(x):
+            return x
+
+        def mentioned(x):
+            return x
+
+        def branch(x):
+            return x
+
+        apply(direct, 1.0)
+        jax.jit(apply)(lambda x: mentioned, 2.0)
+        library.cond(True, branch, branch)
+    """)))
+    traced = sorted(getattr(f, "name", "lambda") for f in sketch.traced_functions())
+    assert traced == ["apply", "direct", "lambda"]
+
+
 LAST_ASSIGNED = """
 import jax
 

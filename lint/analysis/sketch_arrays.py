@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from odelint.analysis import jax_api, literals
 from odelint.analysis.arrays import NUMPY_ANNOTATIONS
 from odelint.analysis.facts import _ARRAY_METHODS as ARRAY_METHODS
-from odelint.analysis.facts import function_wrappers
+from odelint.analysis.jax_api import function_wrappers
 from odelint.analysis.sketch import children
 from odelint.analysis.sketch_calls import positional_names
 

@@ -311,7 +311,9 @@ class SketchReach:
     def _compute_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
         functions: list[FunctionNode] = []
         names: set[str] = set()
-        for value in self.sketch.bound(name):  # `Facts.callee`: what a function wrapper was given
+        # `Facts.callee`: what a function wrapper was given; for a parameter, what the calls of
+        # its function pass (`Reach._passed_function`), as `Reach.function` reads an argument
+        for value in (*self.sketch.bound(name), *self._arguments_for(name)):
             value = self._unwrapped(value)
             if isinstance(value, ast.Name):
                 names.add(value.id)
@@ -319,9 +321,6 @@ class SketchReach:
                 functions.append(value)
             elif isinstance(value, ast.Attribute):
                 functions.extend(self.methods_named(value.attr))
-        for value in self._arguments_for(name):  # a parameter: what the calls may pass (`Reach.function`)
-            functions.extend(self.sketch.functions_in(value))
-            names |= self.sketch.names_in(value)
         return functions, names
 
     def _unwrapped(self, value: ast.expr) -> ast.expr:
@@ -335,20 +334,17 @@ class SketchReach:
         return value
 
     def _arguments_for(self, name: str) -> list[ast.expr]:
-        """Every argument of the calls of functions that have a parameter called `name`."""
+        """Every argument of the calls of functions that have a parameter called `name`: calls
+        `Facts.calls_of` may find (`SketchArrays.callees_of`: `f(...)`, `jax.jit(f)(...)`; not
+        `obj.f(...)`, whose callee the model never takes for a `def` of the file)."""
         if self._passed_to is None:
-            by_callee: dict[str, list[ast.expr]] = {}
-            for call in self.sketch.calls:
-                callee = call.func.id if isinstance(call.func, ast.Name) else (
-                    call.func.attr if isinstance(call.func, ast.Attribute) else None)
-                if callee is not None:
-                    by_callee.setdefault(callee, []).extend((*call.args, *(k.value for k in call.keywords)))
             self._passed_to = {}
-            for callee, functions in self.sketch.defs.items():
+            for call in self.sketch.calls:
+                functions = self.sketch.arrays.callees_of(call.func)
+                given = [*call.args, *(keyword.value for keyword in call.keywords)] if functions else []
                 for function in functions:
-                    arguments = function.args
-                    for param in (*arguments.posonlyargs, *arguments.args):
-                        self._passed_to.setdefault(param.arg, []).extend(by_callee.get(callee, ()))
+                    for param in (*function.args.posonlyargs, *function.args.args):
+                        self._passed_to.setdefault(param.arg, []).extend(given)
         return self._passed_to.get(name, [])
 
     def function_targets(self, node: ast.expr, offset: int = 0) -> Iterator[tuple[FunctionNode, int]]:
