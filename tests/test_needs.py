@@ -143,6 +143,9 @@ REUSE_MAYBE = {  # a key that may be consumed twice: the pre-check must let ODL7
     "a lambda reads the name when called": ("draw = lambda: jax.random.normal(key)\nkey = jax.random.key(1)\n"
                                             "a = draw()\nb = jax.random.uniform(key)\n"),
     "given twice in one call": "pair = combine(jax.random.normal(key), jax.random.uniform(key))\n",
+    "two branches of one if, in a loop that makes the key afresh after them": (
+        "for x in combine:\n    if x:\n        a = jax.random.normal(key)\n        continue\n    else:\n"
+        "        a = jax.random.uniform(key)\n    key = jax.random.key(1)\n"),
     "two branches of one if, in a loop that keeps the key": (
         "for x in combine:\n    if x:\n        a = jax.random.normal(key)\n    else:\n"
         "        a = jax.random.uniform(key)\n"),
@@ -173,6 +176,9 @@ REUSE_APART = {  # every consumption sees a fresh key: the pre-check may keep th
         "    for batch in combine:\n        key, sub = jax.random.split(key)\n        b = jax.random.uniform(sub)\n"),
     "a lambda's own parameter": ("keys = jax.random.split(key, 3)\n"
                                  "a = jax.vmap(lambda key, x: jax.random.normal(key) * x)(keys, flag)\n"),
+    "two branches of one if, in a loop that first makes the key afresh": (
+        "for x in combine:\n    k1, k2 = jax.random.split(jax.random.key(0))\n    if x:\n"
+        "        a = jax.random.normal(k1)\n    else:\n        a = jax.random.uniform(k1)\n"),
     "two branches of one if, in a loop whose target is the key": (
         "keys = jax.random.split(key, 3)\nfor x, key in zip(combine, keys):\n    if x:\n        a = jax.random.normal(key)\n"
         "    else:\n        a = jax.random.uniform(key)\n"),

@@ -926,9 +926,9 @@ def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) ->
     common, early, late = down[meeting], up[depth[id(down[meeting])] - 1], down[meeting - 1]
     if isinstance(common, ast.If) and _place(common.body, early) is not None \
             and _place(common.orelse, late) is not None:
-        return _fresh_each_time(repeating_loop(sketch, common), name)
+        return _fresh_each_time(sketch, common, name)
     if isinstance(common, ast.Match) and isinstance(early, ast.match_case) and isinstance(late, ast.match_case):
-        return _fresh_each_time(repeating_loop(sketch, common), name)  # two cases of one `match`
+        return _fresh_each_time(sketch, common, name)  # two cases of one `match`
     for field in ("body", "orelse", "finalbody"):
         block = getattr(common, field, None)
         if not isinstance(block, list):
@@ -949,11 +949,16 @@ def bound_between(sketch: Sketch, first: ast.AST, second: ast.AST, name: str) ->
     return False
 
 
-def _fresh_each_time(loop: ast.AST | None, name: str) -> bool:
+def _fresh_each_time(sketch: Sketch, branching: ast.AST, name: str) -> bool:
     """Two branches of one `if` (or cases of one `match`) never run in one pass: is `name` fresh
-    again when the statement runs once more? It is outside a loop, and in a `for` loop whose
-    target binds it (`for layer, key in zip(layers, keys)`), which no `continue` skips."""
-    return loop is None or (isinstance(loop, (ast.For, ast.AsyncFor)) and _binds_name(loop.target, name))
+    again whenever the statement runs once more? It is, outside a loop; in a `for` loop whose
+    target binds it (`for layer, key in zip(layers, keys)`); and in a loop whose body assigns
+    it before the statement on every way in (`kx, ky = split(key(0))` first in the body)."""
+    loop = repeating_loop(sketch, branching)
+    if loop is None or (isinstance(loop, (ast.For, ast.AsyncFor)) and _binds_name(loop.target, name)):
+        return True
+    path = _path_up(sketch, branching)
+    return path is not None and _bound_before(path, loop, name)
 
 
 def _rebound_inside(up: list[ast.AST], early: ast.AST, name: str) -> bool:
