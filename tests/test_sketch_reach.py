@@ -367,15 +367,14 @@ def test_dropped_where_it_cannot(rule: str, code: str) -> None:
 
 @pytest.mark.parametrize("order", ["a first", "b first"])
 def test_names_assigned_in_a_cycle_reach_every_function_whatever_the_order(order: str) -> None:
-    """`a = jax.jit(b); b = jax.vmap(a)` and `b = partial(helper, 1)`: both names may stand for
-    `helper`, whichever name is asked about first (a cached partial answer once made this
+    """`a = jax.jit(b); b = jax.vmap(a)` and `b = jax.checkpoint(helper)`: both names may stand
+    for `helper`, whichever name is asked about first (a cached partial answer once made this
     depend on the order)."""
     import ast
 
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(ast.parse(textwrap.dedent("""
-        import functools
         import jax
 
         def helper(x):
@@ -383,7 +382,7 @@ def test_names_assigned_in_a_cycle_reach_every_function_whatever_the_order(order
 
         a = jax.jit(b)
         b = jax.vmap(a)
-        b = functools.partial(helper, 1)
+        b = jax.checkpoint(helper)
     """)))
     first, second = ("a", "b") if order == "a first" else ("b", "a")
     for name in (first, second):
@@ -392,13 +391,15 @@ def test_names_assigned_in_a_cycle_reach_every_function_whatever_the_order(order
 
 def test_a_name_stands_for_what_facts_callee_follows_and_an_attribute_for_methods() -> None:
     """`Facts.callee` sees through function wrappers only (`jax.jit(f)`), not through another
-    call (`make(f)`, whose result the model never takes for `f`), and `Reach.function` takes
+    call (`make(f)`, `functools.partial(f, 1)`, whose result the model never takes for `f`
+    through a name), and `Reach.function` takes
     `obj.step` for a method `step` of a class, never for a plain function of that name."""
     import ast
 
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(ast.parse(textwrap.dedent("""
+        import functools
         import jax
         import library
 
@@ -414,15 +415,16 @@ def test_a_name_stands_for_what_facts_callee_follows_and_an_attribute_for_method
 
         wrapped = jax.jit(jax.vmap(step))
         built = library.make(other, step)
+        partly = functools.partial(step, 1)
         alias = wrapped
         held = lambda x: x
         method = Model().step
     """)))
     reach = sketch.reach
     named = {name: sorted(getattr(f, "name", "lambda") for f in reach.functions_named(name))
-             for name in ("wrapped", "built", "alias", "held", "method")}
-    assert named == {"wrapped": ["step", "step"], "built": [], "alias": ["step", "step"], "held": ["lambda"],
-                     "method": ["step"]}
+             for name in ("wrapped", "built", "partly", "alias", "held", "method")}
+    assert named == {"wrapped": ["step", "step"], "built": [], "partly": [], "alias": ["step", "step"],
+                     "held": ["lambda"], "method": ["step"]}
     methods = [function for function, bound in reach.function_targets(ast.parse("model.step").body[0].value)]
     assert [(f.name, isinstance(sketch.parent(f), ast.ClassDef)) for f in methods] == [("step", True)]
 
@@ -554,6 +556,7 @@ def test_a_parameter_stands_for_what_the_calls_of_its_function_pass() -> None:
     from odelint.analysis.sketch import Sketch
 
     sketch = Sketch(ast.parse(textwrap.dedent("""
+        import functools
         import jax
         import library
 
@@ -572,12 +575,16 @@ def test_a_parameter_stands_for_what_the_calls_of_its_function_pass() -> None:
         def branch(x):
             return x
 
+        def bound_first(a, x):
+            return x
+
         apply(direct, 1.0)
+        apply(functools.partial(bound_first, 1), 1.0)
         jax.jit(apply)(lambda x: mentioned, 2.0)
         library.cond(True, branch, branch)
     """)))
     traced = sorted(getattr(f, "name", "lambda") for f in sketch.traced_functions())
-    assert traced == ["apply", "direct", "lambda"]
+    assert traced == ["apply", "bound_first", "direct", "lambda"]
 
 
 LAST_ASSIGNED = """

@@ -27,6 +27,7 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, cast
 
 from odelint.analysis import jax_api
+from odelint.analysis.jax_api import function_wrappers
 from odelint.analysis.sketch import children, walk
 from odelint.analysis.sketch_calls import PARTIAL, keyword, parameters, positional_names, static_options
 
@@ -311,10 +312,12 @@ class SketchReach:
     def _compute_edges(self, name: str) -> tuple[list[FunctionNode], set[str]]:
         functions: list[FunctionNode] = []
         names: set[str] = set()
-        # `Facts.callee`: what a function wrapper was given; for a parameter, what the calls of
-        # its function pass (`Reach._passed_function`), as `Reach.function` reads an argument
-        for value in (*self.sketch.bound(name), *self._arguments_for(name)):
-            value = self._unwrapped(value)
+        # `Facts.callee`: what a function wrapper was given (not `partial`: `g = partial(f, a)`
+        # stands for no function); for a parameter, what the calls of its function pass
+        # (`Reach._passed_function`), read as `Reach.function` reads an argument (`partial` too)
+        values = [*(self._unwrapped(value, function_wrappers()) for value in self.sketch.bound(name)),
+                  *(self._unwrapped(value, _wrappers_and_partial()) for value in self._arguments_for(name))]
+        for value in values:
             if isinstance(value, ast.Name):
                 names.add(value.id)
             elif isinstance(value, ast.Lambda):
@@ -323,12 +326,11 @@ class SketchReach:
                 functions.extend(self.methods_named(value.attr))
         return functions, names
 
-    def _unwrapped(self, value: ast.expr) -> ast.expr:
-        """What `jax.jit(jax.vmap(f))` or `partial(f, a)` wraps (`f`); any other call returns
-        no function of the file the model follows (`step = make_step(f)`: `Facts.callee` finds
-        none), nor does it find one in a tuple unpacked or an item stored."""
-        while isinstance(value, ast.Call) and value.args and (
-                self.sketch.qualnames(value.func) & _wrappers_and_partial()):
+    def _unwrapped(self, value: ast.expr, through: frozenset[str]) -> ast.expr:
+        """What `jax.jit(jax.vmap(f))` wraps (`f`), through calls of these; any other call
+        returns no function of the file the model follows (`step = make_step(f)`: `Facts.callee`
+        finds none), nor does it find one in a tuple unpacked or an item stored."""
+        while isinstance(value, ast.Call) and value.args and self.sketch.qualnames(value.func) & through:
             first = value.args[0]
             value = first.value if isinstance(first, ast.Starred) else first
         return value
