@@ -4,10 +4,12 @@ may hold traced values: `Reach` and `Tracing` on `ast`.
 An over-approximation of odelint.analysis.reach: roots are the functions a transform or a
 traced-body call may be given where the model looks (a transform's first argument or `fun=`,
 `lax.scan`'s `f`, `lax.switch`'s branches, per lint/analysis/data/jax_api.toml), or that a transform
-decorates. From a reached function, every function of a name it calls (`f(...)`, `obj.f(...)`,
-`jax.jit(f)(...)`) or passes to a call is reached (whatever scope that name is in), so are the
-functions nested in it, the functions a name was assigned from (`step = jax.jit(update)`),
-and the `__call__` of classes named in the file.
+decorates (`@T`, `@T(...)`, `@partial(T, ...)`). From a reached function, every function it
+calls or passes to a call (but to a host callback) is reached as `Reach.function` finds one:
+a name's `def`s that a lookup from there may find, what a function wrapper assigned to the
+name wraps (`step = jax.jit(update)`), and what the calls of a function pass for a parameter;
+an attribute's methods (`obj.f`: a `def f` in a class body, never a plain function); the
+functions nested in it; and the `__call__` of classes named in the file.
 
 Traced values (odelint.analysis.tracing) derive from parameters: those a root's transform
 traces, and those of functions that traced code calls by name and gives a value that may be
@@ -207,9 +209,9 @@ class SketchReach:
         return bool(meanings) and all(name in jax_api.callbacks() for name in meanings)
 
     def functions_named(self, name: str) -> list[FunctionNode]:
-        """Functions a name may stand for: `def`s of that name, lambdas inside what it was
-        assigned, and the functions of the names in what it was assigned from (`step = jax.jit(update)`),
-        closed over chains and cycles of assignments (`a = f(b); b = g(a)`)."""
+        """Functions a name may stand for, wherever it is used: `def`s of that name, and what it
+        is assigned or, as a parameter, passed (`_assignment_edges`: `step = jax.jit(update)`),
+        closed over chains and cycles of assignments (`a = jax.jit(b); b = jax.vmap(a)`)."""
         found = self._named.get(name)
         if found is None:
             self._close(name)
