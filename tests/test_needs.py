@@ -180,8 +180,8 @@ REUSE_APART = {  # every consumption sees a fresh key: the pre-check may keep th
         "for x in combine:\n    k1, k2 = jax.random.split(jax.random.key(0))\n    if x:\n"
         "        a = jax.random.normal(k1)\n    else:\n        a = jax.random.uniform(k1)\n"),
     "two branches of one if, in a loop whose target is the key": (
-        "keys = jax.random.split(key, 3)\nfor x, key in zip(combine, keys):\n    if x:\n        a = jax.random.normal(key)\n"
-        "    else:\n        a = jax.random.uniform(key)\n"),
+        "keys = jax.random.split(key, 3)\nfor x, key in zip(combine, keys):\n    if x:\n"
+        "        a = jax.random.normal(key)\n    else:\n        a = jax.random.uniform(key)\n"),
 }
 
 
