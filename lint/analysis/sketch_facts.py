@@ -400,8 +400,8 @@ def _reused(sketch: Sketch, calls: _KeyCalls, holders: _KeyHolders | None,
                 uses.setdefault(where, []).append(call)  # given as `key=`
             if consumers[where] > 1 or (key is not None and passed.get(where, 0) > 1):
                 suspects.add(where)
-        makes_key = key is None and any(jax_api.makes_key(name) for name in sketch.qualnames(call.func))
-        if makes_key and _constant_args(call):
+        made = key is None and any(jax_api.makes_key(name) for name in sketch.qualnames(call.func))
+        if made and _constant_args(call):  # a key from a seed
             loop = repeating_loop(sketch, call)
             if loop is not None and _counting(loop) and (strict or _drawn(sketch, call)):
                 return True, frozenset()  # no key's name decides this one
