@@ -258,20 +258,21 @@ def render(results: dict[tuple[str, int], list[Sample]], pairs: list[tuple[Case,
         workers = case.workers.replace("{cores}", str(os.cpu_count()))
         lines.append(f"| {case.label} | 1/{part.step} | {workers} | {len(results[key])} | {wall:.2f} | {cpu:.2f} | "
                      f"{peak:.0f} | {part.lines / wall:,.0f} | {ratio_wall} | {ratio_cpu} |")
-    lines += ["", "Ratios (medians, wall; CPU in brackets):", ""]
-    lines += [f"- {text}" for text in ratios(med, slices)]
+    lines += ["", "Ratios (medians, wall; CPU in brackets; then the median of each round's own ratio, "
+                  "wall, with its quartiles):", ""]
+    lines += [f"- {text}" for text in ratios(med, slices, results)]
     lines += ["", "Versions:", ""] + [f"- {name}: {value}" for name, value in versions(args)]
     return "\n".join(lines) + "\n"
 
 
-def ratios(med: dict, slices: dict[str, Slice]) -> list[str]:
+def ratios(med: dict, slices: dict[str, Slice], results: dict[tuple[str, int], list[Sample]]) -> list[str]:
     base, slow = slices["base"].step, slices["slow"].step
     found = []
 
     def pair(text: str, top: tuple[str, int], bottom: tuple[str, int], target: str) -> None:
         if top in med and bottom in med:
-            found.append(f"{text}: {med[top][0] / med[bottom][0]:.3f} ({med[top][1] / med[bottom][1]:.3f}); "
-                         f"target {target}")
+            found.append(f"{text}: {med[top][0] / med[bottom][0]:.3f} ({med[top][1] / med[bottom][1]:.3f})"
+                         f"{paired(results[top], results[bottom])}; target {target}")
 
     pair("odelint cold (default jobs) / LibCST parse-only (1 core)", ("odelint-cold", base), ("parse", base), "≤ 1.0")
     pair("Fixit / odelint cold, same files", ("fixit", slow), ("odelint-cold", slow), "≥ 10")
@@ -287,6 +288,18 @@ def ratios(med: dict, slices: dict[str, Slice]) -> list[str]:
             found.append(f"scaling of {name} (CPU s): "
                          + _linear_fit([(p.lines, med[(name, p.step)][1]) for p in steps]))
     return found
+
+
+def paired(top: list[Sample], bottom: list[Sample]) -> str:
+    """The median of each round's own ratio (wall), with its quartiles. The two runs of a round
+    are taken one after the other, so a drift in the machine's speed (this 2-core machine runs
+    in phases ±15% apart, seconds to minutes long) mostly cancels out of each round's ratio, where a
+    ratio of the two medians can set one case's slow phase against the other's fast one."""
+    if len(top) != len(bottom) or len(top) < 3:
+        return ""
+    each = [first.wall / second.wall for first, second in zip(top, bottom, strict=True)]
+    low, middle, high = statistics.quantiles(each, n=4)
+    return f"; by round {middle:.3f} ({low:.3f}..{high:.3f})"
 
 
 def _linear_fit(points: list[tuple[int, float]]) -> str:

@@ -36,3 +36,36 @@ def test_a_missing_users_corpus_is_reported_with_the_command_that_builds_it(tmp_
     assert done.returncode == 2
     assert f"run `bash bench/make_corpus.sh --users {missing}` first" in done.stderr
     assert "/tmp/corpus" not in done.stderr  # the libraries were not asked for
+
+
+def _runs(*walls: float) -> list:
+    return [bench_run.Sample(wall, wall, 10.0) for wall in walls]
+
+
+def test_each_round_is_its_own_ratio_so_a_slow_phase_cancels_out() -> None:
+    # The machine turned 1.5x slower during round 3, between its two runs: the ratio of the
+    # medians sets flake8's fast 4.0 against the plugin's slow 7.5 (1.875); by round, 1.25.
+    alone = _runs(4.0, 4.0, 4.0, 6.0, 6.0)
+    plugin = _runs(5.0, 5.0, 7.5, 7.5, 7.5)
+    assert bench_run._median(plugin, "wall") / bench_run._median(alone, "wall") == 1.875
+    assert bench_run.paired(plugin, alone) == "; by round 1.250 (1.250..1.562)"
+
+
+def test_the_rounds_quartiles_show_their_spread() -> None:
+    alone = _runs(4.0, 4.0, 4.0, 4.0, 4.0)
+    plugin = _runs(4.4, 4.8, 5.0, 5.2, 6.0)
+    assert bench_run.paired(plugin, alone) == "; by round 1.250 (1.150..1.400)"
+
+
+def test_no_round_by_round_figure_from_unpaired_or_too_few_runs() -> None:
+    assert bench_run.paired(_runs(5.0, 5.0, 5.0), _runs(4.0, 4.0)) == ""
+    assert bench_run.paired(_runs(5.0, 5.0), _runs(4.0, 4.0)) == ""
+
+
+def test_the_report_gives_both_readings_of_a_ratio() -> None:
+    slices = {"base": bench_run.Slice("full", 1, ".", 10, 100), "slow": bench_run.Slice("slow", 16, ".", 1, 10)}
+    results = {("flake8", 1): _runs(6.0, 6.0, 6.0, 4.0, 4.0), ("flake8-odl", 1): _runs(7.5, 7.5, 7.5, 5.0, 5.0)}
+    med = {key: (bench_run._median(runs, "wall"), bench_run._median(runs, "cpu"), 10.0)
+           for key, runs in results.items()}
+    assert bench_run.ratios(med, slices, results) == [
+        "flake8 + ODL / flake8 alone: 1.250 (1.250); by round 1.250 (1.250..1.250); target ≤ 1.3"]
