@@ -291,10 +291,11 @@ def ratios(med: dict, slices: dict[str, Slice], results: dict[tuple[str, int], l
 
 
 def paired(top: list[Sample], bottom: list[Sample]) -> str:
-    """The median of each round's own ratio (wall), with its quartiles. The two runs of a round
-    are taken one after the other, so a drift in the machine's speed (this 2-core machine runs
-    in phases ±15% apart, seconds to minutes long) mostly cancels out of each round's ratio, where a
-    ratio of the two medians can set one case's slow phase against the other's fast one."""
+    """The median of each round's own ratio (wall), with its quartiles. The two runs of a
+    round are taken one after the other, so a drift in the machine's speed (this 2-core
+    machine runs in phases ±15% apart, seconds to minutes long) mostly cancels out of each
+    round's ratio, where a ratio of the two medians can set one case's slow phase against the
+    other's fast one."""
     if len(top) != len(bottom) or len(top) < 3:
         return ""
     each = [first.wall / second.wall for first, second in zip(top, bottom, strict=True)]
