@@ -73,6 +73,8 @@ def test_undecodable_files_get_one_line(scratch: Path, name: str, data: bytes, r
 @pytest.mark.parametrize(("body", "line", "message"), [
     ("def f(:\n    pass\n", 1, "SyntaxError: invalid syntax"),
     ("x = (1,\n", 1, "'(' was never closed"),
+    # `compile` on the text accepts a continuation before a final CRLF; `python broken.py` does not
+    ("x = 1\r\n\\\r\n", 2, "SyntaxError: unexpected EOF while parsing"),
     ("x = " + "(" * 300 + "1" + ")" * 300 + "\n", 1, "too many nested parentheses"),
     ("x = " + "[" * 20_000 + "]" * 20_000 + "\n", 1, "too many nested parentheses"),
     ("x = " + "+".join(["1"] * 20_000) + "\n", None, "nested too deeply"),

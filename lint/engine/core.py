@@ -276,7 +276,7 @@ def _candidates(source: str, path: str, rules: Sequence[type[BaseRule]], tree: a
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                tree = ast.parse(source, filename=path)
+                tree = ast.parse(as_python_reads(source), filename=path)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return list(rules), None
     from odelint.analysis.sketch import Sketch
@@ -349,6 +349,7 @@ def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:
     parses (`return` outside a function), so only its failures are checked again with
     `ast.parse`. What `ast` rejects for another reason than depth may be newer syntax
     (`type X = int` on Python 3.11), which LibCST judges."""
+    source = as_python_reads(source)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -369,6 +370,13 @@ def _cpython_verdict(source: str, path: str) -> tuple[Finding | None, bool]:
         except ValueError as error:  # a NUL byte
             return syntax_finding(path, 1, 1, str(error)), False
     return None, True
+
+
+def as_python_reads(source: str) -> str:
+    """The text as `python file.py` reads it: every `\\r\\n` and lone `\\r` a `\\n`. `compile`
+    on the text itself accepts a line continuation before a final `\\r\\n`, which a run of the
+    file rejects ("unexpected EOF while parsing"); line and column numbers stay the same."""
+    return source.replace("\r\n", "\n").replace("\r", "\n") if "\r" in source else source
 
 
 def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
