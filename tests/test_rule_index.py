@@ -104,6 +104,7 @@ def test_generate_check_names_each_stale_file_and_generate_repairs_them(tmp_path
     for relative in ("README.md", "docs/rules.md", f"rules/data/{rule_index.INDEX_NAME}"):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / relative, tmp_path / relative)
+    shutil.copytree(ROOT / generate.TABLES_FOLDER, tmp_path / generate.TABLES_FOLDER)
     assert generate.stale(tmp_path, all_rules()) == []
     renamed = type("Renamed", (all_rules()[2],), {"name": "a-new-name", "__doc__": all_rules()[2].__doc__})
     rules = (*all_rules()[:2], renamed, *all_rules()[3:])
@@ -112,9 +113,15 @@ def test_generate_check_names_each_stale_file_and_generate_repairs_them(tmp_path
     readme = tmp_path / "README.md"
     readme.write_text(readme.read_text().replace("| ODL201 | optimizer-init-unfiltered |", "| ODL201 | typo |"))
     assert [g.path for g in generate.stale(tmp_path, all_rules())] == ["README.md"]
+    table = tmp_path / generate.TABLES_FOLDER / "intent.toml"
+    table.write_text(table.read_text().replace('"pytest.warns", ', '"pytest.warns", "chex.assert_raises", '))
+    mirror = f"{generate.TABLES_FOLDER}/intent.json"
+    assert [g.path for g in generate.stale(tmp_path, all_rules())] == ["README.md", mirror]
     assert generate.run(tmp_path, check=False) == 0
     assert generate.run(tmp_path, check=True) == 0
     assert "| ODL201 | optimizer-init-unfiltered | safe |" in readme.read_text()
+    mirrored = json.loads((tmp_path / generate.TABLES_FOLDER / "intent.json").read_text())
+    assert "chex.assert_raises" in mirrored["table"]["expected_errors"]["contexts"]
 
 
 def test_generate_check_is_the_ci_command() -> None:
