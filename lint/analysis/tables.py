@@ -22,8 +22,10 @@ import functools
 import json
 import zlib
 from importlib import resources
-from importlib.abc import Traversable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 TABLES = ("jax_api.toml", "library_modules.toml", "diffrax_api.toml", "deprecated_apis.toml",
           "known_bad_versions.toml", "intent.toml")
