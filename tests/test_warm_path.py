@@ -61,6 +61,40 @@ def test_pins_are_read_only_from_files_that_may_hold_one(tmp_path: Path) -> None
     assert versions.pinned(str(tmp_path)) == {"jax": versions.Version("0.4.33")}
 
 
+@pytest.mark.parametrize(("filename", "text"), [
+    ("requirements.txt", "jax==0.4.33\n"),
+    ("requirements.txt", "JAX[cuda12] == 0.4.33  # pinned\n"),
+    ("requirements.txt", "jax (==0.4.33)\n"),
+    ("requirements.txt", "jax [ cuda12 ] \\\n    ==0.4.33\n"),
+    ("constraints.txt", "jax===0.4.33\n"),
+    ("pyproject.toml", '[project]\ndependencies = ["Jax[cpu]==0.4.33", "ruff==0.6.9"]\n'),
+    ("setup.cfg", "[options]\ninstall_requires =\n    jax == 0.4.33\n"),
+    ("environment.yml", "dependencies:\n  - conda-forge::jax==0.4.33=cpu\n"),
+])
+def test_every_spelling_of_a_pin_is_parsed_and_found(tmp_path: Path, filename: str, text: str) -> None:
+    (tmp_path / filename).write_text(text)
+    assert versions._may_pin(text)
+    assert versions.pinned(str(tmp_path)) == {"jax": versions.Version("0.4.33")}
+
+
+@pytest.mark.parametrize("text", [
+    '[project]\ndependencies = ["jax>=0.4.36", "optax"]\n[dependency-groups]\ndev = ["ruff==0.6.9"]\n',
+    "jax>=0.4\nnumpy==1.26.0\nequinox  # == is not a pin here\n",
+    "jax=0.4.33\n",  # conda's fuzzy `=`: any 0.4.33.x, not a pin
+])
+def test_a_file_that_names_a_package_and_pins_something_else_is_not_parsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    from odelint.api import dependency_files
+
+    (tmp_path / "pyproject.toml").write_text(text)
+
+    def parsed(filename: str, text: str) -> list[object]:
+        raise AssertionError(f"{filename} was parsed")
+
+    monkeypatch.setattr(dependency_files, "read", parsed)
+    assert versions.pinned(str(tmp_path)) == {}
+
+
 def test_read_regular_reads_everything_or_up_to_one_byte_past_a_limit(tmp_path: Path) -> None:
     path = tmp_path / "big.py"
     data = os.urandom(3 * (1 << 20) + 17)

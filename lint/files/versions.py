@@ -70,11 +70,18 @@ def pinned(folder: str) -> dict[str, Version]:
     return pins
 
 
+# A package's name (whose canonical form has no separator to vary), its extras, then `==`:
+# what every exact pin is written as (PEP 508, with the parenthesised form and a
+# backslash-continued line; conda's `name==1.2`).
+_PIN_SHAPE = rf"(?:{'|'.join(PACKAGES)})[\s\\]*(?:\[[^\]]*\][\s\\]*)?\(?[\s\\]*=="
+
+
 def _may_pin(text: str) -> bool:
-    """An exact pin needs `==` and a package's name (whose canonical form has no separator to
-    vary): most dependency files have neither together, and are not parsed."""
-    lowered = text.lower()
-    return "==" in lowered and any(name in lowered for name in PACKAGES)
+    """Whether `text` writes one of our packages followed by `==`. A project's dependency file
+    usually names jax, and often pins a tool elsewhere (`ruff==0.6.9`); parsing it for that
+    would import packaging's requirement parser (about 20 ms) on every run that answers from
+    the cache."""
+    return re.search(_PIN_SHAPE, text.lower()) is not None  # compiled on first use
 
 
 def installed(name: str) -> Version | None:
