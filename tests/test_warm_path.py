@@ -95,6 +95,26 @@ def test_a_file_that_names_a_package_and_pins_something_else_is_not_parsed(
     assert versions.pinned(str(tmp_path)) == {}
 
 
+def test_a_pyproject_that_never_names_odelint_is_not_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomllib
+
+    from odelint.files.config import ConfigError, read_config_file
+
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\ndependencies = ["jax>=0.4"]\n[tool.ruff\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.odelint]\nignore = ["ODL704"]\n')
+    parsed: list[str] = []
+    loads = tomllib.loads
+    monkeypatch.setattr(tomllib, "loads", lambda text: parsed.append(text) or loads(text))
+    settings = ConfigResolver(Overrides(), ["ODL704", "ODL705"]).for_path(str(project / "src"))
+    assert settings.path == str(tmp_path / "pyproject.toml"), "the search goes on upwards, as before"
+    assert parsed == ['[tool.odelint]\nignore = ["ODL704"]\n']
+    (project / "pyproject.toml").write_text("[tool.odelint\nselect = []\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        read_config_file(str(project / "pyproject.toml"), ["ODL704"])
+
+
 def test_read_regular_reads_everything_or_up_to_one_byte_past_a_limit(tmp_path: Path) -> None:
     path = tmp_path / "big.py"
     data = os.urandom(3 * (1 << 20) + 17)
