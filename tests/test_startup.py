@@ -86,6 +86,28 @@ def test_a_warm_check_imports_no_rule_no_libcst_and_no_process_pool(tmp_path: Pa
     assert libcst == "_StandIn"
 
 
+def test_a_warm_check_in_a_projects_repository_reads_no_ignore_file_pin_or_setting_it_cannot_need(
+        tmp_path: Path) -> None:
+    """Where a scientist runs it: the root of a git repository with the usual .gitignore and a
+    pyproject.toml that names jax and pins its tools. The .gitignore's verdicts come from the
+    cache, the pyproject.toml pins no package of ours and holds no [tool.odelint], and the
+    installed versions are only needed as text for the cache's keys."""
+    (tmp_path / ".git" / "info").mkdir(parents=True)
+    (tmp_path / ".git" / "info" / "exclude").write_text("# git ls-files --others --exclude-from=.git/info/exclude\n")
+    (tmp_path / ".gitignore").write_text("__pycache__/\n*.py[cod]\noutputs/\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["jax>=0.4.30", "optax"]\n'
+                                             '[project.optional-dependencies]\ndev = ["ruff==0.6.9"]\n'
+                                             '[tool.ruff]\nline-length = 100\n')
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "outputs" / "train.py").write_text(HAZARD)
+    (tmp_path / "train.py").write_text(HAZARD)
+    cold_code, cold_modules, _, cold_out = imports_of("check", ".", cwd=tmp_path)
+    assert "pathspec" in cold_modules, "the first run decides what the .gitignore ignores"
+    code, modules, _, stdout = imports_of("check", ".", cwd=tmp_path)
+    assert (code, stdout) == (cold_code, cold_out) and "train.py:" in stdout and "outputs" not in stdout
+    assert not modules & {"pathspec", "tomllib", "packaging.version", "packaging.requirements"}
+
+
 def test_a_warm_check_with_an_unreadable_file_reports_it_as_odl001(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(HAZARD)
     imports_of("check", ".", cwd=tmp_path)

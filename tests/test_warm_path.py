@@ -18,8 +18,9 @@ import pytest
 from odelint.files import cache as result_cache
 from odelint.files import fileio, versions
 from odelint.files.config import ConfigResolver, Overrides
-from odelint.files.discover import discover
+from odelint.files.discover import Discovery, discover
 from odelint.files.fileio import NotRegular, read_regular
+from packaging.version import Version
 
 
 @pytest.mark.parametrize("name", [*versions.PACKAGES, "libcst", "packaging", "pytest", "Flake8", "typing-extensions",
@@ -58,7 +59,7 @@ def test_pins_are_read_only_from_files_that_may_hold_one(tmp_path: Path) -> None
     (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["equinox>=0.11", "optax"]\n')
     assert not versions._may_pin('[project]\ndependencies = ["equinox>=0.11", "optax"]\n')
     assert versions._may_pin("JAX[cuda12] == 0.4.33")
-    assert versions.pinned(str(tmp_path)) == {"jax": versions.Version("0.4.33")}
+    assert versions.pinned(str(tmp_path)) == {"jax": Version("0.4.33")}
 
 
 @pytest.mark.parametrize(("filename", "text"), [
@@ -74,7 +75,7 @@ def test_pins_are_read_only_from_files_that_may_hold_one(tmp_path: Path) -> None
 def test_every_spelling_of_a_pin_is_parsed_and_found(tmp_path: Path, filename: str, text: str) -> None:
     (tmp_path / filename).write_text(text)
     assert versions._may_pin(text)
-    assert versions.pinned(str(tmp_path)) == {"jax": versions.Version("0.4.33")}
+    assert versions.pinned(str(tmp_path)) == {"jax": Version("0.4.33")}
 
 
 @pytest.mark.parametrize("text", [
@@ -113,6 +114,29 @@ def test_a_pyproject_that_never_names_odelint_is_not_parsed(tmp_path: Path, monk
     (project / "pyproject.toml").write_text("[tool.odelint\nselect = []\n")
     with pytest.raises(ConfigError, match="invalid TOML"):
         read_config_file(str(project / "pyproject.toml"), ["ODL704"])
+
+
+def test_target_versions_are_parsed_only_where_a_rule_reads_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from packaging import version as packaging_version
+
+    parsed: list[str] = []
+
+    class Counted(packaging_version.Version):
+        def __init__(self, text: str) -> None:
+            parsed.append(text)
+            super().__init__(text)
+
+    monkeypatch.setattr(packaging_version, "Version", Counted)
+    targets = versions.Targets({"jax": "0.4.33", "optax": "not a version", "diffrax": None})
+    assert versions.describe(targets) == "diffrax=None,jax=0.4.33,optax=not a version" and parsed == []
+    copy = pickle.loads(pickle.dumps(targets))  # as a worker gets it
+    assert {name: str(value) if value else value for name, value in copy.items()} == {
+        "jax": "0.4.33", "optax": None, "diffrax": None}
+    assert isinstance(copy.get("jax"), Counted) and sorted(parsed) == ["0.4.33", "not a version"]
+    with pytest.raises(TypeError):
+        targets["jax"] = Version("1")  # type: ignore[index]
 
 
 def test_read_regular_reads_everything_or_up_to_one_byte_past_a_limit(tmp_path: Path) -> None:
@@ -295,3 +319,96 @@ def test_a_warm_run_finds_each_files_absolute_path_once(tmp_path: Path, monkeypa
     monkeypatch.setattr(os, "getcwd", lambda: asked.append(1) or getcwd())
     assert run(".") == (cold, files) and read == []
     assert len(asked) <= files + 7  # a file each, and the run's own few (its folders, its resolver)
+
+
+def _repository(root: Path) -> None:
+    """A repository with a nested .gitignore, a negation and `git init`'s comment-only exclude file."""
+    (root / ".git" / "info").mkdir(parents=True)
+    (root / ".git" / "info" / "exclude").write_text("# git ls-files --others --exclude-from=.git/info/exclude\n"
+                                                    "# Lines that start with '#' are comments.\n")
+    (root / ".gitignore").write_text("# build output\n\n__pycache__/\n*_generated.py\noutputs/\n")
+    for relative in ("pkg/model.py", "pkg/model_generated.py", "pkg/keep_generated.py", "outputs/run.py",
+                     "pkg/data/loader.py", "pkg/data/cache.py", "train.py"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text("x = 1\n")
+    (root / "pkg" / ".gitignore").write_text("!keep_generated.py\ndata/cache.py\n")
+
+
+def _found(root: Path, remembered: dict | None) -> tuple[list[str], Discovery]:
+    resolver = ConfigResolver(Overrides(isolated=True), ["ODL101"], str(root))
+    found = discover([str(root)], resolver, ("*.py",), remembered)
+    return sorted(os.path.relpath(target.path, root) for target in found.targets), found
+
+
+def test_gitignore_verdicts_remembered_from_an_earlier_run_need_no_pathspec(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from odelint.files.discover import GitIgnore
+
+    _repository(tmp_path)
+    expected = ["pkg/data/loader.py", "pkg/keep_generated.py", "pkg/model.py", "train.py"]
+    first, found = _found(tmp_path, None)
+    assert first == expected and found.learned
+    remembered = json.loads(json.dumps(found.ignores))  # as the cache file keeps them
+    assert len(remembered) == 2, "one set of verdicts per chain of ignore files (root; root and pkg)"
+
+    def unwanted(self: GitIgnore, folder: str) -> None:
+        raise AssertionError(f"pathspec compiled for {folder}")
+
+    monkeypatch.setattr(GitIgnore, "_spec", unwanted)
+    again, found = _found(tmp_path, remembered)
+    assert again == expected and not found.learned
+
+
+def test_an_edited_gitignore_is_decided_anew(tmp_path: Path) -> None:
+    _repository(tmp_path)
+    _, found = _found(tmp_path, None)
+    remembered = found.ignores
+    (tmp_path / "pkg" / ".gitignore").write_text("data/\n")  # keep_generated.py ignored again, all of data/
+    after, found = _found(tmp_path, remembered)
+    assert after == ["pkg/model.py", "train.py"] and found.learned
+
+
+def test_damaged_remembered_verdicts_are_decided_anew(tmp_path: Path) -> None:
+    _repository(tmp_path)
+    _, found = _found(tmp_path, None)
+    damaged = {chain: {path: "yes" for path in verdicts} for chain, verdicts in found.ignores.items()}
+    assert _found(tmp_path, damaged)[0] == ["pkg/data/loader.py", "pkg/keep_generated.py", "pkg/model.py", "train.py"]
+    assert _found(tmp_path, {chain: 7 for chain in damaged})[0] == _found(tmp_path, None)[0]
+
+
+def test_a_repository_whose_ignore_files_hold_only_comments_needs_no_pathspec(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from odelint.files.discover import GitIgnore
+
+    _repository(tmp_path)
+    (tmp_path / ".gitignore").write_text("# nothing yet\n\n")
+    (tmp_path / "pkg" / ".gitignore").unlink()
+    monkeypatch.setattr(GitIgnore, "_spec", lambda self, folder: pytest.fail("pathspec compiled"))
+    files, found = _found(tmp_path, None)
+    assert len(files) == 7 and found.ignores == {}
+
+
+def test_the_cache_keeps_the_verdicts_of_the_ignore_files_the_last_run_consulted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from odelint.api.registry import known_codes
+    from odelint.engine import runner
+    from odelint.files.discover import GitIgnore
+
+    root, cache_dir = tmp_path / "repo", tmp_path / "cache"
+    _repository(root)
+
+    def run() -> int:
+        resolver = ConfigResolver(Overrides(isolated=True), known_codes(), str(root))
+        return runner.run([str(root)], resolver, runner.Options(jobs=1, cache_dir=str(cache_dir))).files
+
+    assert run() == 4
+    stored = json.loads((cache_dir / result_cache.Cache(str(cache_dir), lambda path: None).file).read_text())
+    assert len(stored["ignores"]) == 2
+    spec = GitIgnore._spec
+    compiled: list[str] = []
+    monkeypatch.setattr(GitIgnore, "_spec", lambda self, folder: compiled.append(folder) or spec(self, folder))
+    assert run() == 4 and compiled == []
+    (root / ".gitignore").write_text("outputs/\n")  # *_generated.py no longer ignored
+    assert run() == 5 and compiled
+    stored = json.loads(Path(result_cache.Cache(str(cache_dir), lambda path: None).file).read_text())
+    assert len(stored["ignores"]) == 2, "the old chains' verdicts are dropped"

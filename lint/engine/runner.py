@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from odelint.analysis import project
 from odelint.api.finding import SYNTAX_ERROR_CODE, Finding, Safety
-from odelint.api.registry import file_patterns, uses_versions
+from odelint.api.registry import file_patterns
 from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.deferred import load
 from odelint.engine.once import linted_once
@@ -36,12 +36,12 @@ from odelint.files.fileio import (
 )
 from odelint.files.kinds import NOT_LINTED, NOTEBOOK, NOTEBOOK_SUFFIX, PYTHON, TEXT, kind_of
 from odelint.files.versions import describe
-from packaging.version import Version
 
 if TYPE_CHECKING:
     import concurrent.futures
 
     from odelint.files.notebook import Notebook
+    from packaging.version import Version
 
 CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
 # What one file may cost. LibCST's parser holds about 2,000 bytes of memory per byte of a long
@@ -424,17 +424,20 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         stdin: tuple[str, bytes] | None = None) -> RunResult:
     """Lint or fix `paths` (and stdin, given as (display path, bytes))."""
     result = RunResult()
-    discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{NOTEBOOK_SUFFIX}"))
+    cache = result_cache.Cache(options.cache_dir or os.path.join(resolver.cwd, result_cache.CACHE_DIR),
+                               project.stamp) if options.use_cache else None
+    discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{NOTEBOOK_SUFFIX}"),
+                          cache.ignores if cache is not None else None)
     result.errors.extend(discovered.errors)
     result.config_errors.update(discovered.config_errors)
     result.skipped.extend(discovered.skipped)
     targets = list(discovered.targets)
     if stdin is not None:
         targets.append(Target(stdin[0], True))
-    cache = result_cache.Cache(options.cache_dir or os.path.join(resolver.cwd, result_cache.CACHE_DIR),
-                               project.stamp) if options.use_cache else None
-    if cache is not None and cache.warning is not None:
-        result.skipped.append((display(cache.file), cache.warning))
+    if cache is not None:
+        cache.keep_ignores(discovered.ignores, discovered.learned)
+        if cache.warning is not None:
+            result.skipped.append((display(cache.file), cache.warning))
 
     tasks: list[Task] = []
     this_run = (os.getpid(), time.monotonic_ns())
@@ -454,7 +457,7 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         codes = settings.enabled(absolute)
         kind = kind_of(target.path)
         unsafe = settings.unsafe_fixes
-        versions = dict(settings.versions) if uses_versions(codes) else {}
+        versions = settings.versions_for(codes)
         data: bytes | None = None  # None: the worker reads the file
         if stdin is not None and target.path == stdin[0]:
             data, kind = stdin[1], kind or PYTHON

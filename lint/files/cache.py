@@ -14,7 +14,9 @@ when something changed). Its layout keeps a warm run's work small:
   and each set of them once (`odelint.files.depends`);
 - `entries`: each records its `slot` (the file and the settings it answers for), so that a
   file's entry for contents it no longer has is dropped once a run has answered it anew, and
-  an entry no run has used for a week is dropped too: the file stays the size of the project.
+  an entry no run has used for a week is dropped too: the file stays the size of the project;
+- `ignores`: the .gitignore verdicts of discovery (`odelint.files.discover.GitIgnore`), for
+  the sets of ignore files the last run consulted.
 """
 
 from __future__ import annotations
@@ -144,8 +146,11 @@ class Cache:
         self.warning: str | None = None  # why the cache file was left alone (a FIFO in its place)
         paths: list = []
         groups: list = []
+        loaded: dict = {}
+        tables = None
         try:
-            tables = _tables(json.loads(read_regular(self.file)))
+            loaded = json.loads(read_regular(self.file))
+            tables = _tables(loaded)
         except NotRegular as error:
             self.warning = f"{error}; the cache is not used"
         except (OSError, ValueError):
@@ -154,6 +159,10 @@ class Cache:
             if tables is not None:
                 self._entries, paths, groups, self._files = tables
         self._depends = Dependencies(paths, groups, stamp)
+        ignores = loaded.get("ignores") if tables is not None else None  # optional: older files lack it
+        self.ignores: dict[str, dict[str, bool]] = {
+            chain: verdicts for chain, verdicts in ignores.items() if isinstance(verdicts, dict)
+        } if isinstance(ignores, dict) else {}
 
     def digest(self, path: str, status: os.stat_result) -> str | None:
         """The content digest of the file at `path`, recorded when it had this `status`
@@ -163,6 +172,13 @@ class Cache:
                 and recorded[:4] == identity(status)):
             return recorded[4]
         return None
+
+    def keep_ignores(self, consulted: dict[str, dict[str, bool]], learned: bool) -> None:
+        """Keep the .gitignore verdicts this run's discovery consulted (and no others: an
+        edited .gitignore leaves its old verdicts unused)."""
+        if learned or consulted.keys() != self.ignores.keys():
+            self._dirty = True
+        self.ignores = consulted
 
     def record(self, path: str, status: os.stat_result, digest: str) -> None:
         """The file at `path`, with this `status` (taken before it was read), holds `digest`."""
@@ -239,7 +255,9 @@ class Cache:
         files = self._files
         if len(files) > MAX_ENTRIES:
             files = dict(list(files.items())[-MAX_ENTRIES:])
-        return {"format": FORMAT, "paths": paths, "groups": groups, "files": files, "entries": kept}
+        ignores = self.ignores if sum(map(len, self.ignores.values())) <= MAX_ENTRIES else {}
+        return {"format": FORMAT, "paths": paths, "groups": groups, "files": files, "entries": kept,
+                "ignores": ignores}
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written is silently skipped, and leaves

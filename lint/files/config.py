@@ -101,6 +101,13 @@ class Settings:
         """The JAX stack's versions rules may check against (see odelint.files.versions)."""
         return target_versions(self.root, self.targets)
 
+    def versions_for(self, codes: frozenset[str]) -> Mapping[str, Version | None]:
+        """What every face hands the engine for a file linted with `codes`: the target versions,
+        or none where no rule among them reads any (finding them looks along `sys.path`)."""
+        from odelint.api.registry import uses_versions
+
+        return self.versions if uses_versions(codes) else MappingProxyType({})
+
     @functools.cached_property
     def base_enabled(self) -> frozenset[str]:
         from odelint.api.registry import opt_in_codes

@@ -13,10 +13,11 @@ import glob
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:  # packaging's Version is imported where a version is read (Targets)
+    from packaging.version import Version
 
 PACKAGES = ("jax", "jaxlib", "equinox", "diffrax", "optax")
 PIN_FILES = ("pyproject.toml", "setup.cfg", "requirements*.txt", "constraints*.txt", "environment*.yml",
@@ -31,6 +32,7 @@ def parse_targets(values: Iterable[str], where: str) -> dict[str, Version]:
     targets: dict[str, Version] = {}
     for value in values:
         from packaging.utils import canonicalize_name  # imports packaging.tags: only for target versions
+        from packaging.version import InvalidVersion, Version
 
         name, sep, version = value.partition("==")
         name = canonicalize_name(name.strip())
@@ -57,6 +59,7 @@ def pinned(folder: str) -> dict[str, Version]:
             if not _may_pin(text):
                 continue
             from odelint.api import dependency_files  # the parser ODL501 uses, read only for a pin file
+            from packaging.version import InvalidVersion, Version
 
             declared = dependency_files.read(os.path.basename(path), text)
             for item in declared:
@@ -85,21 +88,33 @@ def _may_pin(text: str) -> bool:
 
 
 def installed(name: str) -> Version | None:
-    """The installed distribution's version, as importlib.metadata reads it. Its `.dist-info`
-    folder is found here on `sys.path` the way importlib.metadata's path finder looks;
-    importlib.metadata itself (20 ms to import, with the e-mail parser, on every run that
-    answers from the cache) only where that look cannot be sure."""
+    """The installed distribution's version (None when it is not installed or its version is
+    not one)."""
+    return _parsed(installed_text(name))
+
+
+def installed_text(name: str) -> str | None:
+    """The installed distribution's version as its metadata writes it, as importlib.metadata
+    reads it. Its `.dist-info` folder is found here on `sys.path` the way importlib.metadata's
+    path finder looks; importlib.metadata itself (20 ms to import, with the e-mail parser, on
+    every run that answers from the cache) only where that look cannot be sure."""
     found = _dist_info(name)
     if found is not _UNSURE:
-        try:
-            return Version(found) if found is not None else None
-        except InvalidVersion:
-            return None
+        return found
     from importlib import metadata
 
     try:
-        return Version(metadata.version(name))
-    except (metadata.PackageNotFoundError, InvalidVersion):
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _parsed(text: str | None) -> Version | None:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(text) if text is not None else None
+    except InvalidVersion:
         return None
 
 
@@ -161,17 +176,47 @@ def _version_in(path: str) -> str | None:
     return _UNSURE
 
 
+class Targets(Mapping[str, "Version | None"]):
+    """package -> version, read-only. An installed package's version is kept as its metadata
+    writes it and parsed when a rule reads it: a run that answers every file from the cache
+    needs only the texts, for its cache keys, and never imports packaging's version parser."""
+
+    def __init__(self, texts: Mapping[str, str | None]) -> None:
+        self._texts = dict(texts)
+        self._parsed: dict[str, Version | None] = {}
+
+    def __getitem__(self, name: str) -> Version | None:
+        if name not in self._parsed:
+            self._parsed[name] = _parsed(self._texts[name])
+        return self._parsed[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __reduce__(self) -> tuple[type[Targets], tuple[dict[str, str | None]]]:
+        return Targets, (self._texts,)  # to a worker: the texts alone
+
+    def describe(self) -> str:
+        return ",".join(f"{name}={self._texts[name]}" for name in sorted(self._texts))
+
+
 @functools.cache
-def target_versions(folder: str, explicit: tuple[tuple[str, Version], ...] = ()) -> Mapping[str, Version | None]:
-    """package -> version for the project configured in `folder`; read-only."""
-    chosen: dict[str, Version | None] = dict(explicit)
+def target_versions(folder: str, explicit: tuple[tuple[str, Version], ...] = ()) -> Targets:
+    """package -> version for the project configured in `folder`."""
+    chosen: dict[str, str | None] = {name: str(version) for name, version in explicit}
     pins = pinned(folder)
     for name in PACKAGES:
         if name not in chosen:
-            chosen[name] = pins[name] if name in pins else installed(name)
-    return MappingProxyType(chosen)
+            chosen[name] = str(pins[name]) if name in pins else installed_text(name)
+    return Targets(chosen)
 
 
 def describe(versions: Mapping[str, Version | None]) -> str:
-    """A stable text for cache keys."""
+    """A stable text for cache keys (a version is written as its source wrote it: texts that
+    differ but name one version only cost a re-lint)."""
+    if isinstance(versions, Targets):
+        return versions.describe()
     return ",".join(f"{name}={versions[name]}" for name in sorted(versions))
