@@ -162,3 +162,14 @@ def test_one_file_no_rule_looks_at_is_linted_without_libcst(tmp_path):
     hazard = _run([sys.executable, "-c", script, "hazard.py"], tmp_path)
     assert plain.stdout.splitlines() == ["False"], plain.stderr
     assert hazard.stdout.splitlines()[-1] == "True" and " ODL203 " in hazard.stdout, hazard.stderr
+
+
+def test_the_projects_pinned_versions_decide_as_they_do_for_odelint_check(tmp_path):
+    """A project that pins jax before `jax.tree_map` was deprecated: neither face may say it was
+    removed (the plugin once linted with no target versions, as if the newest were installed)."""
+    (tmp_path / "requirements.txt").write_text("jax==0.4.20\n")
+    (tmp_path / "old.py").write_text("import jax\n\nleaves = jax.tree_map(abs, [1.0])\n")
+    (tmp_path / "new.py").write_text("import equinox as eqx\n\nnorm = eqx.experimental.BatchNorm\n")
+    expected = odelint_lines(tmp_path, "old.py", "new.py")
+    assert [line.split(": ")[1].split()[0] for line in expected] == ["ODL911"]  # equinox is not pinned
+    assert sorted(map(_normpath, flake8(tmp_path, "--select", "ODL", "old.py", "new.py"))) == sorted(expected)

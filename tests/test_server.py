@@ -283,6 +283,26 @@ async def test_pyproject_change_reloads_the_configuration(client: LanguageClient
     assert broken.message.startswith("configuration error:") and "NOPE" in broken.message
 
 
+async def test_the_projects_pinned_versions_decide_findings_and_fixes_as_for_odelint_check(
+        client: LanguageClient, tmp_path):
+    """The server once linted with no target versions: for a project pinned to jax 0.4.20 it
+    said `jax.tree_map` was removed, which `odelint check` rightly does not, and its fix-all
+    rewrote it to `jax.tree.map`, which jax 0.4.20 does not have."""
+    from odelint.files.versions import target_versions
+
+    (tmp_path / "requirements.txt").write_text("jax==0.4.20\n")
+    text = ("import jax\nimport equinox as eqx\n\nleaves = jax.tree_map(abs, [1.0])\n"
+            "norm = eqx.experimental.BatchNorm\n")
+    uri = open_file(client, tmp_path / "train.py", text)
+    shown = await published(client, uri, 1)
+    pinned = target_versions(str(tmp_path))
+    assert [d.code for d in shown] == [f.code for f in lint_source(text, "train.py", versions=pinned).findings] \
+        == ["ODL911"]
+    everything = types.Range(types.Position(0, 0), types.Position(0, 0))
+    assert await actions_at(client, uri, everything, only=[types.CodeActionKind.SourceFixAll]) == []
+    assert fix_source(text, "train.py").source != text, "with no versions, the fix would be offered"
+
+
 async def test_close_clears_diagnostics(client: LanguageClient, tmp_path):
     uri = open_file(client, tmp_path / "train.py", ADAM)
     await published(client, uri, 1)

@@ -83,7 +83,7 @@ class Flake8Plugin:
         sweeper.before(len(source), project.forget)
         with project.places(self.flake8_run), linted_once():  # flake8 takes the findings as text: no fix is built
             result = lint_source(source, self.filename, codes, python=True, apply_noqa=False, tree=tree,
-                                 options=settings.options)
+                                 versions=settings.versions_for(codes), options=settings.options)
         sweeper.linted(len(source), project.forget)  # as the runner does
         findings = (result.findings if self.disable_noqa
                     else noqa.unsuppressed(result.findings, source, line_level=False))

@@ -14,8 +14,8 @@ import dataclasses
 import fnmatch
 import json
 import os
-from collections.abc import Callable, Sequence
-from typing import cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -38,6 +38,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
+if TYPE_CHECKING:
+    from packaging.version import Version
+
 FIX_ALL = "source.fixAll.odelint"
 CONFIG_NAME = "pyproject.toml"
 _FIX_ONE, _FIX_EVERY = "fix", "fix-all"
@@ -53,6 +56,9 @@ class Linted:
     path: str
     codes: frozenset[str] = frozenset()
     unsafe: bool = False
+    # what the engine was given besides the text: a fix is built with the same
+    versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)
+    options: frozenset[str] = frozenset()
     findings: list[Finding] = dataclasses.field(default_factory=list)
     crashes: list[str] = dataclasses.field(default_factory=list)
     config_error: str | None = None
@@ -136,10 +142,12 @@ class OdelintServer(LanguageServer):
             return linted
         linted.codes = settings.enabled(path)
         linted.unsafe = settings.unsafe_fixes
+        linted.versions, linted.options = settings.versions_for(linted.codes), settings.options
         parser = self.parsers.setdefault(uri, IncrementalParser())
         self.share_buffers()
         with project.places(object()), project.recording() as depends:  # each lint its own run
-            result = lint_source(text, path, linted.codes, parser=parser, options=settings.options)
+            result = lint_source(text, path, linted.codes, parser=parser, versions=linted.versions,
+                                 options=linted.options)
         linted.depends = frozenset(depends)
         linted.findings = result.findings
         linted.crashes = [crash.message() for crash in result.crashes]
@@ -314,7 +322,8 @@ class OdelintServer(LanguageServer):
         """The edit of one finding's fix (or of every fix): engine output turned into one TextEdit."""
         only = linted.findings[index] if index is not None else None
         fixed = await self.on_worker(
-            lambda: fix_source(linted.text, linted.path, linted.codes, unsafe=linted.unsafe, only=only))
+            lambda: fix_source(linted.text, linted.path, linted.codes, unsafe=linted.unsafe, only=only,
+                               versions=linted.versions, options=linted.options))
         for crash in fixed.crashes:
             self.log(f"odelint: {linted.path}: {crash.message()}")
         return self.workspace_edit(linted, fixed.source)

@@ -149,7 +149,8 @@ async def code_actions(ls: OdelintServer, cell_uri: str, request: types.Range,
         if fix is not None and lsp.offered(finding, linted.unsafe):
             unsafe = fix.safety is Safety.UNSAFE
             fixed = await ls.on_worker(lambda finding=finding: fix_source(
-                linted.text, linted.path, linted.codes, unsafe=linted.unsafe, only=finding))
+                linted.text, linted.path, linted.codes, unsafe=linted.unsafe, only=finding, versions=linted.versions,
+                options=linted.options))
             actions.append(types.CodeAction(
                 f"{finding.code}: {fix.description}{' (unsafe fix)' if unsafe else ''}",
                 kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic], is_preferred=not unsafe or None,
@@ -159,7 +160,8 @@ async def code_actions(ls: OdelintServer, cell_uri: str, request: types.Range,
                 f"Disable {finding.code} for this line", kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                 edit=_edit(ls, state, noqa.add_noqa(linted.text, [finding]))))
     if only is not None and wanted(lsp.FIX_ALL) and any(lsp.offered(f, linted.unsafe) for f in linted.findings):
-        fixed = await ls.on_worker(lambda: fix_source(linted.text, linted.path, linted.codes, unsafe=linted.unsafe))
+        fixed = await ls.on_worker(lambda: fix_source(linted.text, linted.path, linted.codes, unsafe=linted.unsafe,
+                                                      versions=linted.versions, options=linted.options))
         actions.append(types.CodeAction("Fix all odelint findings", kind=lsp.FIX_ALL,
                                         edit=_edit(ls, state, fixed.source)))
     return [action for action in actions if action.edit is not None]
