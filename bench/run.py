@@ -103,6 +103,101 @@ def make_slice(corpus: Path, work: Path, step: int, name: str) -> Slice:
     return Slice(name, step, str(folder), len(files), lines)
 
 
+# A project as a scientist keeps it: a git repository (`git init` leaves an exclude file of
+# comments) with the usual Python .gitignore, and a pyproject.toml that names the JAX stack and
+# pins its tools, but no jax. odelint reads all three on every run, from the project's root.
+GIT_EXCLUDE = """# git ls-files --others --exclude-from=.git/info/exclude
+# Lines that start with '#' are comments.
+# For a project mostly in C, the following would be a good set of
+# exclude patterns (uncomment them if you want to use them):
+# *.[oa]
+# *~
+"""
+GITIGNORE = """# Byte-compiled / optimized / DLL files
+__pycache__/
+*.py[cod]
+*$py.class
+*.so
+
+# Distribution / packaging
+build/
+dist/
+eggs/
+.eggs/
+sdist/
+wheels/
+*.egg-info/
+*.egg
+
+# Tests, coverage and type checkers
+.tox/
+.nox/
+.coverage
+.coverage.*
+.cache
+coverage.xml
+htmlcov/
+.pytest_cache/
+.hypothesis/
+.mypy_cache/
+.ruff_cache/
+.pyre/
+
+# Jupyter, IDEs, environments
+.ipynb_checkpoints
+.idea/
+.vscode/
+.env
+.venv
+env/
+venv/
+
+# Experiments
+wandb/
+outputs/
+checkpoints/
+*.ckpt
+*.npz
+/data/
+"""
+PYPROJECT = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "experiments"
+version = "0.1.0"
+requires-python = ">=3.10"
+dependencies = ["jax>=0.4.30", "equinox>=0.11.4", "diffrax>=0.6", "optax>=0.2.3", "numpy"]
+
+[project.optional-dependencies]
+dev = ["pytest==8.3.3", "ruff==0.6.9", "mypy==1.11.2"]
+
+[tool.ruff]
+line-length = 100
+
+[tool.pytest.ini_options]
+addopts = "-q"
+"""
+
+
+def make_repository(part: Slice, work: Path) -> str:
+    """The slice's files in a repository of their own (copied once, kept while they match)."""
+    folder = work / f"repository-{part.step}"
+    source = Path(part.folder)
+    wanted = {path.relative_to(source) for path in _python_files(part.folder)}
+    present = {path.relative_to(folder) for path in _python_files(str(folder))} if folder.exists() else set()
+    if present != wanted:
+        shutil.rmtree(folder, ignore_errors=True)
+        for relative in sorted(wanted):
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / relative, folder / relative)
+    (folder / ".git" / "info").mkdir(parents=True, exist_ok=True)
+    for name, text in ((".git/info/exclude", GIT_EXCLUDE), (".gitignore", GITIGNORE), ("pyproject.toml", PYPROJECT)):
+        (folder / name).write_text(text, encoding="utf-8")
+    return str(folder)
+
+
 # -- measuring one process -----------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -135,6 +230,7 @@ class Case:
     workers: str               # {cores} is filled in
     command: tuple[str, ...]   # {dir}, {cache}, {python}, {tools}, {self} are filled in
     warm: bool = False
+    in_repository: bool = False  # run in the slice made a project's repository (`repository`), not in --work
 
 
 CASES = {case.name: case for case in (
@@ -146,6 +242,9 @@ CASES = {case.name: case for case in (
     Case("odelint-warm", "odelint, warm (unchanged tree, cache filled)", "{cores} (default)",
          ("{python}", "-m", "odelint", "check", "--isolated", "--cache-dir", "{cache}", "--exit-zero", "-q",
           "{dir}"), warm=True),
+    Case("odelint-warm-repo", "odelint, warm, in a repository (`.git`, .gitignore, pyproject.toml)",
+         "{cores} (default)", ("{python}", "-m", "odelint", "check", "--cache-dir", "{cache}-repo", "--exit-zero", "-q",
+                               "."), warm=True, in_repository=True),
     Case("parse", "LibCST parse only (`parse_module(bytes)`)", "1",
          ("{python}", "{self}", "_parse", "{dir}")),
     Case("metadata", "LibCST parse + ScopeProvider + QualifiedNameProvider", "1",
@@ -162,7 +261,8 @@ CASES = {case.name: case for case in (
          ("{tools}/bin/ruff", "check", "--isolated", "--no-cache", "--select", "ALL", "--exit-zero", "{dir}")),
 )}
 SLOW = ("fixit", "metadata")
-BASE = ("odelint-cold", "odelint-cold-j1", "odelint-warm", "parse", "flake8", "flake8-odl", "ruff", "ruff-all")
+BASE = ("odelint-cold", "odelint-cold-j1", "odelint-warm", "odelint-warm-repo", "parse", "flake8", "flake8-odl", "ruff",
+        "ruff-all")
 ON_SLOW_SLICE = ("fixit", "metadata", "odelint-cold", "parse")
 SCALING = ("odelint-cold", "odelint-warm")
 
@@ -179,6 +279,11 @@ def plan(only: set[str] | None, slices: dict[str, Slice], scaling: bool) -> list
             seen.add((case.name, part.step))
             chosen.append((case, part))
     return chosen
+
+
+def where(case: Case, part: Slice, work: Path) -> str:
+    """The folder a case runs in."""
+    return make_repository(part, work) if case.in_repository else str(work)
 
 
 def fill(case: Case, part: Slice, args: argparse.Namespace, work: Path) -> list[str]:
@@ -277,6 +382,7 @@ def ratios(med: dict, slices: dict[str, Slice], results: dict[tuple[str, int], l
     pair("odelint cold (default jobs) / LibCST parse-only (1 core)", ("odelint-cold", base), ("parse", base), "≤ 1.0")
     pair("Fixit / odelint cold, same files", ("fixit", slow), ("odelint-cold", slow), "≥ 10")
     pair("odelint cold / odelint warm", ("odelint-cold", base), ("odelint-warm", base), "≥ 30")
+    pair("odelint cold / odelint warm in a repository", ("odelint-cold", base), ("odelint-warm-repo", base), "≥ 30")
     pair("flake8 + ODL / flake8 alone", ("flake8-odl", base), ("flake8", base), "≤ 1.3")
     pair("LibCST parse + metadata / parse-only, same files", ("metadata", slow), ("parse", slow), "context")
     pair("odelint cold `--jobs 1` / parse-only", ("odelint-cold-j1", base), ("parse", base), "context")
@@ -450,12 +556,13 @@ def run_cases(pairs: list[tuple[Case, Slice]], work: Path, args: argparse.Namesp
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     for case, part in pairs:  # fill the caches the warm runs read (untimed)
         if case.warm:
-            shutil.rmtree(work / f"cache-{part.step}", ignore_errors=True)
-            measure(fill(case, part, args, work), str(work))
+            shutil.rmtree(work / f"cache-{part.step}{'-repo' if case.in_repository else ''}", ignore_errors=True)
+            measure(fill(case, part, args, work), where(case, part, work))
     results: dict[tuple[str, int], list[Sample]] = {}
+    folders = {(case.name, part.step): where(case, part, work) for case, part in pairs}
     for run in range(args.runs):
         for case, part in pairs:
-            sample = measure(fill(case, part, args, work), str(work))
+            sample = measure(fill(case, part, args, work), folders[(case.name, part.step)])
             results.setdefault((case.name, part.step), []).append(sample)
             print(f"run {run + 1}/{args.runs}  {case.name:<16} 1/{part.step:<3} wall {sample.wall:8.2f}  "
                   f"cpu {sample.cpu:8.2f}  peak {sample.peak_mib:6.0f} MiB", file=sys.stderr, flush=True)

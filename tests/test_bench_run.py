@@ -6,6 +6,7 @@ import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
@@ -69,3 +70,25 @@ def test_the_report_gives_both_readings_of_a_ratio() -> None:
            for key, runs in results.items()}
     assert bench_run.ratios(med, slices, results) == [
         "flake8 + ODL / flake8 alone: 1.250 (1.250); by round 1.250 (1.250..1.250); target ≤ 1.3"]
+
+
+def test_the_repository_case_runs_in_a_project_that_ignores_and_pins_as_projects_do(tmp_path: Path) -> None:
+    corpus = tmp_path / "users"
+    for relative in ("flowjax/flowjax/train.py", "flowjax/outputs/run_3/train.py", "flowjax/build/lib/flowjax.py"):
+        (corpus / relative).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / relative).write_text("import jax\n\nleaves = jax.tree_map(abs, [1.0])\n")
+    work = tmp_path / "work"
+    part = bench_run.make_slice(corpus, work, 1, "full")
+    case = bench_run.CASES["odelint-warm-repo"]
+    folder = Path(bench_run.where(case, part, work))
+    assert folder.parent == work and (folder / ".git" / "info" / "exclude").is_file()
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*.py")) == [
+        "flowjax/build/lib/flowjax.py", "flowjax/flowjax/train.py", "flowjax/outputs/run_3/train.py"]
+    command = bench_run.fill(case, part, SimpleNamespace(tools_venv="/nowhere"), work)
+    assert "--isolated" not in command and command[-1] == "."  # its own settings, from its root
+    done = subprocess.run([*command[:-3], "--format", "concise", "."], cwd=folder, capture_output=True, text=True,
+                          timeout=120)
+    # build/ and outputs/ are ignored by the .gitignore; the project's pins name no jax
+    assert [line.split(":")[0] for line in done.stdout.splitlines() if "ODL" in line] == ["flowjax/flowjax/train.py"]
+    assert bench_run.where(case, part, work) == str(folder), "made once, then reused"
+    assert bench_run.where(bench_run.CASES["odelint-warm"], part, work) == str(work)
