@@ -184,9 +184,13 @@ async def test_negotiated_position_encoding_is_honoured(editor: LanguageClient, 
     prefix = NON_ASCII.splitlines()[3][:19]
     expected = {"utf-8": len(prefix.encode()), "utf-16": 20, "utf-32": 19}[encoding]
     assert shown.range.start.character == expected
-    # the server watches pyproject.toml where the client lets it register a watcher
+    # the server watches pyproject.toml and the dependency files where the client lets it
+    # register a watcher
     dynamic = editor.capabilities.workspace.did_change_watched_files.dynamic_registration
     assert [r.method for r in editor.registrations] == ([types.WORKSPACE_DID_CHANGE_WATCHED_FILES] if dynamic else [])
+    for registration in editor.registrations:
+        globs = {watcher["globPattern"] for watcher in registration.register_options["watchers"]}
+        assert {"**/pyproject.toml", "**/requirements*.txt", "**/environment*.yml"} <= globs
 
 
 async def test_a_burst_of_edits_is_linted_once_at_the_last_version(client: LanguageClient, tmp_path):
@@ -301,6 +305,14 @@ async def test_the_projects_pinned_versions_decide_findings_and_fixes_as_for_ode
     everything = types.Range(types.Position(0, 0), types.Position(0, 0))
     assert await actions_at(client, uri, everything, only=[types.CodeActionKind.SourceFixAll]) == []
     assert fix_source(text, "train.py").source != text, "with no versions, the fix would be offered"
+
+    # the pin moves on: the versions are read again, as pyproject.toml's settings are
+    (tmp_path / "requirements.txt").write_text("jax==0.4.30\n")
+    before = len(client.published)
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        [types.FileEvent(uri=(tmp_path / "requirements.txt").as_uri(), type=types.FileChangeType.Changed)]))
+    shown = await published(client, uri, 1, after=before)
+    assert [d.code for d in shown] == ["ODL901", "ODL911"] and "still works on jax 0.4.30" in shown[0].message
 
 
 async def test_close_clears_diagnostics(client: LanguageClient, tmp_path):

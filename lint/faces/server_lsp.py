@@ -32,7 +32,9 @@ from odelint.engine.incremental import IncrementalParser
 from odelint.engine.preload import load_linting
 from odelint.faces import server_notebook
 from odelint.faces.server_text import Lines, minimal_edit
+from odelint.files import versions
 from odelint.files.config import ConfigError, ConfigResolver, Overrides
+from odelint.files.versions import PIN_FILES
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
 
 FIX_ALL = "source.fixAll.odelint"
 CONFIG_NAME = "pyproject.toml"
+# What the settings or the target versions are read from: a change lints every buffer again.
+SETTINGS_FILES = tuple(dict.fromkeys((CONFIG_NAME, *PIN_FILES)))
 _FIX_ONE, _FIX_EVERY = "fix", "fix-all"
 
 
@@ -251,8 +255,10 @@ class OdelintServer(LanguageServer):
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def reload_config(self) -> None:
-        """pyproject.toml changed: read it again and lint every open buffer with it."""
+        """pyproject.toml or a dependency file changed: read the settings and the target
+        versions again and lint every open buffer with them."""
         self.resolver = None
+        versions.forget()
         self.linted.clear()
         for state in self.notebooks.values():
             state.version = -1  # stale: linted again, and cells that lost a finding are still cleared
@@ -397,6 +403,11 @@ def _touches(a: types.Range, b: types.Range) -> bool:
     return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
 
 
+def _settings_file(uri: str) -> bool:
+    name = unquote(uri).rpartition("/")[2]
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in SETTINGS_FILES)
+
+
 def build(debounce: float) -> OdelintServer:
     server = OdelintServer(debounce)
 
@@ -408,12 +419,12 @@ def build(debounce: float) -> OdelintServer:
         if watch is None or not watch.dynamic_registration:
             return
         options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern=f"**/{CONFIG_NAME}")])
+            watchers=[types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in SETTINGS_FILES])
         try:
             await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
                 id="odelint-config", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)]))
         except Exception as error:  # saving pyproject.toml in the editor still reloads it
-            ls.log(f"odelint: cannot watch {CONFIG_NAME}: {error}")
+            ls.log(f"odelint: cannot watch {', '.join(SETTINGS_FILES)}: {error}")
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: OdelintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -425,7 +436,7 @@ def build(debounce: float) -> OdelintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: OdelintServer, params: types.DidSaveTextDocumentParams) -> None:
-        if unquote(params.text_document.uri).endswith(f"/{CONFIG_NAME}"):
+        if _settings_file(params.text_document.uri):
             ls.reload_config()
         else:
             ls.linted.pop(params.text_document.uri, None)  # publish again even if nothing changed
@@ -437,7 +448,7 @@ def build(debounce: float) -> OdelintServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched_files(ls: OdelintServer, params: types.DidChangeWatchedFilesParams) -> None:
-        if any(unquote(change.uri).endswith(f"/{CONFIG_NAME}") for change in params.changes):
+        if any(_settings_file(change.uri) for change in params.changes):
             ls.reload_config()
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(

@@ -214,6 +214,13 @@ def target_versions(folder: str, explicit: tuple[tuple[str, Version], ...] = ())
     return Targets(chosen)
 
 
+def forget() -> None:
+    """Read the pins and the installed versions again (a long-running server, after a
+    dependency file changed)."""
+    target_versions.cache_clear()
+    _metadata_folders.cache_clear()
+
+
 def describe(versions: Mapping[str, Version | None]) -> str:
     """A stable text for cache keys (a version is written as its source wrote it: texts that
     differ but name one version only cost a re-lint)."""
