@@ -337,7 +337,13 @@ class ConfigResolver:
         if self._fixed is not None:
             return self._fixed
         absolute = os.path.abspath(path)
-        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        return self.for_folder(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
+
+    def for_folder(self, folder: str) -> Settings:
+        """`for_path` for an absolute, normalised path known to name a folder (a walk's),
+        without asking the file system which it is."""
+        if self._fixed is not None:
+            return self._fixed
         found = self._for_folder(folder)
         if isinstance(found, ConfigError):
             raise found
@@ -346,12 +352,7 @@ class ConfigResolver:
     def for_file(self, path: str) -> Settings:
         """`for_path` for a path known to name a file (not a folder): its folder's settings,
         without asking the file system which it is."""
-        if self._fixed is not None:
-            return self._fixed
-        found = self._for_folder(os.path.dirname(os.path.abspath(path)))
-        if isinstance(found, ConfigError):
-            raise found
-        return found
+        return self.for_folder(os.path.dirname(os.path.abspath(path)))
 
     def _for_folder(self, folder: str) -> Settings | ConfigError:
         if folder in self._by_folder:

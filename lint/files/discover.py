@@ -60,11 +60,14 @@ class GitIgnore:
         self._chains: dict[str, tuple[tuple[str, ...], str]] = {}
 
     def _lines_in(self, folder: str) -> tuple[str, ...]:
-        """The patterns of the folder's .gitignore and .git/info/exclude (no blank lines or
-        comments: `git init` writes an exclude file of comments)."""
+        """The patterns of the folder's .gitignore and, at the repository's root, of
+        .git/info/exclude (no blank lines or comments: `git init` writes an exclude file of
+        comments)."""
         if folder not in self._lines:
             lines: list[str] = []
-            for name in (".gitignore", os.path.join(".git", "info", "exclude")):
+            names = [".gitignore", os.path.join(".git", "info", "exclude")] if self._root(folder) == folder \
+                else [".gitignore"]
+            for name in names:
                 try:
                     with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
                         lines += handle.read().splitlines()
@@ -106,11 +109,11 @@ class GitIgnore:
         return self._chains[folder]
 
     def applies(self, folder: str) -> bool:
-        """Does any .gitignore apply to the entries of `folder`?"""
-        return bool(self._chain(os.path.abspath(folder))[0])
+        """Does any .gitignore apply to the entries of `folder` (absolute and normalised)?"""
+        return bool(self._chain(folder)[0])
 
     def ignored(self, path: str, is_dir: bool) -> bool:
-        path = os.path.abspath(path)
+        """Is the file or folder at `path` (absolute and normalised) ignored?"""
         folders, key = self._chain(os.path.dirname(path))
         if not folders:
             return False
@@ -203,8 +206,9 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
         errors.append((error.filename or top, error.strerror or str(error)))
 
     for folder, dirs, files in os.walk(top, onerror=on_error):
+        absolute = os.path.abspath(folder)  # once: each abspath of a relative path asks the OS for the current folder
         try:
-            settings = resolver.for_path(folder)
+            settings = resolver.for_folder(absolute)
         except ConfigError as error:  # once per configuration file, at its line
             where = (shown_path(error.path), error.reason) if error.path else (folder, str(error))
             if where not in config_errors:
@@ -225,7 +229,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             return (name if base == "." else f"{base}/{name}") if inside else None
 
         # Most trees have no .gitignore above or in them: then no entry needs asking.
-        ignoring = settings.respect_gitignore and gitignore.applies(folder)
+        ignoring = settings.respect_gitignore and gitignore.applies(absolute)
 
         included = _inclusion(settings.include_patterns(patterns))
         kept = []
@@ -233,7 +237,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             path = os.path.join(folder, name)
             if settings.excluded(path, is_dir=True, relative=relative(name)):
                 continue
-            if ignoring and gitignore.ignored(path, is_dir=True):
+            if ignoring and gitignore.ignored(os.path.join(absolute, name), is_dir=True):
                 continue
             kept.append(name)
         dirs[:] = kept
@@ -245,7 +249,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
                 continue
             path = os.path.join(folder, name)
             if settings.excluded(path, relative=relative(name)) or (
-                    ignoring and gitignore.ignored(path, is_dir=False)):
+                    ignoring and gitignore.ignored(os.path.join(absolute, name), is_dir=False)):
                 continue
             yield path
 
