@@ -352,6 +352,8 @@ class ConfigResolver:
     def for_file(self, path: str) -> Settings:
         """`for_path` for a path known to name a file (not a folder): its folder's settings,
         without asking the file system which it is."""
+        if self._fixed is not None:  # before abspath: asked for every file of a run
+            return self._fixed
         return self.for_folder(os.path.dirname(os.path.abspath(path)))
 
     def _for_folder(self, folder: str) -> Settings | ConfigError:
