@@ -139,6 +139,24 @@ def test_target_versions_are_parsed_only_where_a_rule_reads_one(monkeypatch: pyt
         targets["jax"] = Version("1")  # type: ignore[index]
 
 
+@pytest.mark.parametrize("select", [("ODL201",), ("ODL201", "ODL901")])  # without and with a rule reading versions
+def test_workers_get_the_target_versions_of_their_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, select: tuple[str, ...]) -> None:
+    from odelint.api.registry import known_codes
+    from odelint.engine import runner
+
+    monkeypatch.setattr(runner, "PARALLEL_FROM_BYTES", 0)  # a pool, whatever the size: tasks are pickled
+    for number in range(8):
+        (tmp_path / f"train{number}.py").write_text(
+            "import equinox as eqx\nimport jax\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
+            "opt_state = optax.adam(1e-3).init(model)\nleaves = jax.tree_map(abs, [1.0])\n")
+    resolver = ConfigResolver(Overrides(isolated=True, select=select), known_codes(), str(tmp_path))
+    result = runner.run([str(tmp_path)], resolver, runner.Options(jobs=2, use_cache=False))
+    assert result.errors == [] and result.internal_errors == []
+    assert sorted({finding.code for finding in result.findings}) == sorted(select)
+    assert len(result.findings) == 8 * len(select)
+
+
 def test_read_regular_reads_everything_or_up_to_one_byte_past_a_limit(tmp_path: Path) -> None:
     path = tmp_path / "big.py"
     data = os.urandom(3 * (1 << 20) + 17)

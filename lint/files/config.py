@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
-from odelint.files.versions import TargetError, parse_targets, target_versions
+from odelint.files.versions import NO_TARGETS, TargetError, parse_targets, target_versions
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -106,7 +106,7 @@ class Settings:
         or none where no rule among them reads any (finding them looks along `sys.path`)."""
         from odelint.api.registry import uses_versions
 
-        return self.versions if uses_versions(codes) else MappingProxyType({})
+        return self.versions if uses_versions(codes) else NO_TARGETS
 
     @functools.cached_property
     def base_enabled(self) -> frozenset[str]:

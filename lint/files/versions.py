@@ -203,6 +203,9 @@ class Targets(Mapping[str, "Version | None"]):
         return ",".join(f"{name}={self._texts[name]}" for name in sorted(self._texts))
 
 
+NO_TARGETS = Targets({})  # for files no rule reading versions looks at
+
+
 @functools.cache
 def target_versions(folder: str, explicit: tuple[tuple[str, Version], ...] = ()) -> Targets:
     """package -> version for the project configured in `folder`."""
