@@ -92,15 +92,20 @@ def make_slice(corpus: Path, work: Path, step: int, name: str) -> Slice:
     files = _python_files(str(corpus))[::step]
     folder = corpus if step == 1 else work / f"slice-{step}"
     if step != 1:
-        wanted = {path.relative_to(corpus) for path in files}
-        present = {path.relative_to(folder) for path in _python_files(str(folder))} if folder.exists() else set()
-        if present != wanted:
-            shutil.rmtree(folder, ignore_errors=True)
-            for relative in sorted(wanted):
-                (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(corpus / relative, folder / relative)
+        _copy(corpus, files, folder)
     lines = sum(path.read_bytes().count(b"\n") for path in files)
     return Slice(name, step, str(folder), len(files), lines)
+
+
+def _copy(source: Path, files: list[Path], folder: Path) -> None:
+    """`files` (under `source`) copied to the same places under `folder`, unless they are there."""
+    wanted = {path.relative_to(source) for path in files}
+    present = {path.relative_to(folder) for path in _python_files(str(folder))} if folder.exists() else set()
+    if present != wanted:
+        shutil.rmtree(folder, ignore_errors=True)
+        for relative in sorted(wanted):
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / relative, folder / relative)
 
 
 # A project as a scientist keeps it: a git repository (`git init` leaves an exclude file of
@@ -184,14 +189,7 @@ addopts = "-q"
 def make_repository(part: Slice, work: Path) -> str:
     """The slice's files in a repository of their own (copied once, kept while they match)."""
     folder = work / f"repository-{part.step}"
-    source = Path(part.folder)
-    wanted = {path.relative_to(source) for path in _python_files(part.folder)}
-    present = {path.relative_to(folder) for path in _python_files(str(folder))} if folder.exists() else set()
-    if present != wanted:
-        shutil.rmtree(folder, ignore_errors=True)
-        for relative in sorted(wanted):
-            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / relative, folder / relative)
+    _copy(Path(part.folder), _python_files(part.folder), folder)
     (folder / ".git" / "info").mkdir(parents=True, exist_ok=True)
     for name, text in ((".git/info/exclude", GIT_EXCLUDE), (".gitignore", GITIGNORE), ("pyproject.toml", PYPROJECT)):
         (folder / name).write_text(text, encoding="utf-8")
