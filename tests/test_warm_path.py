@@ -406,7 +406,7 @@ def test_a_repository_whose_ignore_files_hold_only_comments_needs_no_pathspec(
     assert len(files) == 7 and found.ignores == {}
 
 
-def test_the_cache_keeps_the_verdicts_of_the_ignore_files_the_last_run_consulted(
+def test_the_cache_keeps_verdicts_until_their_ignore_files_are_found_edited(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from odelint.api.registry import known_codes
     from odelint.engine import runner
@@ -414,19 +414,35 @@ def test_the_cache_keeps_the_verdicts_of_the_ignore_files_the_last_run_consulted
 
     root, cache_dir = tmp_path / "repo", tmp_path / "cache"
     _repository(root)
+    (root / "other").mkdir()
+    (root / "other" / ".gitignore").write_text("scratch.py\n")
+    (root / "other" / "scratch.py").write_text("x = 1\n")
 
-    def run() -> int:
+    def run(*paths: Path) -> int:
         resolver = ConfigResolver(Overrides(isolated=True), known_codes(), str(root))
-        return runner.run([str(root)], resolver, runner.Options(jobs=1, cache_dir=str(cache_dir))).files
+        return runner.run([str(path) for path in paths], resolver,
+                          runner.Options(jobs=1, cache_dir=str(cache_dir))).files
 
-    assert run() == 4
-    stored = json.loads((cache_dir / result_cache.Cache(str(cache_dir), lambda path: None).file).read_text())
-    assert len(stored["ignores"]) == 2
+    def stored() -> dict:
+        return json.loads(Path(result_cache.Cache(str(cache_dir), lambda path: None).file).read_text())["ignores"]
+
+    assert run(root) == 4
+    first = stored()
+    assert len(first) == 3, "one set of verdicts per chain of ignore files (root; root and pkg; root and other)"
     spec = GitIgnore._spec
     compiled: list[str] = []
     monkeypatch.setattr(GitIgnore, "_spec", lambda self, folder: compiled.append(folder) or spec(self, folder))
-    assert run() == 4 and compiled == []
+    assert run(root) == 4 and compiled == []
+    written = os.stat(result_cache.Cache(str(cache_dir), lambda path: None).file).st_mtime_ns
+    assert run(root / "train.py", root / "pkg" / "model.py") == 2  # as pre-commit runs it: no folder walked
+    assert stored() == first and os.stat(result_cache.Cache(str(cache_dir), lambda path: None).file).st_mtime_ns \
+        == written, "nothing new: the cache is not written again, and keeps every verdict"
+    assert run(root / "pkg") == 3 and compiled == []  # a part of the tree: the others' verdicts stay
+    assert stored() == first
     (root / ".gitignore").write_text("outputs/\n")  # *_generated.py no longer ignored
-    assert run() == 5 and compiled
-    stored = json.loads(Path(result_cache.Cache(str(cache_dir), lambda path: None).file).read_text())
-    assert len(stored["ignores"]) == 2, "the old chains' verdicts are dropped"
+    assert run(root / "pkg") == 4 and compiled
+    after = stored()
+    assert len(after) == 3 and len(set(after) & set(first)) == 2, \
+        "the chain walked (root and pkg) is decided anew and its old verdicts dropped; the others wait"
+    assert run(root) == 5
+    assert len(stored()) == 3 and not set(stored()) & set(first), "a walk of the whole tree replaces them all"

@@ -15,8 +15,8 @@ when something changed). Its layout keeps a warm run's work small:
 - `entries`: each records its `slot` (the file and the settings it answers for), so that a
   file's entry for contents it no longer has is dropped once a run has answered it anew, and
   an entry no run has used for a week is dropped too: the file stays the size of the project;
-- `ignores`: the .gitignore verdicts of discovery (`odelint.files.discover.GitIgnore`), for
-  the sets of ignore files the last run consulted.
+- `ignores`: the .gitignore verdicts of discovery (`odelint.files.discover.GitIgnore`), per
+  set of ignore files, each kept until a walk finds those files edited.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from odelint import __version__
 from odelint.api.registry import rules_digest
 from odelint.files.depends import Dependencies, Recorded, Stamp
 from odelint.files.digest import Hash, hasher, hexdigest
+from odelint.files.discover import Verdicts, superseded
 from odelint.files.fileio import (
     NotRegular,
     identity,
@@ -160,7 +161,7 @@ class Cache:
                 self._entries, paths, groups, self._files = tables
         self._depends = Dependencies(paths, groups, stamp)
         ignores = loaded.get("ignores") if tables is not None else None  # optional: older files lack it
-        self.ignores: dict[str, dict[str, bool]] = {
+        self.ignores: Verdicts = {
             chain: verdicts for chain, verdicts in ignores.items() if isinstance(verdicts, dict)
         } if isinstance(ignores, dict) else {}
 
@@ -173,12 +174,14 @@ class Cache:
             return recorded[4]
         return None
 
-    def keep_ignores(self, consulted: dict[str, dict[str, bool]], learned: bool) -> None:
-        """Keep the .gitignore verdicts this run's discovery consulted (and no others: an
-        edited .gitignore leaves its old verdicts unused)."""
-        if learned or consulted.keys() != self.ignores.keys():
+    def keep_ignores(self, consulted: Verdicts, learned: bool) -> None:
+        """Keep the .gitignore verdicts this run's discovery consulted, and those it had no
+        occasion to (a run over a few named files, as pre-commit's, walks no folder), less
+        those of ignore files it found edited."""
+        dropped = superseded(self.ignores, consulted)
+        if learned or dropped or not consulted.keys() <= self.ignores.keys():
             self._dirty = True
-        self.ignores = consulted
+        self.ignores = {key: verdicts for key, verdicts in self.ignores.items() if key not in dropped} | consulted
 
     def record(self, path: str, status: os.stat_result, digest: str) -> None:
         """The file at `path`, with this `status` (taken before it was read), holds `digest`."""

@@ -41,6 +41,19 @@ class Discovery:
 Verdicts = dict[str, dict[str, bool]]  # the ignore files' digest -> absolute path ("/" after a folder's) -> ignored
 
 
+def chain_key(folders: tuple[str, ...], digest: str) -> str:
+    """Which ignore files a set of verdicts was decided under: the digest of their folders,
+    `:`, the digest of those folders and their lines. An edited .gitignore keeps the first
+    part and changes the second (`superseded`)."""
+    return f"{hexdigest(os.fsencode(chr(0).join(folders)))}:{digest}"
+
+
+def superseded(remembered: Verdicts, consulted: Verdicts) -> set[str]:
+    """The remembered sets of verdicts whose ignore files a walk found with other lines."""
+    folders = {key.partition(":")[0] for key in consulted}
+    return {key for key in remembered if key not in consulted and key.partition(":")[0] in folders}
+
+
 class GitIgnore:
     """The .gitignore files that apply to a path, from the repository root down.
 
@@ -94,7 +107,7 @@ class GitIgnore:
 
     def _chain(self, folder: str) -> tuple[tuple[str, ...], str]:
         """The folders with patterns that apply inside `folder`, from the repository root down,
-        and the digest of those folders and their patterns."""
+        and the key of their verdicts (`chain_key`)."""
         if folder not in self._chains:
             root = self._root(folder)
             parent = os.path.dirname(folder)
@@ -103,7 +116,7 @@ class GitIgnore:
             if root is not None and self._lines_in(folder):
                 folders = (*above[0], folder)
                 text = "\0".join(f"{each}\n" + "\n".join(self._lines_in(each)) for each in folders)
-                self._chains[folder] = folders, hexdigest(os.fsencode(text))
+                self._chains[folder] = folders, chain_key(folders, hexdigest(os.fsencode(text)))
             else:
                 self._chains[folder] = above
         return self._chains[folder]
