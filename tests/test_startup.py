@@ -108,6 +108,21 @@ def test_a_warm_check_in_a_projects_repository_reads_no_ignore_file_pin_or_setti
     assert not modules & {"pathspec", "tomllib", "packaging.version", "packaging.requirements"}
 
 
+def test_a_warm_check_under_per_file_ignores_and_exclude_patterns_imports_no_pathspec(tmp_path: Path) -> None:
+    """Which paths the configuration's patterns match is remembered with the results."""
+    (tmp_path / "pyproject.toml").write_text('[tool.odelint]\nextend-exclude = ["notebooks/*_old.py"]\n'
+                                             'per-file-ignores = {"tests/*" = ["ODL201"]}\n')
+    for relative in ("train.py", "tests/test_train.py", "notebooks/run_old.py"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(HAZARD)
+    cold_code, cold_modules, _, cold_out = imports_of("check", ".", cwd=tmp_path)
+    assert "pathspec" in cold_modules
+    code, modules, _, stdout = imports_of("check", ".", cwd=tmp_path)
+    assert (code, stdout) == (cold_code, cold_out) and "train.py:" in stdout
+    assert "tests" not in stdout and "notebooks" not in stdout
+    assert "pathspec" not in modules
+
+
 def test_a_warm_check_with_an_unreadable_file_reports_it_as_odl001(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(HAZARD)
     imports_of("check", ".", cwd=tmp_path)

@@ -18,8 +18,9 @@ import pytest
 from odelint.files import cache as result_cache
 from odelint.files import fileio, versions
 from odelint.files.config import ConfigResolver, Overrides
-from odelint.files.discover import Discovery, discover
+from odelint.files.discover import discover
 from odelint.files.fileio import NotRegular, read_regular
+from odelint.files.verdicts import Memo
 from packaging.version import Version
 
 
@@ -352,10 +353,12 @@ def _repository(root: Path) -> None:
     (root / "pkg" / ".gitignore").write_text("!keep_generated.py\ndata/cache.py\n")
 
 
-def _found(root: Path, remembered: dict | None) -> tuple[list[str], Discovery]:
+def _found(root: Path, remembered: dict | None) -> tuple[list[str], Memo]:
+    """The files a walk of `root` finds, and its verdicts (those remembered, and any it decided)."""
     resolver = ConfigResolver(Overrides(isolated=True), ["ODL101"], str(root))
-    found = discover([str(root)], resolver, ("*.py",), remembered)
-    return sorted(os.path.relpath(target.path, root) for target in found.targets), found
+    resolver.verdicts.load(remembered or {})
+    found = discover([str(root)], resolver, ("*.py",))
+    return sorted(os.path.relpath(target.path, root) for target in found.targets), resolver.verdicts
 
 
 def test_gitignore_verdicts_remembered_from_an_earlier_run_need_no_pathspec(
@@ -366,7 +369,7 @@ def test_gitignore_verdicts_remembered_from_an_earlier_run_need_no_pathspec(
     expected = ["pkg/data/loader.py", "pkg/keep_generated.py", "pkg/model.py", "train.py"]
     first, found = _found(tmp_path, None)
     assert first == expected and found.learned
-    remembered = json.loads(json.dumps(found.ignores))  # as the cache file keeps them
+    remembered = json.loads(json.dumps(found.consulted))  # as the cache file keeps them
     assert len(remembered) == 2, "one set of verdicts per chain of ignore files (root; root and pkg)"
 
     def unwanted(self: GitIgnore, folder: str) -> None:
@@ -380,7 +383,7 @@ def test_gitignore_verdicts_remembered_from_an_earlier_run_need_no_pathspec(
 def test_an_edited_gitignore_is_decided_anew(tmp_path: Path) -> None:
     _repository(tmp_path)
     _, found = _found(tmp_path, None)
-    remembered = found.ignores
+    remembered = found.consulted
     (tmp_path / "pkg" / ".gitignore").write_text("data/\n")  # keep_generated.py ignored again, all of data/
     after, found = _found(tmp_path, remembered)
     assert after == ["pkg/model.py", "train.py"] and found.learned
@@ -389,7 +392,7 @@ def test_an_edited_gitignore_is_decided_anew(tmp_path: Path) -> None:
 def test_damaged_remembered_verdicts_are_decided_anew(tmp_path: Path) -> None:
     _repository(tmp_path)
     _, found = _found(tmp_path, None)
-    damaged = {chain: {path: "yes" for path in verdicts} for chain, verdicts in found.ignores.items()}
+    damaged = {chain: {path: "yes" for path in verdicts} for chain, verdicts in found.consulted.items()}
     assert _found(tmp_path, damaged)[0] == ["pkg/data/loader.py", "pkg/keep_generated.py", "pkg/model.py", "train.py"]
     assert _found(tmp_path, {chain: 7 for chain in damaged})[0] == _found(tmp_path, None)[0]
 
@@ -403,7 +406,7 @@ def test_a_repository_whose_ignore_files_hold_only_comments_needs_no_pathspec(
     (tmp_path / "pkg" / ".gitignore").unlink()
     monkeypatch.setattr(GitIgnore, "_spec", lambda self, folder: pytest.fail("pathspec compiled"))
     files, found = _found(tmp_path, None)
-    assert len(files) == 7 and found.ignores == {}
+    assert len(files) == 7 and found.consulted == {}
 
 
 def test_the_cache_keeps_verdicts_until_their_ignore_files_are_found_edited(
@@ -424,7 +427,7 @@ def test_the_cache_keeps_verdicts_until_their_ignore_files_are_found_edited(
                           runner.Options(jobs=1, cache_dir=str(cache_dir))).files
 
     def stored() -> dict:
-        return json.loads(Path(result_cache.Cache(str(cache_dir), lambda path: None).file).read_text())["ignores"]
+        return json.loads(Path(result_cache.Cache(str(cache_dir), lambda path: None).file).read_text())["verdicts"]
 
     assert run(root) == 4
     first = stored()
@@ -446,3 +449,40 @@ def test_the_cache_keeps_verdicts_until_their_ignore_files_are_found_edited(
         "the chain walked (root and pkg) is decided anew and its old verdicts dropped; the others wait"
     assert run(root) == 5
     assert len(stored()) == 3 and not set(stored()) & set(first), "a walk of the whole tree replaces them all"
+
+def test_per_file_ignores_and_exclude_patterns_are_decided_once_and_remembered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from odelint.api.registry import known_codes
+    from odelint.engine import runner
+    from odelint.files.config import Settings
+
+    root, cache_dir = tmp_path / "project", tmp_path / "cache"
+    source = "import jax\n\nleaves = jax.tree_map(abs, [1.0])\n"
+    for relative in ("src/model.py", "tests/test_model.py", "tests/unit/test_loss.py", "scratch/old_run.py"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(source)
+    config = root / "pyproject.toml"
+    config.write_text('[tool.odelint]\nextend-exclude = ["scratch/*_run.py"]\n'
+                      'per-file-ignores = {"tests/**" = ["ODL901"]}\n')
+
+    def run() -> list[str]:
+        resolver = ConfigResolver(Overrides(), known_codes(), str(root))
+        result = runner.run([str(root)], resolver, runner.Options(jobs=1, cache_dir=str(cache_dir)))
+        return sorted(f"{os.path.relpath(f.path, root)}:{f.code}" for f in result.findings)
+
+    assert run() == ["src/model.py:ODL901"]
+
+    def compiled(self: Settings) -> None:
+        raise AssertionError("pathspec compiled for a path decided before")
+
+    for name in ("_per_file_specs", "_exclude_spec"):
+        monkeypatch.setattr(Settings, name, property(compiled))
+    assert run() == ["src/model.py:ODL901"]
+    monkeypatch.undo()
+    config.write_text('[tool.odelint]\nextend-exclude = ["scratch/*_run.py"]\n'
+                      'per-file-ignores = {"tests/unit/*" = ["ODL901"]}\n')
+    assert run() == ["src/model.py:ODL901", "tests/test_model.py:ODL901"]
+    stored = json.loads(Path(result_cache.Cache(str(cache_dir), lambda path: None).file).read_text())["verdicts"]
+    per_file = [verdicts for verdicts in stored.values() if isinstance(verdicts.get("src/model.py"), list)]
+    assert per_file == [{"pyproject.toml": [], "src/model.py": [], "tests/test_model.py": [],
+                         "tests/unit/test_loss.py": [0]}], "the verdicts of the old patterns are dropped"

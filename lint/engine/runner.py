@@ -426,18 +426,17 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     result = RunResult()
     cache = result_cache.Cache(options.cache_dir or os.path.join(resolver.cwd, result_cache.CACHE_DIR),
                                project.stamp) if options.use_cache else None
-    discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{NOTEBOOK_SUFFIX}"),
-                          cache.ignores if cache is not None else None)
+    if cache is not None:
+        resolver.verdicts.load(cache.verdicts)
+    discovered = discover([p for p in paths if p != "-"], resolver, (*file_patterns(), f"*{NOTEBOOK_SUFFIX}"))
     result.errors.extend(discovered.errors)
     result.config_errors.update(discovered.config_errors)
     result.skipped.extend(discovered.skipped)
     targets = list(discovered.targets)
     if stdin is not None:
         targets.append(Target(stdin[0], True))
-    if cache is not None:
-        cache.keep_ignores(discovered.ignores, discovered.learned)
-        if cache.warning is not None:
-            result.skipped.append((display(cache.file), cache.warning))
+    if cache is not None and cache.warning is not None:
+        result.skipped.append((display(cache.file), cache.warning))
 
     tasks: list[Task] = []
     this_run = (os.getpid(), time.monotonic_ns())
@@ -492,6 +491,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
                           options.mode, unsafe, versions, settings.options, options.max_source, options.max_seconds,
                           this_run))
 
+    if cache is not None:
+        cache.keep_verdicts(resolver.verdicts)  # discovery's and the settings' (per-file-ignores)
     outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1, options.progress)
     result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)
     for path, findings in cached:

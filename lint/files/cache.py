@@ -15,8 +15,9 @@ when something changed). Its layout keeps a warm run's work small:
 - `entries`: each records its `slot` (the file and the settings it answers for), so that a
   file's entry for contents it no longer has is dropped once a run has answered it anew, and
   an entry no run has used for a week is dropped too: the file stays the size of the project;
-- `ignores`: the .gitignore verdicts of discovery (`odelint.files.discover.GitIgnore`), per
-  set of ignore files, each kept until a walk finds those files edited.
+- `verdicts`: which paths .gitignore files and `per-file-ignores` patterns match
+  (`odelint.files.verdicts`), per set of patterns, each kept until a run finds its place's
+  patterns changed.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from odelint import __version__
 from odelint.api.registry import rules_digest
 from odelint.files.depends import Dependencies, Recorded, Stamp
 from odelint.files.digest import Hash, hasher, hexdigest
-from odelint.files.discover import Verdicts, superseded
 from odelint.files.fileio import (
     NotRegular,
     identity,
@@ -41,6 +41,7 @@ from odelint.files.fileio import (
     settled,
     temporary_name,
 )
+from odelint.files.verdicts import Memo, Verdicts, superseded
 
 CACHE_DIR = ".odelint_cache"
 FORMAT = 3  # the layout above (3: BLAKE2b digests); a file of another layout reads as empty
@@ -160,10 +161,10 @@ class Cache:
             if tables is not None:
                 self._entries, paths, groups, self._files = tables
         self._depends = Dependencies(paths, groups, stamp)
-        ignores = loaded.get("ignores") if tables is not None else None  # optional: older files lack it
-        self.ignores: Verdicts = {
-            chain: verdicts for chain, verdicts in ignores.items() if isinstance(verdicts, dict)
-        } if isinstance(ignores, dict) else {}
+        verdicts = loaded.get("verdicts") if tables is not None else None  # optional: older files lack it
+        self.verdicts: Verdicts = {
+            filed: each for filed, each in verdicts.items() if isinstance(each, dict)
+        } if isinstance(verdicts, dict) else {}
 
     def digest(self, path: str, status: os.stat_result) -> str | None:
         """The content digest of the file at `path`, recorded when it had this `status`
@@ -174,14 +175,14 @@ class Cache:
             return recorded[4]
         return None
 
-    def keep_ignores(self, consulted: Verdicts, learned: bool) -> None:
-        """Keep the .gitignore verdicts this run's discovery consulted, and those it had no
-        occasion to (a run over a few named files, as pre-commit's, walks no folder), less
-        those of ignore files it found edited."""
-        dropped = superseded(self.ignores, consulted)
-        if learned or dropped or not consulted.keys() <= self.ignores.keys():
+    def keep_verdicts(self, memo: Memo) -> None:
+        """Keep the verdicts this run consulted, and those it had no occasion to (a run over a
+        few named files, as pre-commit's, walks no folder), less those whose place it found
+        with other patterns (an edited .gitignore)."""
+        dropped = superseded(self.verdicts, memo.consulted)
+        if memo.learned or dropped or not memo.consulted.keys() <= self.verdicts.keys():
             self._dirty = True
-        self.ignores = {key: verdicts for key, verdicts in self.ignores.items() if key not in dropped} | consulted
+        self.verdicts = {filed: each for filed, each in self.verdicts.items() if filed not in dropped} | memo.consulted
 
     def record(self, path: str, status: os.stat_result, digest: str) -> None:
         """The file at `path`, with this `status` (taken before it was read), holds `digest`."""
@@ -258,9 +259,9 @@ class Cache:
         files = self._files
         if len(files) > MAX_ENTRIES:
             files = dict(list(files.items())[-MAX_ENTRIES:])
-        ignores = self.ignores if sum(map(len, self.ignores.values())) <= MAX_ENTRIES else {}
+        verdicts = self.verdicts if sum(map(len, self.verdicts.values())) <= MAX_ENTRIES else {}
         return {"format": FORMAT, "paths": paths, "groups": groups, "files": files, "entries": kept,
-                "ignores": ignores}
+                "verdicts": verdicts}
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written is silently skipped, and leaves

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
+from odelint.files.verdicts import Memo, filed_under
 from odelint.files.versions import NO_TARGETS, TargetError, parse_targets, target_versions
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Settings:
                  per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...], unsafe_fixes: bool,
                  respect_gitignore: bool, force_exclude: bool, codes: tuple[str, ...],
                  targets: tuple[tuple[str, Version], ...] = (), options: frozenset[str] = frozenset(),
-                 preview: bool = False) -> None:
+                 preview: bool = False, verdicts: Memo | None = None) -> None:
         self.root = root
         self.path = path
         self.file_layer = file_layer
@@ -95,6 +96,8 @@ class Settings:
         self.targets = targets  # target-version, then --target-version
         self.options = options  # the RULE_OPTIONS set to true
         self.preview = preview  # `preview = true` / `--preview`: the opt-in rules are on like the others
+        # which paths `exclude` and `per-file-ignores` match, remembered between runs (the resolver's)
+        self._verdicts = verdicts if verdicts is not None else Memo()
 
     @functools.cached_property
     def versions(self) -> Mapping[str, Version | None]:
@@ -116,14 +119,15 @@ class Settings:
                        frozenset() if self.preview else opt_in_codes())
 
     @functools.cached_property
-    def _exclude_spec(self) -> pathspec.GitIgnoreSpec | None:
-        """None when every pattern is a plain name (the defaults are), so pathspec is not imported."""
-        patterns = [p for p in self.exclude if p not in self._excluded_names]
-        if not patterns:
-            return None
-        import pathspec
+    def _exclude_patterns(self) -> tuple[str, ...]:
+        """The patterns that are not plain names (the defaults are)."""
+        return tuple(p for p in self.exclude if p not in self._excluded_names)
 
-        return pathspec.GitIgnoreSpec.from_lines(patterns)
+    @functools.cached_property
+    def _exclude_spec(self) -> pathspec.GitIgnoreSpec:
+        import pathspec  # only to decide a path no run has decided
+
+        return pathspec.GitIgnoreSpec.from_lines(self._exclude_patterns)
 
     @functools.cached_property
     def _excluded_names(self) -> frozenset[str]:
@@ -132,11 +136,26 @@ class Settings:
         return frozenset(p for p in self.exclude if p and not any(c in p for c in "/*?[]!\\#") and p.strip() == p)
 
     @functools.cached_property
-    def _per_file(self) -> tuple[tuple[pathspec.GitIgnoreSpec, frozenset[str]], ...]:
-        import pathspec
+    def _per_file_specs(self) -> tuple[pathspec.GitIgnoreSpec, ...]:
+        import pathspec  # only to decide a path no run has decided
 
-        return tuple((pathspec.GitIgnoreSpec.from_lines([pattern]), matching(self.codes, selectors))
-                     for pattern, selectors in self.per_file_ignores)
+        return tuple(pathspec.GitIgnoreSpec.from_lines([pattern]) for pattern, _ in self.per_file_ignores)
+
+    @functools.cached_property
+    def _per_file_codes(self) -> tuple[frozenset[str], ...]:
+        return tuple(matching(self.codes, selectors) for _, selectors in self.per_file_ignores)
+
+    def _filed(self, setting: str, patterns: Sequence[str]) -> str:
+        """Where the verdicts of one of this configuration's settings are kept."""
+        return filed_under(f"{setting}\0{self.root}\0{self.path}", "\0".join(patterns))
+
+    @functools.cached_property
+    def _exclude_filed(self) -> str:
+        return self._filed("exclude", self._exclude_patterns)
+
+    @functools.cached_property
+    def _per_file_filed(self) -> str:
+        return self._filed("per-file-ignores", [pattern for pattern, _ in self.per_file_ignores])
 
     def relative(self, path: str) -> str:
         relative = os.path.relpath(os.path.abspath(path), self.root)
@@ -149,8 +168,15 @@ class Settings:
             relative = os.path.basename(os.path.abspath(path))
         if not self._excluded_names.isdisjoint(relative.split("/")):
             return True
-        spec = self._exclude_spec
-        return spec is not None and spec.match_file(relative + ("/" if is_dir else ""))
+        if not self._exclude_patterns:
+            return False
+        name = relative + ("/" if is_dir else "")
+        verdicts = self._verdicts.of(self._exclude_filed)
+        verdict = verdicts.get(name)
+        if type(verdict) is not bool:
+            verdict = self._exclude_spec.match_file(name)
+            self._verdicts.decide(verdicts, name, verdict)
+        return verdict
 
     def include_patterns(self, defaults: Sequence[str]) -> tuple[str, ...]:
         """The file patterns a folder walk picks up: `include` (else the defaults) plus `extend-include`."""
@@ -161,10 +187,15 @@ class Settings:
         if not self.per_file_ignores:
             return self.base_enabled
         relative = self.relative(path)
+        verdicts = self._verdicts.of(self._per_file_filed)
+        matched = verdicts.get(relative)  # the indices of the patterns that match
+        if not (isinstance(matched, list) and all(type(index) is int for index in matched)
+                and set(matched) <= set(range(len(self.per_file_ignores)))):
+            matched = [index for index, spec in enumerate(self._per_file_specs) if spec.match_file(relative)]
+            self._verdicts.decide(verdicts, relative, matched)
         ignored: set[str] = set()
-        for spec, codes in self._per_file:
-            if spec.match_file(relative):
-                ignored |= codes
+        for index in matched:
+            ignored |= self._per_file_codes[index]
         return self.base_enabled - ignored
 
 
@@ -289,7 +320,7 @@ def parse_config_options(values: Sequence[str], codes: Sequence[str]) -> tuple[s
 
 
 def build_settings(root: str, path: str | None, table: Mapping, overrides: Overrides,
-                   codes: Sequence[str]) -> Settings:
+                   codes: Sequence[str], verdicts: Memo | None = None) -> Settings:
     table = {**table, **overrides.settings}
     exclude = overrides.exclude if overrides.exclude is not None else table.get("exclude", ())
     unsafe = overrides.unsafe_fixes if overrides.unsafe_fixes is not None else table.get("unsafe_fixes", False)
@@ -310,6 +341,7 @@ def build_settings(root: str, path: str | None, table: Mapping, overrides: Overr
         targets=(*table.get("target_version", ()), *overrides.target_versions),
         options=frozenset(key for key in RULE_OPTIONS if table.get(key.replace("-", "_"))),
         preview=overrides.preview if overrides.preview is not None else table.get("preview", False),
+        verdicts=verdicts,
     )
 
 
@@ -323,14 +355,15 @@ class ConfigResolver:
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self._by_folder: dict[str, Settings | ConfigError] = {}
         self._fixed: Settings | None = None
+        self.verdicts = Memo()  # discovery's and every settings' (odelint.files.verdicts)
         if overrides.isolated:
-            self._fixed = build_settings(self.cwd, None, {}, overrides, self.codes)
+            self._fixed = build_settings(self.cwd, None, {}, overrides, self.codes, self.verdicts)
         elif overrides.config:
             path = os.path.abspath(overrides.config)
             if not os.path.isfile(path):
                 raise ConfigError(f"--config {overrides.config}: no such configuration file")
             table = read_config_file(path, self.codes) or {}
-            self._fixed = build_settings(os.path.dirname(path), path, table, overrides, self.codes)
+            self._fixed = build_settings(os.path.dirname(path), path, table, overrides, self.codes, self.verdicts)
 
     def for_path(self, path: str) -> Settings:
         """Raises ConfigError when the config that governs `path` is broken."""
@@ -370,9 +403,9 @@ class ConfigResolver:
         if result is None:
             parent = os.path.dirname(folder)
             if table is not None:
-                result = build_settings(folder, candidate, table, self.overrides, self.codes)
+                result = build_settings(folder, candidate, table, self.overrides, self.codes, self.verdicts)
             elif parent == folder:
-                result = build_settings(self.cwd, None, {}, self.overrides, self.codes)
+                result = build_settings(self.cwd, None, {}, self.overrides, self.codes, self.verdicts)
             else:
                 result = self._for_folder(parent)
         self._by_folder[folder] = result

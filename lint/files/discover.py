@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from odelint.files.config import ConfigError, ConfigResolver
-from odelint.files.digest import hexdigest
 from odelint.files.fileio import display, is_temporary, not_regular, remove_stale_temporary
+from odelint.files.verdicts import Memo, filed_under
 
 if TYPE_CHECKING:
     import pathspec
@@ -34,39 +34,15 @@ class Discovery:
         self.errors = errors  # (path, reason)
         self.config_errors: dict[tuple[str, str], int] = {}  # of errors: -> line
         self.skipped: list[tuple[str, str]] = []  # (path, why): warnings
-        self.ignores: Verdicts = {}  # the .gitignore verdicts this walk consulted (GitIgnore.verdicts)
-        self.learned = False  # whether it had to decide any that were not remembered
-
-
-Verdicts = dict[str, dict[str, bool]]  # the ignore files' digest -> absolute path ("/" after a folder's) -> ignored
-
-
-def chain_key(folders: tuple[str, ...], digest: str) -> str:
-    """Which ignore files a set of verdicts was decided under: the digest of their folders,
-    `:`, the digest of those folders and their lines. An edited .gitignore keeps the first
-    part and changes the second (`superseded`)."""
-    return f"{hexdigest(os.fsencode(chr(0).join(folders)))}:{digest}"
-
-
-def superseded(remembered: Verdicts, consulted: Verdicts) -> set[str]:
-    """The remembered sets of verdicts whose ignore files a walk found with other lines."""
-    folders = {key.partition(":")[0] for key in consulted}
-    return {key for key in remembered if key not in consulted and key.partition(":")[0] in folders}
 
 
 class GitIgnore:
-    """The .gitignore files that apply to a path, from the repository root down.
+    """The .gitignore files that apply to a path, from the repository root down; their
+    verdicts are remembered in `verdicts` (odelint.files.verdicts), filed under the chain of
+    folders that hold them and their lines."""
 
-    Whether a path is ignored follows from the path and the lines of those files alone, so
-    verdicts are remembered, per set of lines, in `remembered` (the result cache keeps them
-    between runs). pathspec is imported and the lines compiled only for a path that no run
-    has decided under the same lines: in a repository with the usual Python .gitignore, that
-    import, compiling and matching were a third of a run that answers from the cache."""
-
-    def __init__(self, remembered: Verdicts | None = None) -> None:
-        self._remembered = remembered if remembered is not None else {}
-        self.consulted: Verdicts = {}
-        self.learned = False
+    def __init__(self, verdicts: Memo) -> None:
+        self._verdicts = verdicts
         self._lines: dict[str, tuple[str, ...]] = {}
         self._specs: dict[str, pathspec.PathSpec] = {}
         self._roots: dict[str, str | None] = {}
@@ -107,7 +83,7 @@ class GitIgnore:
 
     def _chain(self, folder: str) -> tuple[tuple[str, ...], str]:
         """The folders with patterns that apply inside `folder`, from the repository root down,
-        and the key of their verdicts (`chain_key`)."""
+        and the key of their verdicts."""
         if folder not in self._chains:
             root = self._root(folder)
             parent = os.path.dirname(folder)
@@ -116,7 +92,7 @@ class GitIgnore:
             if root is not None and self._lines_in(folder):
                 folders = (*above[0], folder)
                 text = "\0".join(f"{each}\n" + "\n".join(self._lines_in(each)) for each in folders)
-                self._chains[folder] = folders, chain_key(folders, hexdigest(os.fsencode(text)))
+                self._chains[folder] = folders, filed_under("\0".join(folders), text)
             else:
                 self._chains[folder] = above
         return self._chains[folder]
@@ -127,18 +103,15 @@ class GitIgnore:
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """Is the file or folder at `path` (absolute and normalised) ignored?"""
-        folders, key = self._chain(os.path.dirname(path))
+        folders, filed = self._chain(os.path.dirname(path))
         if not folders:
             return False
-        verdicts = self.consulted.get(key)
-        if verdicts is None:
-            verdicts = self._remembered.get(key)
-            verdicts = self.consulted[key] = verdicts if isinstance(verdicts, dict) else {}
+        verdicts = self._verdicts.of(filed)
         name = path + "/" if is_dir else path
         decision = verdicts.get(name)
         if type(decision) is not bool:
-            decision = verdicts[name] = self._decide(folders, path, is_dir)
-            self.learned = True
+            decision = self._decide(folders, path, is_dir)
+            self._verdicts.decide(verdicts, name, decision)
         return decision
 
     def _decide(self, folders: tuple[str, ...], path: str, is_dir: bool) -> bool:
@@ -151,12 +124,11 @@ class GitIgnore:
         return decision
 
 
-def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[str],
-             ignores: Verdicts | None = None) -> Discovery:
+def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[str]) -> Discovery:
     """Files under `paths` that `include` picks (by default `patterns`; explicit files always
-    count). `ignores` are .gitignore verdicts earlier runs made (GitIgnore)."""
+    count). .gitignore verdicts go to the resolver's memo, with those of its settings."""
     found = Discovery([], [])
-    gitignore = GitIgnore(ignores)
+    gitignore = GitIgnore(resolver.verdicts)
     seen: set[tuple[int, int]] = set()
 
     def add(path: str, explicit: bool) -> None:
@@ -194,7 +166,6 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
             continue
         for file_path in _walk(path, resolver, gitignore, patterns, found.errors, found.config_errors):
             add(file_path, False)
-    found.ignores, found.learned = gitignore.consulted, gitignore.learned
     return found
 
 
