@@ -88,7 +88,6 @@ def opt_in_codes() -> frozenset[str]:
 
 
 @functools.cache  # asked once per file with the same few sets of codes
-@functools.lru_cache(maxsize=64)  # asked for every file, mostly with the one set of codes
 def uses_versions(codes: frozenset[str]) -> bool:
     """Does any of these rules read the target versions of the JAX stack? (From the index, so
     a warm run imports no rule.)"""

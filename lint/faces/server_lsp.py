@@ -34,7 +34,6 @@ from odelint.faces import server_notebook
 from odelint.faces.server_text import Lines, minimal_edit
 from odelint.files import versions
 from odelint.files.config import ConfigError, ConfigResolver, Overrides
-from odelint.files.versions import PIN_FILES
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
 FIX_ALL = "source.fixAll.odelint"
 CONFIG_NAME = "pyproject.toml"
 # What the settings or the target versions are read from: a change lints every buffer again.
-SETTINGS_FILES = tuple(dict.fromkeys((CONFIG_NAME, *PIN_FILES)))
+SETTINGS_FILES = tuple(dict.fromkeys((CONFIG_NAME, *versions.PIN_FILES)))
 _FIX_ONE, _FIX_EVERY = "fix", "fix-all"
 
 

@@ -145,6 +145,11 @@ class Settings:
     def _per_file_codes(self) -> tuple[frozenset[str], ...]:
         return tuple(matching(self.codes, selectors) for _, selectors in self.per_file_ignores)
 
+    def _pattern_indices(self, verdict: object) -> bool:
+        """Is a remembered per-file-ignores verdict a list of its patterns' indices?"""
+        return isinstance(verdict, list) and all(type(index) is int for index in verdict) \
+            and set(verdict) <= set(range(len(self.per_file_ignores)))
+
     def _filed(self, setting: str, patterns: Sequence[str]) -> str:
         """Where the verdicts of one of this configuration's settings are kept."""
         return filed_under(f"{setting}\0{self.root}\0{self.path}", "\0".join(patterns))
@@ -171,12 +176,7 @@ class Settings:
         if not self._exclude_patterns:
             return False
         name = relative + ("/" if is_dir else "")
-        verdicts = self._verdicts.of(self._exclude_filed)
-        verdict = verdicts.get(name)
-        if type(verdict) is not bool:
-            verdict = self._exclude_spec.match_file(name)
-            self._verdicts.decide(verdicts, name, verdict)
-        return verdict
+        return self._verdicts.recall(self._exclude_filed, name, lambda: self._exclude_spec.match_file(name))
 
     def include_patterns(self, defaults: Sequence[str]) -> tuple[str, ...]:
         """The file patterns a folder walk picks up: `include` (else the defaults) plus `extend-include`."""
@@ -187,12 +187,10 @@ class Settings:
         if not self.per_file_ignores:
             return self.base_enabled
         relative = self.relative(path)
-        verdicts = self._verdicts.of(self._per_file_filed)
-        matched = verdicts.get(relative)  # the indices of the patterns that match
-        if not (isinstance(matched, list) and all(type(index) is int for index in matched)
-                and set(matched) <= set(range(len(self.per_file_ignores)))):
-            matched = [index for index, spec in enumerate(self._per_file_specs) if spec.match_file(relative)]
-            self._verdicts.decide(verdicts, relative, matched)
+        matched = self._verdicts.recall(  # the indices of the patterns that match
+            self._per_file_filed, relative,
+            lambda: [index for index, spec in enumerate(self._per_file_specs) if spec.match_file(relative)],
+            valid=self._pattern_indices)
         ignored: set[str] = set()
         for index in matched:
             ignored |= self._per_file_codes[index]

@@ -106,13 +106,7 @@ class GitIgnore:
         folders, filed = self._chain(os.path.dirname(path))
         if not folders:
             return False
-        verdicts = self._verdicts.of(filed)
-        name = path + "/" if is_dir else path
-        decision = verdicts.get(name)
-        if type(decision) is not bool:
-            decision = self._decide(folders, path, is_dir)
-            self._verdicts.decide(verdicts, name, decision)
-        return decision
+        return self._verdicts.recall(filed, path + "/" if is_dir else path, lambda: self._decide(folders, path, is_dir))
 
     def _decide(self, folders: tuple[str, ...], path: str, is_dir: bool) -> bool:
         decision = False

@@ -14,7 +14,12 @@ verdicts filed under its old digest (`superseded`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar, cast
+
 from odelint.files.digest import hexdigest
+
+T = TypeVar("T")
 
 Verdicts = dict[str, dict[str, object]]  # key -> path (as the patterns see it) -> verdict
 
@@ -36,17 +41,19 @@ class Memo:
     def load(self, remembered: Verdicts) -> None:
         self._remembered = remembered
 
-    def of(self, filed: str) -> dict[str, object]:
-        """The verdicts filed under `filed`, to read and to `decide` in."""
+    def recall(self, filed: str, path: str, decide: Callable[[], T],
+               valid: Callable[[object], bool] = lambda verdict: type(verdict) is bool) -> T:
+        """The verdict on `path` filed under `filed`: the one remembered, else (none, or a
+        damaged one) `decide()`, kept from now on."""
         verdicts = self.consulted.get(filed)
         if verdicts is None:
-            verdicts = self._remembered.get(filed)
-            verdicts = self.consulted[filed] = verdicts if isinstance(verdicts, dict) else {}
-        return verdicts
-
-    def decide(self, verdicts: dict[str, object], path: str, verdict: object) -> None:
-        verdicts[path] = verdict
-        self.learned = True
+            remembered = self._remembered.get(filed)
+            verdicts = self.consulted[filed] = remembered if isinstance(remembered, dict) else {}
+        verdict = verdicts.get(path)
+        if not valid(verdict):
+            verdict = verdicts[path] = decide()
+            self.learned = True
+        return cast(T, verdict)
 
 
 def superseded(remembered: Verdicts, consulted: Verdicts) -> set[str]:

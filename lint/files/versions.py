@@ -87,12 +87,6 @@ def _may_pin(text: str) -> bool:
     return re.search(_PIN_SHAPE, text.lower()) is not None  # compiled on first use
 
 
-def installed(name: str) -> Version | None:
-    """The installed distribution's version (None when it is not installed or its version is
-    not one)."""
-    return _parsed(installed_text(name))
-
-
 def installed_text(name: str) -> str | None:
     """The installed distribution's version as its metadata writes it, as importlib.metadata
     reads it. Its `.dist-info` folder is found here on `sys.path` the way importlib.metadata's
