@@ -24,7 +24,6 @@ stamps of `project`) does not load them all.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 # module of this package -> the names the door gives from it
 DOOR: dict[str, tuple[str, ...]] = {
@@ -68,6 +67,7 @@ def __getattr__(name: str) -> object:
     return value
 
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
     from odelint.analysis.arrays import AtUpdate as AtUpdate
     from odelint.analysis.arrays import at_update as at_update

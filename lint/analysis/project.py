@@ -17,13 +17,16 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from odelint.analysis.facts import Facts
 
-_T = TypeVar("_T")
-_Cache = TypeVar("_Cache", bound=dict)
+    _T = TypeVar("_T")
+    _Cache = TypeVar("_Cache", bound=dict)
+
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_FILE_BYTES = 2_000_000
 # Top-level packages never looked up among the project's files.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 import libcst as cst
+from odelint.api.records import NamedTuple
 
 
 class Safety(str, enum.Enum):

@@ -11,11 +11,11 @@ import fnmatch
 import functools
 import importlib
 import os
-from typing import TYPE_CHECKING
 
 from odelint.api import rule_index
 from odelint.api.rule_index import PYTHON_FILES, RuleInfo
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
     from odelint.api.rule import BaseRule
 

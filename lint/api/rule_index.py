@@ -22,11 +22,12 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
 
 from odelint.api.finding import Safety
+from odelint.api.records import NamedTuple
 from odelint.files.digest import hasher, hexdigest
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
     from odelint.api.rule import BaseRule
 

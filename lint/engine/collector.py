@@ -12,8 +12,8 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:  # a warm `check` must not import asyncio (it pulls in concurrent.futures)
     import asyncio
 

@@ -13,13 +13,15 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, TextIO
 
 from odelint import __version__
 from odelint.api.errors import UsageError
 from odelint.faces import report
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
+    from typing import TextIO
+
     from odelint.api.finding import Finding
     from odelint.engine import runner
     from odelint.faces import colour

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import TextIO
+
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 STYLES = {
     "path": "1",          # bold

@@ -7,7 +7,10 @@ and erased at the end, so neither pipes, files nor short runs ever see it."""
 from __future__ import annotations
 
 import time
-from typing import TextIO
+
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 MIN_FILES = 200
 MIN_SECONDS = 0.5

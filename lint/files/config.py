@@ -7,12 +7,13 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, NamedTuple
 
+from odelint.api.records import NamedTuple
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
 from odelint.files.verdicts import Memo, filed_under
 from odelint.files.versions import NO_TARGETS, TargetError, parse_targets, target_versions
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
     from packaging.version import Version
 

@@ -14,7 +14,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
+if TYPE_CHECKING:
+    from typing import Any
 
 Stamp = Callable[[str], "list[int] | None"]
 Recorded = dict[str, "list[int] | None"]

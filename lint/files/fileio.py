@@ -10,7 +10,8 @@ import stat
 import sys
 import time
 from collections.abc import Iterator
-from typing import NamedTuple
+
+from odelint.api.records import NamedTuple
 
 
 class SourceError(Exception):

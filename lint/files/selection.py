@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+
+from odelint.api.records import NamedTuple
 
 SELECTOR = re.compile(r"^(ALL|ODL\d{0,3})$")
 

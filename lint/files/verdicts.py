@@ -15,11 +15,14 @@ verdicts filed under its old digest (`superseded`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar, cast
 
 from odelint.files.digest import hexdigest
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 Verdicts = dict[str, dict[str, object]]  # key -> path (as the patterns see it) -> verdict
 
@@ -53,7 +56,7 @@ class Memo:
         if not valid(verdict):
             verdict = verdicts[path] = decide()
             self.learned = True
-        return cast(T, verdict)
+        return verdict  # type: ignore[return-value]  # what `decide` returned, or `valid` accepted
 
 
 def superseded(remembered: Verdicts, consulted: Verdicts) -> set[str]:

@@ -14,8 +14,8 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:  # packaging's Version is imported where a version is read (Targets)
     from packaging.version import Version
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
     from odelint.api.finding import Finding
 
