@@ -83,6 +83,8 @@ def test_a_warm_check_imports_no_rule_no_libcst_and_no_process_pool(tmp_path: Pa
     # digests come from CPython's own BLAKE2 (odelint.files.digest): hashlib loads OpenSSL;
     # `zlib` only stamps an editor's buffer (odelint.analysis.project.stamp)
     assert not modules & {"hashlib", "_hashlib", "zlib"}
+    # nor `typing` (2 ms, and twice the cost of each record): odelint.api.records
+    assert "typing" not in modules
     assert libcst == "_StandIn"
 
 

@@ -223,17 +223,18 @@ def _status(ctime: int, mtime: int = 5, size: int = 10, inode: int = 7) -> os.st
 def test_a_files_digest_answers_only_for_the_status_it_was_recorded_with(tmp_path: Path) -> None:
     now = time.time_ns()
     old = now - 60 * 10**9
+    train = str(tmp_path / "train.py")  # files are recorded by their absolute paths
     cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: None)
-    cache.record("train.py", _status(old), "abc")
-    cache.record("racy.py", _status(now), "def")  # changed just now: may change again unseen
-    cache.record("touched.py", _status(old, mtime=now), "ghi")  # as Windows reports a modified file
+    cache.record(train, _status(old), "abc")
+    cache.record(str(tmp_path / "racy.py"), _status(now), "def")  # changed just now: may change again unseen
+    cache.record(str(tmp_path / "touched.py"), _status(old, mtime=now), "ghi")  # as Windows reports a modified file
     cache.save()
     cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: None)
-    assert cache.digest("train.py", _status(old)) == "abc"
-    assert cache.digest("racy.py", _status(now)) is None
-    assert cache.digest("touched.py", _status(old, mtime=now)) is None
+    assert cache.digest(train, _status(old)) == "abc"
+    assert cache.digest(str(tmp_path / "racy.py"), _status(now)) is None
+    assert cache.digest(str(tmp_path / "touched.py"), _status(old, mtime=now)) is None
     for changed in (_status(old + 1), _status(old, mtime=6), _status(old, size=11), _status(old, inode=8)):
-        assert cache.digest("train.py", changed) is None
+        assert cache.digest(train, changed) is None
 
 
 def test_a_warm_run_reads_no_file_whose_status_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,10 +14,10 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from odelint.analysis import project
 from odelint.api.finding import SYNTAX_ERROR_CODE, Finding, Safety
+from odelint.api.records import NamedTuple
 from odelint.api.registry import file_patterns
 from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.deferred import load
@@ -37,11 +37,18 @@ from odelint.files.fileio import (
 from odelint.files.kinds import NOT_LINTED, NOTEBOOK, NOTEBOOK_SUFFIX, PYTHON, TEXT, kind_of
 from odelint.files.versions import describe
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
     import concurrent.futures
+    from typing import Protocol
 
     from odelint.files.notebook import Notebook
     from packaging.version import Version
+
+    class Progress(Protocol):
+        def update(self, done: int, total: int) -> None: ...
+
+        def close(self) -> None: ...
 
 CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
 # What one file may cost. LibCST's parser holds about 2,000 bytes of memory per byte of a long
@@ -51,12 +58,6 @@ MAX_SECONDS = 120.0
 _MAX_READ_BYTES = 256 * 1024 * 1024  # a notebook's outputs may be large; a device named on the line is not read forever
 WORKER_DIED = ("the worker process linting this file died (killed, or out of memory); not linted "
                "(lower --max-file-size to skip such files)")
-
-
-class Progress(Protocol):
-    def update(self, done: int, total: int) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class Options(NamedTuple):
@@ -443,8 +444,9 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     cached: list[tuple[str, list[dict]]] = []
     described: dict[tuple[int, bool], str] = {}  # the versions and options in cache keys, per settings
     for target in targets:
-        # the absolute path, once: each `abspath` of a relative one asks the OS for the current folder
-        absolute = os.path.abspath(target.path) if target.path != "-" else resolver.cwd
+        # the absolute path, once (a walk's come with it): each `abspath` of a relative one asks
+        # the OS for the current folder
+        absolute = target.absolute or (os.path.abspath(target.path) if target.path != "-" else resolver.cwd)
         try:
             settings = resolver.for_file(absolute) if target.path != "-" else resolver.for_path(absolute)
         except ConfigError as error:  # reported once, at the configuration file's line
@@ -482,8 +484,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
             settings_key = (id(settings), bool(versions))  # the resolver keeps every settings object alive
             if settings_key not in described:
                 described[settings_key] = _described(versions, settings.options)
-            hit = cache.get(result_cache.keyed(digest, absolute, kind or PYTHON, described[settings_key]), codes,
-                            result_cache.slot(absolute, kind or PYTHON, described[settings_key]))
+            cache_key, answers = result_cache.addressed(digest, absolute, kind or PYTHON, described[settings_key])
+            hit = cache.get(cache_key, codes, answers)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
                 continue

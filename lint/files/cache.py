@@ -27,7 +27,6 @@ import json
 import os
 import time
 from collections.abc import Iterable
-from typing import TypeGuard
 
 from odelint import __version__
 from odelint.api.registry import rules_digest
@@ -42,6 +41,10 @@ from odelint.files.fileio import (
     temporary_name,
 )
 from odelint.files.verdicts import Memo, Verdicts, superseded
+
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
 CACHE_DIR = ".odelint_cache"
 FORMAT = 3  # the layout above (3: BLAKE2b digests); a file of another layout reads as empty
@@ -68,10 +71,7 @@ def keyed(digest: str, filename: str, kind: str, versions: str = "") -> str:
     one, and `versions` (the target versions of the JAX stack) one computed for other versions.
     The file's folder is part of the key: the same train.py beside another model.py is another
     result. The name is keyed by its bytes, so a name that is not valid UTF-8 keys like any other."""
-    joined = _settings_digest(rules_digest(), kind, versions).copy()
-    joined.update(f"{digest}\0".encode())
-    joined.update(os.fsencode(os.path.abspath(filename)))
-    return joined.hexdigest()
+    return _keyed(digest, os.fsencode(os.path.abspath(filename)), kind, versions)
 
 
 def slot(filename: str, kind: str, versions: str = "") -> str:
@@ -79,8 +79,26 @@ def slot(filename: str, kind: str, versions: str = "") -> str:
     these settings. A run that answers a slot with one entry drops the slot's other entries
     (the file's old contents) when it writes the cache. (A short digest: it is only compared,
     and one that two slots shared would cost a re-lint, never a wrong answer.)"""
-    named = hasher(f"{kind}\0{versions}\0".encode())
-    named.update(os.fsencode(os.path.abspath(filename)))
+    return _slot(os.fsencode(os.path.abspath(filename)), kind, versions)
+
+
+def addressed(digest: str, absolute: str, kind: str, versions: str = "") -> tuple[str, str]:
+    """`keyed` and `slot` of a file at an absolute, normalised path: its name encoded once and
+    no `abspath`, as a warm run asks for every file."""
+    name = os.fsencode(absolute)
+    return _keyed(digest, name, kind, versions), _slot(name, kind, versions)
+
+
+def _keyed(digest: str, name: bytes, kind: str, versions: str) -> str:
+    joined = _settings_digest(rules_digest(), kind, versions).copy()
+    joined.update(f"{digest}\0".encode())
+    joined.update(name)
+    return joined.hexdigest()
+
+
+def _slot(name: bytes, kind: str, versions: str) -> str:
+    named = _slot_digest(kind, versions).copy()
+    named.update(name)
     return named.hexdigest()[:20]
 
 
@@ -88,6 +106,12 @@ def slot(filename: str, kind: str, versions: str = "") -> str:
 def _settings_digest(rules: str, kind: str, versions: str) -> Hash:
     """What every file of a run shares in its key, hashed once per run and kind of file."""
     return hasher(f"{__version__}\0{rules}\0{kind}\0{versions}\0".encode())
+
+
+@functools.lru_cache(maxsize=64)
+def _slot_digest(kind: str, versions: str) -> Hash:
+    """What every file of a run shares in its slot."""
+    return hasher(f"{kind}\0{versions}\0".encode())
 
 
 def _subkey(codes: Iterable[str], relevant: Iterable[str]) -> str:
@@ -166,10 +190,10 @@ class Cache:
             filed: each for filed, each in verdicts.items() if isinstance(each, dict)
         } if isinstance(verdicts, dict) else {}
 
-    def digest(self, path: str, status: os.stat_result) -> str | None:
-        """The content digest of the file at `path`, recorded when it had this `status`
-        (None when it had another, or was never recorded)."""
-        recorded = self._files.get(os.path.abspath(path))
+    def digest(self, absolute: str, status: os.stat_result) -> str | None:
+        """The content digest of the file at the `absolute` path, recorded when it had this
+        `status` (None when it had another, or was never recorded)."""
+        recorded = self._files.get(absolute)
         if (isinstance(recorded, list) and len(recorded) == 5 and isinstance(recorded[4], str)
                 and recorded[:4] == identity(status)):
             return recorded[4]
@@ -184,10 +208,11 @@ class Cache:
             self._dirty = True
         self.verdicts = {filed: each for filed, each in self.verdicts.items() if filed not in dropped} | memo.consulted
 
-    def record(self, path: str, status: os.stat_result, digest: str) -> None:
-        """The file at `path`, with this `status` (taken before it was read), holds `digest`."""
+    def record(self, absolute: str, status: os.stat_result, digest: str) -> None:
+        """The file at the `absolute` path, with this `status` (taken before it was read), holds
+        `digest`."""
         if settled(status):  # one changed just now may change again unseen: not kept
-            self._files[os.path.abspath(path)] = [*identity(status), digest]
+            self._files[absolute] = [*identity(status), digest]
             self._dirty = True
 
     def get(self, cache_key: str, codes: Iterable[str], answers: str | None = None) -> list[dict] | None:

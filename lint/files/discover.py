@@ -5,14 +5,16 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
 
-from odelint.files.config import ConfigError, ConfigResolver
+from odelint.api.records import NamedTuple
+from odelint.files.config import ConfigError, ConfigResolver, Settings
 from odelint.files.fileio import display, is_temporary, not_regular, remove_stale_temporary
 from odelint.files.verdicts import Memo, filed_under
 
+TYPE_CHECKING = False  # not typing's: a warm run imports no typing (odelint.api.records)
 if TYPE_CHECKING:
     import pathspec
 
@@ -24,6 +26,7 @@ class Target(NamedTuple):
     explicit: bool  # named on the command line: linted whatever its name
     regular: bool = True  # False: a pipe named on the command line (`<(cat t.py)`), read once
     status: os.stat_result | None = None  # as discovery found it
+    absolute: str | None = None  # the absolute path, where a folder walk found the file
 
 
 class Discovery:
@@ -125,11 +128,13 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
     gitignore = GitIgnore(resolver.verdicts)
     seen: set[tuple[int, int]] = set()
 
-    def add(path: str, explicit: bool) -> None:
+    def add(path: str, explicit: bool, absolute: str | None = None) -> None:
         """Each file once, however it is reached (a symlink and its target, two hard links:
         fixing one name would find the other changed on disk). Only regular files are read
-        from a folder walk: opening a FIFO would wait forever."""
-        path = os.path.normpath(path)  # `./pkg/a.py` is shown as `pkg/a.py`
+        from a folder walk: opening a FIFO would wait forever. A walk's paths come normalised,
+        with their absolute path."""
+        if absolute is None:
+            path = os.path.normpath(path)  # `./pkg/a.py` is shown as `pkg/a.py`
         try:
             status = os.stat(path)
         except OSError as error:
@@ -145,7 +150,7 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
         identity = (status.st_dev, status.st_ino)
         if identity not in seen:
             seen.add(identity)
-            found.targets.append(Target(path, explicit, regular, status))
+            found.targets.append(Target(path, explicit, regular, status, absolute))
 
     for path in paths:
         if path == "-":
@@ -158,8 +163,8 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
             if not _force_excluded(path, resolver):
                 add(path, True)
             continue
-        for file_path in _walk(path, resolver, gitignore, patterns, found.errors, found.config_errors):
-            add(file_path, False)
+        for file_path, absolute in _walk(path, resolver, gitignore, patterns, found.errors, found.config_errors):
+            add(file_path, False, absolute)
     return found
 
 
@@ -179,12 +184,22 @@ def _force_excluded(path: str, resolver: ConfigResolver) -> bool:
 
 
 def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Sequence[str],
-          errors: list[tuple[str, str]], config_errors: dict[tuple[str, str], int]) -> Iterator[str]:
-    def on_error(error: OSError) -> None:
-        errors.append((error.filename or top, error.strerror or str(error)))
-
-    for folder, dirs, files in os.walk(top, onerror=on_error):
-        absolute = os.path.abspath(folder)  # once: each abspath of a relative path asks the OS for the current folder
+          errors: list[tuple[str, str]], config_errors: dict[tuple[str, str], int]) -> Iterator[tuple[str, str]]:
+    """(path as shown, absolute path) of each file to lint under `top`, in `os.walk`'s order
+    (each folder's files by name, then its subfolders by name; links to folders are not
+    followed), from one `scandir` per folder: no join, normpath or abspath per entry, as every
+    warm run walks the whole tree."""
+    top = os.path.normpath(top)
+    # (folder as shown, its absolute path, the parent's settings and the folder's path relative to their root)
+    pending: list[tuple[str, str, tuple[Settings, str] | None]] = [(top, os.path.abspath(top), None)]
+    while pending:
+        folder, absolute, above = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as error:
+            errors.append((error.filename or folder, error.strerror or str(error)))
+            continue
         try:
             settings = resolver.for_folder(absolute)
         except ConfigError as error:  # once per configuration file, at its line
@@ -192,53 +207,74 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
             if where not in config_errors:
                 config_errors[where] = error.line
                 errors.append(where)
-            dirs[:] = []
             continue
-        base = settings.relative(folder)
-        inside = not base.startswith("..")
-        # Outside the root and not above it (`../other/pkg`), `exclude` matches a path by its
-        # name, as `Settings.excluded` would find after a relpath per file.
-        beside = not inside and any(part != ".." for part in base.split("/"))
-
-        def relative(name: str, base: str = base, inside: bool = inside, beside: bool = beside) -> str | None:
-            """`name` relative to the settings' root, without a relpath per file."""
-            if beside:
-                return name
-            return (name if base == "." else f"{base}/{name}") if inside else None
-
+        # the parent's relative path and the name (under the same settings): no relpath per folder
+        base = above[1] if above is not None and above[0] is settings else settings.relative(absolute)
+        relative = _relative_to_root(base)
         # Most trees have no .gitignore above or in them: then no entry needs asking.
         ignoring = settings.respect_gitignore and gitignore.applies(absolute)
-
         included = _inclusion(settings.include_patterns(patterns))
-        kept = []
-        for name in sorted(dirs):
-            path = os.path.join(folder, name)
-            if settings.excluded(path, is_dir=True, relative=relative(name)):
-                continue
-            if ignoring and gitignore.ignored(os.path.join(absolute, name), is_dir=True):
-                continue
-            kept.append(name)
-        dirs[:] = kept
+        shown = "" if folder == "." else folder if folder.endswith(os.sep) else folder + os.sep
+        inside = absolute if absolute.endswith(os.sep) else absolute + os.sep
+        files, folders = [], []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                files.append(entry.name)
+            elif not entry.is_symlink():  # a link to a folder is neither walked nor a file
+                folders.append(entry.name)
         for name in sorted(files):
             if is_temporary(name):  # left by an odelint that was killed while writing
                 remove_stale_temporary(folder, name)
                 continue
-            if not included(name, relative(name)):
+            named = relative(name)
+            if not included(name, named):
                 continue
-            path = os.path.join(folder, name)
-            if settings.excluded(path, relative=relative(name)) or (
-                    ignoring and gitignore.ignored(os.path.join(absolute, name), is_dir=False)):
+            path = shown + name
+            if settings.excluded(path, relative=named) or (
+                    ignoring and gitignore.ignored(inside + name, is_dir=False)):
                 continue
-            yield path
+            yield path, inside + name
+        kept: list[tuple[str, str, tuple[Settings, str] | None]] = []
+        for name in sorted(folders):
+            named = relative(name)
+            if settings.excluded(shown + name, is_dir=True, relative=named) or (
+                    ignoring and gitignore.ignored(inside + name, is_dir=True)):
+                continue
+            inherited = (settings, named) if named is not None and not _outside(base) else None
+            kept.append((shown + name, inside + name, inherited))
+        pending.extend(reversed(kept))
+
+
+def _relative_to_root(base: str) -> Callable[[str], str | None]:
+    """A folder's entry's path relative to the settings' root, from the folder's (`base`),
+    without a relpath per entry. Outside the root and not above it (`../other/pkg`), `exclude`
+    matches a path by its name, as `Settings.excluded` would find after a relpath per file;
+    above the root, no relative path."""
+    if not _outside(base):
+        return (lambda name: name) if base == "." else (lambda name: f"{base}/{name}")
+    if any(part != ".." for part in base.split("/")):
+        return lambda name: name
+    return lambda name: None
+
+
+def _outside(relative: str) -> bool:
+    """Is a path relative to the settings' root outside it (`..`, `../pkg`; not `..pkg`)?"""
+    return relative == ".." or relative.startswith("../")
 
 
 @functools.cache
 def _inclusion(patterns: tuple[str, ...]) -> Callable[[str, str | None], bool]:
     """Whether a file (its name, its path relative to the settings' root) is included. Name
-    patterns (`*.ipynb`) match the name; patterns with a `/` match the relative path as
-    `.gitignore` lines do (`notebooks/**/*.ipynb`)."""
-    names = tuple(pattern for pattern in patterns if "/" not in pattern)
+    patterns (`*.ipynb`) match the name, all of them in one expression (a walk asks for every
+    file); patterns with a `/` match the relative path as `.gitignore` lines do
+    (`notebooks/**/*.ipynb`)."""
+    names = [pattern for pattern in patterns if "/" not in pattern]
     paths = [pattern for pattern in patterns if "/" in pattern]
+    named = re.compile("|".join(fnmatch.translate(pattern) for pattern in names)).match if names else None
     spec = None
     if paths:
         import pathspec  # only for path patterns in `include`
@@ -246,7 +282,7 @@ def _inclusion(patterns: tuple[str, ...]) -> Callable[[str, str | None], bool]:
         spec = pathspec.GitIgnoreSpec.from_lines(paths)
 
     def included(name: str, relative: str | None) -> bool:
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in names):
+        if named is not None and named(name):
             return True
         return spec is not None and spec.match_file(relative or name)
 
