@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from odelint.api.registry import file_patterns, known_codes
 from odelint.files.config import ConfigResolver, Overrides
 from odelint.files.discover import discover

@@ -266,6 +266,46 @@ def test_a_warm_run_reads_no_file_whose_status_is_unchanged(tmp_path: Path, monk
     assert run() == cold and sorted(read) == ["b.py", "b.py"]
 
 
+def test_a_warm_run_checks_absent_modules_against_the_folders_its_walk_listed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result holds while the modules its file looked up in vain are still absent: the
+    folder walk has just listed those folders, so they are not listed again; a module created
+    since is seen all the same."""
+    from odelint.api.registry import known_codes
+    from odelint.engine import runner
+    from odelint.files import depends
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "train.py").write_text("import optax\nfrom pkg.helpers import schedule\n\nopt = optax.adam(schedule)\n")
+    monkeypatch.setattr(fileio, "RACY_NS", -10**15)
+    listed: list[str] = []
+    listing = os.listdir
+
+    def recording(path: str = ".") -> list[str]:
+        listed.append(path)
+        return listing(path)
+
+    def run() -> tuple[list[str], int]:
+        resolver = ConfigResolver(Overrides(), known_codes(), cwd=str(tmp_path))
+        result = runner.run([str(tmp_path)], resolver, runner.Options(jobs=1))
+        return [f"{os.path.basename(f.path)}:{f.code}" for f in result.findings], result.files
+
+    cold, _ = run()
+    stored = json.loads(next((tmp_path / result_cache.CACHE_DIR).glob("results-*.json")).read_text())
+    assert [str(package / "setup.py"), None] in stored["paths"]  # a project root's marker, not there
+    monkeypatch.setattr(depends.os, "listdir", recording)
+    linted: list[str] = []
+    linting = runner._run_tasks
+    monkeypatch.setattr(runner, "_run_tasks", lambda tasks, *rest: linted.extend(t.path for t in tasks) or linting(
+        tasks, *rest))
+    assert run()[0] == cold and linted == []
+    assert not {str(tmp_path), str(package)} & set(listed)
+    (package / "setup.py").write_text("from setuptools import setup\n\nsetup()\n")  # the root moves here
+    run()
+    assert [os.path.relpath(path, tmp_path) for path in linted] == ["pkg/setup.py", "pkg/train.py"]
+
+
 def test_results_that_depend_on_the_same_files_share_one_group(tmp_path: Path) -> None:
     depends: dict[str, list[int] | None] = {"/p/model.py": [1, 2], "/p/absent.py": None}
     cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: [1, 2])

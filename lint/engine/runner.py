@@ -436,6 +436,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     targets = list(discovered.targets)
     if stdin is not None:
         targets.append(Target(stdin[0], True))
+    if cache is not None:
+        cache.listed(discovered.listings)
     if cache is not None and cache.warning is not None:
         result.skipped.append((display(cache.file), cache.warning))
 

@@ -199,6 +199,11 @@ class Cache:
             return recorded[4]
         return None
 
+    def listed(self, listings: dict[str, list[str]]) -> None:
+        """The names in the folders this run's discovery walked, by absolute path: the check
+        that a module is still absent does not list them again."""
+        self._depends.listed(listings)
+
     def keep_verdicts(self, memo: Memo) -> None:
         """Keep the verdicts this run consulted, and those it had no occasion to (a run over a
         few named files, as pre-commit's, walks no folder), less those whose place it found

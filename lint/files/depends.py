@@ -48,6 +48,7 @@ class Dependencies:
         # a group's verdict.
         self._stamps: dict[str, list[int] | None] = {}
         self._listings: dict[str, frozenset[str] | None] = {}
+        self._walked: dict[str, list[str]] = {}  # folders this run's discovery listed (`listed`)
         self._holds: dict[int, bool] = {}
         self._fresh: dict[int, bool] = {}
         self._pair_index: dict[tuple[str, str], int] | None = None  # built on the first `group`
@@ -74,6 +75,11 @@ class Dependencies:
                     break
             self._fresh[group] = fresh
         return fresh
+
+    def listed(self, listings: dict[str, list[str]]) -> None:
+        """The names in folders this run has already listed (its folder walk), by absolute
+        path: each is not listed again."""
+        self._walked = listings
 
     def recorded(self, group: object) -> Recorded:
         """path -> stamp of a stored group (empty for none or a damaged one)."""
@@ -175,8 +181,13 @@ class Dependencies:
         A folder that its parent's listing lacks is not listed at all."""
         if folder in self._listings:
             return self._listings[folder]
+        walked = self._walked.get(folder)
+        if walked is not None:  # listed moments ago by this run's folder walk
+            names: frozenset[str] | None = frozenset(each.casefold() if _CASELESS else each for each in walked)
+            self._listings[folder] = names
+            return names
         parent, name = _split(folder)
-        names: frozenset[str] | None = frozenset()
+        names = frozenset()
         if parent != folder and name:
             above = self._listing(parent)
             if above is not None and (name.casefold() if _CASELESS else name) not in above:

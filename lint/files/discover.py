@@ -37,6 +37,9 @@ class Discovery:
         self.errors = errors  # (path, reason)
         self.config_errors: dict[tuple[str, str], int] = {}  # of errors: -> line
         self.skipped: list[tuple[str, str]] = []  # (path, why): warnings
+        # each walked folder's names, by its absolute path: what the cache's check that a
+        # module is still absent would list again (odelint.files.depends)
+        self.listings: dict[str, list[str]] = {}
 
 
 class GitIgnore:
@@ -163,7 +166,7 @@ def discover(paths: Sequence[str], resolver: ConfigResolver, patterns: Sequence[
             if not _force_excluded(path, resolver):
                 add(path, True)
             continue
-        for file_path, absolute in _walk(path, resolver, gitignore, patterns, found.errors, found.config_errors):
+        for file_path, absolute in _walk(path, resolver, gitignore, patterns, found):
             add(file_path, False, absolute)
     return found
 
@@ -184,11 +187,12 @@ def _force_excluded(path: str, resolver: ConfigResolver) -> bool:
 
 
 def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Sequence[str],
-          errors: list[tuple[str, str]], config_errors: dict[tuple[str, str], int]) -> Iterator[tuple[str, str]]:
+          found: Discovery) -> Iterator[tuple[str, str]]:
     """(path as shown, absolute path) of each file to lint under `top`, in `os.walk`'s order
     (each folder's files by name, then its subfolders by name; links to folders are not
     followed), from one `scandir` per folder: no join, normpath or abspath per entry, as every
-    warm run walks the whole tree."""
+    warm run walks the whole tree. Errors, and each folder's names, go to `found`."""
+    errors, config_errors = found.errors, found.config_errors
     top = os.path.normpath(top)
     # (folder as shown, its absolute path, the parent's settings and the folder's path relative to their root)
     pending: list[tuple[str, str, tuple[Settings, str] | None]] = [(top, os.path.abspath(top), None)]
@@ -217,6 +221,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
         shown = "" if folder == "." else folder if folder.endswith(os.sep) else folder + os.sep
         inside = absolute if absolute.endswith(os.sep) else absolute + os.sep
         files, folders = [], []
+        found.listings[absolute] = [entry.name for entry in entries]
         for entry in entries:
             try:
                 is_dir = entry.is_dir()
