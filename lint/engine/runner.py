@@ -438,8 +438,8 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
         targets.append(Target(stdin[0], True))
     if cache is not None:
         cache.listed(discovered.listings)
-    if cache is not None and cache.warning is not None:
-        result.skipped.append((display(cache.file), cache.warning))
+        if cache.warning is not None:
+            result.skipped.append((display(cache.file), cache.warning))
 
     tasks: list[Task] = []
     this_run = (os.getpid(), time.monotonic_ns())
