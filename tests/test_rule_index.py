@@ -100,6 +100,15 @@ def test_an_altered_or_broken_index_is_ignored(copied_rules: Path) -> None:
     assert rule_index.load() is None
 
 
+def test_the_index_is_believed_with_windows_line_endings_and_not_after_any_other_edit(copied_rules: Path) -> None:
+    index = copied_rules / "data" / rule_index.INDEX_NAME
+    current = index.read_bytes()
+    index.write_bytes(current.replace(b"\n", b"\r\n"))  # a checkout with core.autocrlf
+    assert rule_index.load() == tuple(RuleInfo.of(rule) for rule in all_rules())
+    index.write_bytes(current.replace(b'"summary": ', b'"summary":  ', 1))  # the same JSON, other text
+    assert rule_index.load() is None
+
+
 def test_generate_check_names_each_stale_file_and_generate_repairs_them(tmp_path: Path) -> None:
     for relative in ("README.md", "docs/rules.md", f"rules/data/{rule_index.INDEX_NAME}"):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)

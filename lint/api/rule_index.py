@@ -142,30 +142,31 @@ def rule_modules() -> list[str]:
     return sorted(found)
 
 
-def content_digest(entries: Sequence[dict], modules: Sequence[str]) -> str:
-    """The digest of what the index holds: the rules' metadata and the modules they come from."""
-    canonical = json.dumps({"modules": list(modules), "rules": list(entries)}, sort_keys=True, separators=(",", ":"))
-    return hexdigest(canonical.encode())
-
-
 def render(rules: Iterable[type[BaseRule]]) -> str:
-    """The index file's text: one rule per entry, sorted by code, so a merge shows which rule changed."""
+    """The index file's text: one rule per entry, sorted by code, so a merge shows which rule
+    changed. Its digest is of the text after the digest's line, which `load` checks without
+    writing the entries out again."""
     infos = sorted((RuleInfo.of(rule) for rule in rules), key=lambda info: info.code)
-    entries = [info.to_dict() for info in infos]
-    modules = rule_modules()
-    lines = ",\n".join("  " + json.dumps(entry, sort_keys=True) for entry in entries)
-    return (f'{{"generated_by": {json.dumps(REGENERATE)},\n"digest": "{content_digest(entries, modules)}",\n'
-            f'"modules": {json.dumps(modules)},\n"rules": [\n{lines}\n]}}\n')
+    lines = ",\n".join("  " + json.dumps(info.to_dict(), sort_keys=True) for info in infos)
+    body = f'"modules": {json.dumps(rule_modules())},\n"rules": [\n{lines}\n]}}\n'
+    return f'{{"generated_by": {json.dumps(REGENERATE)},\n{_DIGEST_LINE}{hexdigest(body.encode())}",\n{body}'
+
+
+_DIGEST_LINE = '"digest": "'
 
 
 def load() -> tuple[RuleInfo, ...] | None:
     """The indexed metadata, or None when the index is missing, unreadable, altered, or lists
     other rule modules than those on disk."""
     try:
-        with open(index_path(), encoding="utf-8") as handle:
-            document = json.load(handle)
+        with open(index_path(), "rb") as handle:
+            text = handle.read().replace(b"\r\n", b"\n")  # as a checkout on Windows may leave it
+        digest, closed, body = text.partition(f"\n{_DIGEST_LINE}".encode())[2].partition(b'",\n')
+        if not closed or digest != hexdigest(body).encode():
+            return None
+        document = json.loads(text)
         entries, modules = document["rules"], document["modules"]
-        if document.get("digest") != content_digest(entries, modules) or modules != rule_modules():
+        if modules != rule_modules():
             return None
         return tuple(RuleInfo.from_dict(entry) for entry in entries)
     except (OSError, ValueError, KeyError, TypeError):
