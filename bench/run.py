@@ -187,12 +187,17 @@ addopts = "-q"
 
 
 def make_repository(part: Slice, work: Path) -> str:
-    """The slice's files in a repository of their own (copied once, kept while they match)."""
+    """The slice's files in a repository of their own (copied once, kept while they match). A
+    file already as wanted is left alone: rewritten after the cache was filled, pyproject.toml
+    (a file odelint lints) looked edited to the first timed runs, and one of them wrote the
+    cache again."""
     folder = work / f"repository-{part.step}"
     _copy(Path(part.folder), _python_files(part.folder), folder)
     (folder / ".git" / "info").mkdir(parents=True, exist_ok=True)
     for name, text in ((".git/info/exclude", GIT_EXCLUDE), (".gitignore", GITIGNORE), ("pyproject.toml", PYPROJECT)):
-        (folder / name).write_text(text, encoding="utf-8")
+        path = folder / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
     return str(folder)
 
 

@@ -90,5 +90,8 @@ def test_the_repository_case_runs_in_a_project_that_ignores_and_pins_as_projects
                           timeout=120)
     # build/ and outputs/ are ignored by the .gitignore; the project's pins name no jax
     assert [line.split(":")[0] for line in done.stdout.splitlines() if "ODL" in line] == ["flowjax/flowjax/train.py"]
+    names = (".gitignore", "pyproject.toml", ".git/info/exclude")
+    written = {name: (folder / name).stat().st_mtime_ns for name in names}
     assert bench_run.where(case, part, work) == str(folder), "made once, then reused"
+    assert {name: (folder / name).stat().st_mtime_ns for name in written} == written, "as a project's files, unedited"
     assert bench_run.where(bench_run.CASES["odelint-warm"], part, work) == str(work)
