@@ -381,12 +381,13 @@ class ConfigResolver:
             raise found
         return found
 
-    def for_file(self, path: str) -> Settings:
-        """`for_path` for a path known to name a file (not a folder): its folder's settings,
-        without asking the file system which it is."""
-        if self._fixed is not None:  # before abspath: asked for every file of a run
+    def for_file(self, absolute: str) -> Settings:
+        """`for_path` for an absolute, normalised path known to name a file (not a folder): its
+        folder's settings, without asking the file system which it is (asked for every file of
+        a run)."""
+        if self._fixed is not None:
             return self._fixed
-        return self.for_folder(os.path.dirname(os.path.abspath(path)))
+        return self.for_folder(os.path.dirname(absolute))
 
     def _for_folder(self, folder: str) -> Settings | ConfigError:
         if folder in self._by_folder:
