@@ -103,16 +103,18 @@ class GitIgnore:
                 self._chains[folder] = above
         return self._chains[folder]
 
-    def applies(self, folder: str) -> bool:
-        """Does any .gitignore apply to the entries of `folder` (absolute and normalised)?"""
-        return bool(self._chain(folder)[0])
-
-    def ignored(self, path: str, is_dir: bool) -> bool:
-        """Is the file or folder at `path` (absolute and normalised) ignored?"""
-        folders, filed = self._chain(os.path.dirname(path))
+    def in_folder(self, folder: str) -> Callable[[str, bool], bool] | None:
+        """Whether an entry of `folder` (absolute and normalised) is ignored, given its absolute
+        path and whether it is a folder; None when no .gitignore applies there (most trees):
+        then no entry needs asking."""
+        folders, filed = self._chain(folder)
         if not folders:
-            return False
-        return self._verdicts.recall(filed, path + "/" if is_dir else path, lambda: self._decide(folders, path, is_dir))
+            return None
+
+        def ignored(path: str, is_dir: bool) -> bool:
+            return self._verdicts.recall(filed, path + "/" if is_dir else path,
+                                         lambda: self._decide(folders, path, is_dir))
+        return ignored
 
     def _decide(self, folders: tuple[str, ...], path: str, is_dir: bool) -> bool:
         decision = False
@@ -215,8 +217,7 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
         # the parent's relative path and the name (under the same settings): no relpath per folder
         base = above[1] if above is not None and above[0] is settings else settings.relative(absolute)
         relative = _relative_to_root(base)
-        # Most trees have no .gitignore above or in them: then no entry needs asking.
-        ignoring = settings.respect_gitignore and gitignore.applies(absolute)
+        ignored = gitignore.in_folder(absolute) if settings.respect_gitignore else None
         included = _inclusion(settings.include_patterns(patterns))
         shown = "" if folder == "." else folder if folder.endswith(os.sep) else folder + os.sep
         inside = absolute if absolute.endswith(os.sep) else absolute + os.sep
@@ -240,14 +241,14 @@ def _walk(top: str, resolver: ConfigResolver, gitignore: GitIgnore, patterns: Se
                 continue
             path = shown + name
             if settings.excluded(path, relative=named) or (
-                    ignoring and gitignore.ignored(inside + name, is_dir=False)):
+                    ignored is not None and ignored(inside + name, False)):
                 continue
             yield path, inside + name
         kept: list[tuple[str, str, tuple[Settings, str] | None]] = []
         for name in sorted(folders):
             named = relative(name)
             if settings.excluded(shown + name, is_dir=True, relative=named) or (
-                    ignoring and gitignore.ignored(inside + name, is_dir=True)):
+                    ignored is not None and ignored(inside + name, True)):
                 continue
             inherited = (settings, named) if named is not None and not _outside(base) else None
             kept.append((shown + name, inside + name, inherited))
