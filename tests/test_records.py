@@ -73,3 +73,11 @@ def test_a_record_cannot_replace_the_named_tuples_own_machinery() -> None:
 
             def _replace(self, **changes: object) -> Broken:  # type: ignore[misc]
                 return self
+
+
+def test_a_record_whose_annotations_are_evaluated_lazily_is_refused_not_built_without_fields() -> None:
+    """Python 3.14 hands a class body without `from __future__ import annotations` an
+    `__annotate__` function instead of `__annotations__`: such a record is refused."""
+    with pytest.raises(TypeError, match="from __future__ import annotations"):
+        type(NamedTuple)("Lazy", (NamedTuple,), {"__module__": __name__, "__qualname__": "Lazy",
+                                                 "__annotate__": lambda format: {"line": int}})

@@ -27,6 +27,9 @@ else:
         """Makes a class body of annotated fields a named tuple, as `typing.NamedTuple` does."""
 
         def __new__(cls, name: str, bases: tuple, namespace: dict) -> type:
+            if "__annotations__" not in namespace and any(key.startswith("__annotate") for key in namespace):
+                # Python 3.14 evaluates annotations lazily unless the module asks for strings
+                raise TypeError(f"{name}: a record's module needs `from __future__ import annotations`")
             fields = namespace.get("__annotations__", {})
             defaults = [namespace[field] for field in fields if field in namespace]
             defaulted = [field in namespace for field in fields]
