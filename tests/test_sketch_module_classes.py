@@ -296,12 +296,22 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
             def __init__(self, fn):
                 self.fn = fn
 
+        class Given(eqx.Module):
+            t0: float | None
+
+            def __init__(self, t0: float | None = None):
+                self.t0 = t0
+
+        Stored(jax.nn.relu)
+        Given(0.5)
+        Given(t0=None)
+
         a = eqx.nn.MLP
         b = eqx.nn.Linear
         c = eqx.nn.Sequential
         d = eqx.Module
         e = models.Options
-        used = (Activated, Weights, build, Local, Plain, Fielded, Named, Inherits, Static, Scaled, Stored, Tuned)
+        used = (Activated, Weights, build, Local, Plain, Fielded, Named, Inherits, Static, Scaled, Stored, Given, Tuned)
     """)
     tree = ast.parse(Path(path).read_text())
     sketch = Sketch(tree, path)
@@ -325,7 +335,8 @@ def test_class_kinds_read_libraries_this_file_and_other_files_models(tmp_path: P
         assert kinds(names["Inherits"]) == {INVALID}
         assert kinds(names["Static"]) == {CLEAN}
         assert kinds(names["Scaled"]) == {CLEAN}  # arithmetic, and an array field whatever is assigned
-        assert kinds(names["Stored"]) == {INVALID}  # what `__init__` is given may be a function
+        assert kinds(names["Stored"]) == {INVALID}  # `__init__` is given a function
+        assert kinds(names["Given"]) == {CLEAN}  # ... or numbers only
         assert kinds(names["Tuned"]) == {NONE}  # its base, another file's, is no module: neither is it
 
 
@@ -443,3 +454,118 @@ def test_files_that_import_a_name_from_each_other_end_in_an_answer(tmp_path: Pat
         sketch = Sketch(tree, str(tmp_path / "train.py"))
         assert sketch.module_classes.class_kinds(expression) == {NONE}
         sketch.release()
+
+
+# -- `__init__` parameters, followed to the calls building the class (`Facts._param_kind`) ----------
+
+TIMED = '''
+import equinox as eqx
+import jax
+
+
+class Timed(eqx.Module):
+    tstart: float | None
+
+    def __init__(self, *, tstart: float | None = None):
+        self.tstart = tstart
+
+
+class Constant(Timed):
+    value: jax.Array
+
+    def __init__(self, value, *, tstart: float | None = None):
+        super().__init__(tstart=tstart)
+        self.value = value
+
+
+class Summed(Timed):
+    terms: list
+
+    def __init__(self, terms, *, tstart=None):
+        super().__init__(tstart=tstart)
+        self.terms = terms
+
+    def shifted(self, by):
+        return Summed(self.terms, tstart=None)
+
+
+def constant(value):
+    return Constant(value, tstart=2 * 0.5)
+'''
+
+
+def _class_kind(folder: Path, models: str, name: str, monkeypatch) -> tuple[frozenset[str], list[str]]:
+    """What the linted file's Sketch finds `models.<name>` to be, and the models of other files built for it."""
+    (folder / "models.py").write_text(models)
+    built: list[str] = []
+    real = project._build
+
+    def counted(path: str, seen: frozenset[str]):
+        built.append(Path(path).name)
+        return real(path, seen)
+
+    monkeypatch.setattr(project, "_build", counted)
+    project.forget()
+    asked = ast.parse(f"models.{name}", mode="eval").body
+    with project.places(object()):
+        kinds = Sketch(ast.parse("import models\n"), str(folder / "train.py")).module_classes.class_kinds(asked)
+    return kinds, built
+
+
+def test_a_parameter_stored_by_init_is_read_through_the_calls_that_build_the_class(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    """dynamiqs' `TimeQArray`: `__init__` stores keyword parameters declared `float | None`, which
+    its subclasses pass on through `super().__init__` and which every call gives a number or
+    `None`. The model finds no function there (`Facts._param_kind`); the Sketch now settles that
+    on the other file's `ast`, without building that file's model."""
+    assert _class_kind(tmp_path, TIMED, "Timed", monkeypatch) == ({CLEAN}, [])
+    assert _class_kind(tmp_path, TIMED, "Constant", monkeypatch) == ({CLEAN}, [])
+
+
+@pytest.mark.parametrize("change", [
+    "Timed(tstart=lambda t: t)",                    # a function, given to the class itself
+    "Constant(1.0, tstart=jax.nn.relu)",            # ... or through a subclass's `super().__init__`
+    "Summed([], tstart='now')",                     # a string
+    "Timed(tstart=tstart)",                         # a name the Sketch cannot type
+    "init = Timed.__init__",                        # `__init__` reached otherwise
+])
+def test_a_parameter_given_anything_else_is_left_to_the_model(tmp_path: Path, monkeypatch, change: str) -> None:
+    kinds, built = _class_kind(tmp_path, TIMED + f"\n\ntstart = print\n{change}\n", "Timed", monkeypatch)
+    assert built == ["models.py"]  # the other file's model decides
+    expected = {INVALID} if "lambda" in change else {CLEAN}  # it follows calls of the class alone
+    assert kinds == expected
+
+
+@pytest.mark.parametrize(("written", "instead"), [
+    ("self.tstart = tstart", "self.tstart = tstart\n        tstart = print"),  # bound again in the body
+    ("self.tstart = tstart", "for tstart in ():\n            pass\n        self.tstart = tstart"),
+    ("self.tstart = tstart", "self.tstart = self"),  # `self`
+    ("tstart: float | None = None):", "tstart: float | None = print):"),  # a default that is a function
+])
+def test_a_parameter_bound_otherwise_is_not_read_through_calls(tmp_path: Path, monkeypatch, written: str,
+                                                                instead: str) -> None:
+    kinds, built = _class_kind(tmp_path, TIMED.replace(written, instead, 1), "Timed", monkeypatch)
+    assert built == ["models.py"]
+
+
+def test_odl601_drops_a_jitted_function_given_a_timed_module_and_keeps_one_given_a_function_leaf(
+        tmp_path: Path) -> None:
+    code = """
+        from models import Timed
+
+        @jax.jit
+        def step(operator: Timed, x):
+            return x * 2
+    """
+    (tmp_path / "models.py").write_text(TIMED)
+    path = tmp_path / "train.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    source = path.read_text()
+    with project.places(object()):
+        assert candidates(source, str(path), [rule_for("ODL601")]) == []
+        assert "ODL601" not in {f.code for f in lint_source(source, str(path), {"ODL601"}, gate=False).findings}
+    (tmp_path / "models.py").write_text(TIMED + "\n\nTimed(tstart=lambda t: t)\n")
+    project.forget()
+    with project.places(object()):
+        assert [r.code for r in candidates(source, str(path), [rule_for("ODL601")])] == ["ODL601"]
+        assert "ODL601" in {f.code for f in lint_source(source, str(path), {"ODL601"}, gate=False).findings}

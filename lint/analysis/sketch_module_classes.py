@@ -8,13 +8,14 @@ the same roots on `ast`, erring towards "maybe":
 - a type expression may name a class with such a leaf (`class_kinds`): a library's, from
   lint/analysis/data (`equinox.nn.MLP`'s `activation`), a container of layers, a class of this
   file (read as `Leaves` reads it: its bases, its fields' annotations, what `__init__`
-  assigns), or a class of another project file. That last one is read the same way on the
-  other file's Sketch where that settles it (no class or import there binds the name; a class
-  that is no module, or surely one with array and number leaves only; a name it imports from
-  another file, read there in turn). Otherwise it is asked of the other file's own model,
-  which the rule would ask too, built once per run; a fault of that model leaves the answer
-  "maybe". Dynamiqs' solvers name `QArray`, `Method` and `SolveSaved` (read on `ast`) and
-  `TimeQArray` and `Options` (whose `__init__` assigns parameters only the model can type).
+  assigns, a parameter of it followed to the calls building the class), or a class of another
+  project file. That last one is read the same way on the other file's Sketch where that
+  settles it (no class or import there binds the name; a class that is no module, or surely
+  one with array and number leaves only; a name it imports from another file, read there in
+  turn). Otherwise it is asked of the other file's own model, which the rule would ask too,
+  built once per run; a fault of that model leaves the answer "maybe". Dynamiqs' solvers name
+  `QArray`, `Method`, `SolveSaved` and `TimeQArray` (read on `ast`) and `Options` (whose
+  `__init__` assigns what only the model can type: `Partial(f) if f is not None else None`).
 - a value may be an instance of one (`may_carry`) through what `Facts.module_class` follows:
   a call of such a class, of a function of this file that returns one, of
   `eqx.apply_updates`/`eqx.tree_at` given one; a name through every binding of it in the file
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, cast
 from odelint.analysis import jax_api, project
 from odelint.analysis.sketch import Sketch, walk
 from odelint.analysis.sketch_calls import functions_and_lambdas, may_be_module_class, parameters, positional_names
-from odelint.analysis.sketch_reach import given_at, static_options_of
+from odelint.analysis.sketch_reach import given_at, scope_of, static_options_of
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode
@@ -48,6 +49,7 @@ CLEAN = "a module class whose leaves are arrays or numbers"
 NONE = "no module class the model knows"
 
 _Item = ast.AST | tuple[Hashable, ...]
+_PARAMETERS_FOLLOWED = 50  # `__init__` parameters followed to the calls building their class, at most
 
 
 class SketchModuleClasses:
@@ -56,6 +58,8 @@ class SketchModuleClasses:
         self._qualname_kinds: dict[str, str] = {}
         self._own_kinds: dict[int, str] = {}
         self._carriers: set[Hashable] = set()     # items known to reach a class with such a leaf
+        self._rebound: dict[int, set[str]] = {}  # by `__init__`: the names its body binds
+        self._init_calls: dict[str, list[ast.Call] | None] = {}  # by class name: `_building_calls`
         self._not_carriers: set[Hashable] = set()  # items known not to
         # other files' readings by path, made for the linted file's gate: one for each file, shared
         # with the readings made from there (files that import each other end in the guards).
@@ -109,13 +113,10 @@ class SketchModuleClasses:
         init = next((item for item in cls.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
         if init is None:
             return CLEAN
-        rebound = {node.id for node in walk(init) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-        annotated = {arg.arg: arg.annotation for arg in parameters(init)
-                     if arg.arg not in rebound}  # the model reads a name by its last binding
         for node in walk(init):
             if isinstance(node, ast.Assign) and any(
                     isinstance(target, ast.Attribute) and target.attr not in settled for target in node.targets):
-                if not self._plain_value(node.value, annotated):
+                if not self._plain_value(node.value, init):
                     return INVALID
         return CLEAN
 
@@ -134,16 +135,85 @@ class SketchModuleClasses:
             return "array"
         return "number" if isinstance(outer, ast.Name) and outer.id in ("float", "int", "bool") else "unknown"
 
-    def _plain_value(self, value: ast.expr, annotated: dict[str, ast.expr | None]) -> bool:
+    def _plain_value(self, value: ast.expr, init: ast.FunctionDef) -> bool:
         """A value assigned in `__init__` that gives no function or string leaf: a number or
-        `None`, arithmetic, or a parameter declared an array, key or number."""
+        `None`, arithmetic, or a parameter of `__init__` that gives none (`_plain_parameter`)."""
         if isinstance(value, ast.Constant):
             return not isinstance(value.value, str)
         if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
             return True
-        if isinstance(value, ast.Name) and annotated.get(value.id) is not None:
-            return self._field_declares(cast(ast.expr, annotated[value.id])) in ("array", "number")
-        return False
+        return isinstance(value, ast.Name) and self._plain_parameter(init, value.id)
+
+    def _plain_parameter(self, init: ast.FunctionDef, name: str) -> bool:
+        """Does the model find no function in the parameter `name` of an `__init__`? So where its
+        annotation declares an array, key or number. Where it declares nothing the model reads
+        (`float | None`, or no annotation), the model takes the kind the calls building the class
+        agree on (`Facts._param_kind`): then where every value those calls may pass is a number,
+        arithmetic, or in turn such a parameter of the `__init__` making the call
+        (`super().__init__(tstart=tstart)`), followed as far as it goes (a parameter met again
+        adds no value). `self`, a parameter bound again in the body (the model reads a name by its
+        last binding), and one whose default is anything else, may be anything."""
+        pending = [(init, name)]
+        met = {(id(init), name)}
+        while pending:
+            function, parameter = pending.pop()
+            arg = next((arg for arg in parameters(function)[1:] if arg.arg == parameter), None)
+            default = _default_of(function, parameter)
+            if arg is None or parameter in self._bound_in(function) or not (
+                    default is None or _plain_argument(default)):
+                return False
+            declared = self._field_declares(arg.annotation) if arg.annotation is not None else "unknown"
+            if declared != "unknown":
+                if declared in ("array", "number"):
+                    continue
+                return False
+            calls = self._building_calls(cast(ast.ClassDef, self.sketch.parent(function)))
+            if calls is None:
+                return False
+            for value in _given(calls, function, parameter, 1):
+                passed = self._passed_parameter(cast(ast.expr, value))
+                if passed is None:
+                    if not _plain_argument(cast(ast.expr, value)):
+                        return False
+                elif (id(passed[0]), passed[1]) not in met:
+                    if len(met) >= _PARAMETERS_FOLLOWED:
+                        return False
+                    met.add((id(passed[0]), passed[1]))
+                    pending.append(passed)
+        return True
+
+    def _passed_parameter(self, value: ast.expr) -> tuple[ast.FunctionDef, str] | None:
+        """The `__init__` and its parameter a name passed by a call inside that `__init__` reads."""
+        if not isinstance(value, ast.Name):
+            return None
+        around = scope_of(self.sketch, value)
+        if isinstance(around, ast.FunctionDef) and around.name == "__init__" and isinstance(
+                self.sketch.parent(around), ast.ClassDef):
+            return around, value.id
+        return None
+
+    def _bound_in(self, function: ast.FunctionDef) -> set[str]:
+        found = self._rebound.get(id(function))
+        if found is None:
+            found = self._rebound[id(function)] = _rebound(function)
+        return found
+
+    def _building_calls(self, owner: ast.ClassDef) -> list[ast.Call] | None:
+        """The calls that may pass arguments to the `__init__` of a class: those of a name or
+        attribute named like the class (the model's `Facts.arguments_of`), and every call of an
+        `__init__` attribute (`super().__init__(...)`, which the model does not follow). None
+        where `__init__` is named anywhere else (`init = Base.__init__`): the Sketch says "maybe"."""
+        if owner.name in self._init_calls:
+            return self._init_calls[owner.name]
+        sketch = self.sketch
+        calls: list[ast.Call] | None = [
+            call for call in sketch.calls if isinstance(call.func, (ast.Name, ast.Attribute))
+            and _last_name(call.func) in (owner.name, "__init__")]
+        if any(node.id == "__init__" for node in sketch.of_type(ast.Name)) or any(
+                node.attr == "__init__" and not _called(sketch, node) for node in sketch.of_type(ast.Attribute)):
+            calls = None
+        self._init_calls[owner.name] = calls
+        return calls
 
     def _qualname_kind(self, qualname: str) -> str:
         kind = self._qualname_kinds.get(qualname)
@@ -347,22 +417,13 @@ class SketchModuleClasses:
 
     def _passed(self, function: FunctionNode, name: str, bound: int) -> list[_Item]:
         """What the calls of `function` (and, for an `__init__`, of its class) may pass for its
-        parameter `name`, read as `argument_for` reads them with `bound` leading parameters
-        already bound: by position, by keyword, or unpacked."""
+        parameter `name` (`_given`)."""
         calls = list(self.sketch.reach.calls_of(function))
         owner = self.sketch.parent(function)
         if isinstance(function, ast.FunctionDef) and function.name == "__init__" and isinstance(owner, ast.ClassDef):
             calls += [call for call in self.sketch.calls
                       if isinstance(call.func, (ast.Name, ast.Attribute)) and _last_name(call.func) == owner.name]
-        names = positional_names(function)
-        position = names.index(name) - bound if name in names else -1
-        found: list[_Item] = []
-        for call in calls:
-            found.extend(keyword.value for keyword in call.keywords if keyword.arg in (name, None))
-            found.extend(arg.value for arg in call.args if isinstance(arg, ast.Starred))
-            if 0 <= position < len(call.args):
-                found.append(call.args[position])
-        return found
+        return _given(calls, function, name, bound)
 
     # -- transforms -----------------------------------------------------------------------------
 
@@ -503,6 +564,66 @@ def _static_field(sketch: Sketch, value: ast.expr | None) -> bool:
 def _outer(annotation: ast.expr) -> ast.expr:
     """`Float` of `Float[Array, "n"]`: the name `Facts.annotation_kind` reads."""
     return annotation.value if isinstance(annotation, ast.Subscript) else annotation
+
+
+def _given(calls: Iterable[ast.Call], function: FunctionNode, name: str, bound: int) -> list[_Item]:
+    """What these calls may pass for the parameter `name` of `function`, read as `argument_for`
+    reads them with `bound` leading parameters already bound: by position, by keyword, or unpacked."""
+    names = positional_names(function)
+    position = names.index(name) - bound if name in names else -1
+    found: list[_Item] = []
+    for call in calls:
+        found.extend(keyword.value for keyword in call.keywords if keyword.arg in (name, None))
+        found.extend(arg.value for arg in call.args if isinstance(arg, ast.Starred))
+        if 0 <= position < len(call.args):
+            found.append(call.args[position])
+    return found
+
+
+def _plain_argument(value: ast.expr) -> bool:
+    """A value a call passes in which the model finds no function nor string: a number or `None`,
+    or arithmetic (`Facts._arithmetic_kind`: an array or a number)."""
+    if isinstance(value, ast.Constant):
+        return not isinstance(value.value, (str, bytes))
+    return isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare))
+
+
+def _called(sketch: Sketch, node: ast.Attribute) -> bool:
+    """Is the attribute the function of a call (`super().__init__(...)`)?"""
+    call = sketch.parent(node)
+    return isinstance(call, ast.Call) and call.func is node
+
+
+def _default_of(function: FunctionNode, name: str) -> ast.expr | None:
+    """The default value of a parameter (None: it has none)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults, strict=True),
+             *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)]
+    return next((default for arg, default in pairs if arg.arg == name), None)
+
+
+def _rebound(function: FunctionNode) -> set[str]:
+    """The names bound in a function's body (assigned, loop and `with` targets, `except ... as`,
+    imports, nested definitions, `global`, pattern captures): a parameter among them may hold
+    something else where it is read."""
+    found: set[str] = set()
+    for node in walk(function):
+        if node is function:
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            found.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            found.add(node.rest)
+        elif isinstance(node, ast.alias):
+            found.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            found.update(node.names)
+    return found
 
 
 def _key(item: _Item) -> Hashable:
