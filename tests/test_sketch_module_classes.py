@@ -62,6 +62,20 @@ def _write(folder: Path, code: str) -> str:
     return str(path)
 
 
+def _models_built(monkeypatch) -> list[str]:
+    """The names of the files whose model is built from now on (none is kept from before)."""
+    built: list[str] = []
+    real = project._build
+
+    def counted(path: str, seen: frozenset[str]):
+        built.append(Path(path).name)
+        return real(path, seen)
+
+    monkeypatch.setattr(project, "_build", counted)
+    project.forget()
+    return built
+
+
 def kept_and_fires(folder: Path, code: str, rule: str) -> None:
     path = _write(folder, code)
     source = Path(path).read_text()
@@ -384,15 +398,7 @@ def test_another_files_class_is_read_on_its_ast_where_that_settles_it(tmp_path: 
 
         Alias = Activated
     """))
-    built: list[str] = []  # the models built, by file name
-    real = project._build
-
-    def counted(path: str, seen: frozenset[str]):
-        built.append(Path(path).name)
-        return real(path, seen)
-
-    monkeypatch.setattr(project, "_build", counted)
-    project.forget()
+    built = _models_built(monkeypatch)
     tree = ast.parse(HEAD + "import more\n")
     with project.places(object()):
         sketch = Sketch(tree, str(tmp_path / "train.py"))
@@ -497,15 +503,7 @@ def constant(value):
 def _class_kind(folder: Path, models: str, name: str, monkeypatch) -> tuple[frozenset[str], list[str]]:
     """What the linted file's Sketch finds `models.<name>` to be, and the models of other files built for it."""
     (folder / "models.py").write_text(models)
-    built: list[str] = []
-    real = project._build
-
-    def counted(path: str, seen: frozenset[str]):
-        built.append(Path(path).name)
-        return real(path, seen)
-
-    monkeypatch.setattr(project, "_build", counted)
-    project.forget()
+    built = _models_built(monkeypatch)
     asked = ast.parse(f"models.{name}", mode="eval").body
     with project.places(object()):
         kinds = Sketch(ast.parse("import models\n"), str(folder / "train.py")).module_classes.class_kinds(asked)
