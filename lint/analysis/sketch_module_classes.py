@@ -59,7 +59,7 @@ class SketchModuleClasses:
         self._own_kinds: dict[int, str] = {}
         self._carriers: set[Hashable] = set()     # items known to reach a class with such a leaf
         self._rebound: dict[int, set[str]] = {}  # by `__init__`: the names its body binds
-        self._init_calls: dict[str, list[ast.Call] | None] = {}  # by class name: `_building_calls`
+        self._building: dict[str, list[ast.Call] | None] = {}  # by class name: `_building_calls`
         self._not_carriers: set[Hashable] = set()  # items known not to
         # other files' readings by path, made for the linted file's gate: one for each file, shared
         # with the readings made from there (files that import each other end in the guards).
@@ -145,7 +145,7 @@ class SketchModuleClasses:
         return isinstance(value, ast.Name) and self._plain_parameter(init, value.id)
 
     def _plain_parameter(self, init: ast.FunctionDef, name: str) -> bool:
-        """Does the model find no function in the parameter `name` of an `__init__`? So where its
+        """Does the model find no function in the parameter `name` of an `__init__`? None where its
         annotation declares an array, key or number. Where it declares nothing the model reads
         (`float | None`, or no annotation), the model takes the kind the calls building the class
         agree on (`Facts._param_kind`): then where every value those calls may pass is a number,
@@ -203,8 +203,8 @@ class SketchModuleClasses:
         attribute named like the class (the model's `Facts.arguments_of`), and every call of an
         `__init__` attribute (`super().__init__(...)`, which the model does not follow). None
         where `__init__` is named anywhere else (`init = Base.__init__`): the Sketch says "maybe"."""
-        if owner.name in self._init_calls:
-            return self._init_calls[owner.name]
+        if owner.name in self._building:
+            return self._building[owner.name]
         sketch = self.sketch
         calls: list[ast.Call] | None = [
             call for call in sketch.calls if isinstance(call.func, (ast.Name, ast.Attribute))
@@ -212,7 +212,7 @@ class SketchModuleClasses:
         if any(node.id == "__init__" for node in sketch.of_type(ast.Name)) or any(
                 node.attr == "__init__" and not _called(sketch, node) for node in sketch.of_type(ast.Attribute)):
             calls = None
-        self._init_calls[owner.name] = calls
+        self._building[owner.name] = calls
         return calls
 
     def _qualname_kind(self, qualname: str) -> str:
