@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, cast
 from odelint.analysis import jax_api, project
 from odelint.analysis.sketch import Sketch, walk
 from odelint.analysis.sketch_calls import functions_and_lambdas, may_be_module_class, parameters, positional_names
-from odelint.analysis.sketch_reach import given_at, scope_of, static_options_of
+from odelint.analysis.sketch_reach import given_at, node_bindings, scope_of, static_options_of
 
 if TYPE_CHECKING:
     from odelint.analysis.sketch import FunctionNode
@@ -195,7 +195,7 @@ class SketchModuleClasses:
     def _bound_in(self, function: ast.FunctionDef) -> set[str]:
         found = self._rebound.get(id(function))
         if found is None:
-            found = self._rebound[id(function)] = _rebound(function)
+            found = self._rebound[id(function)] = _rebound(self.sketch, function)
         return found
 
     def _building_calls(self, owner: ast.ClassDef) -> list[ast.Call] | None:
@@ -603,26 +603,16 @@ def _default_of(function: FunctionNode, name: str) -> ast.expr | None:
     return next((default for arg, default in pairs if arg.arg == name), None)
 
 
-def _rebound(function: FunctionNode) -> set[str]:
-    """The names bound in a function's body (assigned, loop and `with` targets, `except ... as`,
-    imports, nested definitions, `global`, pattern captures): a parameter among them may hold
-    something else where it is read."""
+def _rebound(sketch: Sketch, function: FunctionNode) -> set[str]:
+    """The names bound anywhere in a function's body, nested scopes too (`node_bindings`: targets,
+    imports, `except ... as`, pattern captures, definitions), and those it declares `global` or
+    `nonlocal`: a parameter among them may hold something else where it is read."""
     found: set[str] = set()
     for node in walk(function):
-        if node is function:
-            continue
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            found.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            found.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            found.add(node.rest)
-        elif isinstance(node, ast.alias):
-            found.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
             found.update(node.names)
+        elif node is not function:
+            found.update(name for name, _ in node_bindings(node, sketch.parent(node)))
     return found
 
 

@@ -674,7 +674,7 @@ class SketchReach:
         for node in _scope_nodes(scope):
             if isinstance(node, (ast.Global, ast.Nonlocal)):
                 elsewhere.update(node.names)
-            for name, where in _binds(node, self.sketch.parent(node)):
+            for name, where in node_bindings(node, self.sketch.parent(node)):
                 unpacked = self._unpacked(node, where) if isinstance(node, ast.Name) else where
                 bindings.setdefault(name, []).append(unpacked)
         for found in bindings.values():
@@ -1093,7 +1093,7 @@ class _Binding:
     parameter: ast.arg | None = None  # the function's parameter of that name
 
 
-def _binds(node: ast.AST, parent: ast.AST | None) -> Iterator[tuple[str, _Binding]]:
+def node_bindings(node: ast.AST, parent: ast.AST | None) -> Iterator[tuple[str, _Binding]]:
     """The bindings `node` makes, by name: `name = value` with its value, any other store or
     deletion of a name, an import, `except ... as name`, a `match` capture, a `def` or `class`."""
     if isinstance(node, ast.Assign):
