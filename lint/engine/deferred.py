@@ -39,9 +39,13 @@ def load(name: str) -> types.ModuleType:
     current = sys.modules.get(name)
     if not isinstance(current, _StandIn):
         return importlib.import_module(name)
+    from odelint.engine import generated_code
+
     del sys.modules[name]
     try:
-        real = importlib.import_module(name)
+        # LibCST's node classes are dataclasses: their methods' code is kept across runs.
+        with generated_code.kept(getattr(current.__spec__, "origin", None) or name, generated_code.DATACLASSES):
+            real = importlib.import_module(name)
     except BaseException:
         sys.modules[name] = current
         raise

@@ -5,7 +5,8 @@ it forks its workers (each loaded them again for itself, about 0.4 s of CPU per 
 the language server once the editor has started it, so that the first document opened is
 answered in the time a lint takes (through the server: 430 ms after `didOpen` when nothing was
 loaded, 260 ms once loaded). What is loaded lives as long as the process, so it is frozen out
-of the cyclic collector's scans.
+of the cyclic collector's scans. The code of the methods LibCST's and odelint's dataclasses
+generate is kept across runs (odelint.engine.generated_code).
 """
 
 from __future__ import annotations
@@ -21,16 +22,20 @@ _LOADED_LATER = ("libcst.native", "unicodedata")
 
 
 def load_linting() -> None:
-    from odelint import analysis
-    from odelint.api.registry import all_rules
-    from odelint.engine import core  # noqa: F401  (the engine, its positions and noqa)
+    import odelint
+    from odelint.engine import generated_code
     from odelint.engine.collector import fewer_collections
     from odelint.engine.deferred import load
 
-    for module in pkgutil.iter_modules(analysis.__path__, f"{analysis.__name__}."):  # the pre-checks' too
-        importlib.import_module(module.name)
-    all_rules()  # imports every rule
     load("libcst")
+    with generated_code.kept(odelint.__file__, generated_code.DATACLASSES):  # odelint's own dataclasses
+        from odelint import analysis
+        from odelint.api.registry import all_rules
+        from odelint.engine import core  # noqa: F401  (the engine, its positions and noqa)
+
+        for module in pkgutil.iter_modules(analysis.__path__, f"{analysis.__name__}."):  # the pre-checks' too
+            importlib.import_module(module.name)
+        all_rules()  # imports every rule
     for name in _LOADED_LATER:
         importlib.import_module(name)
     fewer_collections()

@@ -13,8 +13,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client says exit; pygls is imported only here, so `odelint check` never pays for it."""
+    from odelint.engine import generated_code
+
     try:
-        from odelint.faces.server_lsp import build
+        # lsprotocol's 554 message classes are attrs classes: their methods' code is kept across runs.
+        with generated_code.kept(generated_code.origin_of("lsprotocol"), generated_code.ATTRS,
+                                 generated_code.DATACLASSES):
+            from odelint.faces.server_lsp import build
     except ImportError as error:
         print(f"odelint: error: the server needs pygls and lsprotocol ({error}); "
               "install them with `pip install pygls lsprotocol` (or odelint's `server` extra: "

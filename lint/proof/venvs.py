@@ -14,6 +14,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+from odelint.files.user_cache import user_cache_dir
+
 READY = ".odelint-ready"
 
 
@@ -22,10 +24,7 @@ class VenvError(RuntimeError):
 
 
 def cache_root() -> str:
-    base = os.environ.get("ODELINT_CACHE_DIR")
-    if not base:
-        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "odelint")
-    return os.path.join(base, "venvs")
+    return os.path.join(user_cache_dir(), "venvs")
 
 
 def key(requirements: str, base_python: str = sys.executable) -> str:
