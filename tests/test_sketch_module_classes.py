@@ -530,8 +530,9 @@ def test_a_parameter_stored_by_init_is_read_through_the_calls_that_build_the_cla
 def test_a_parameter_given_anything_else_is_left_to_the_model(tmp_path: Path, monkeypatch, change: str) -> None:
     kinds, built = _class_kind(tmp_path, TIMED + f"\n\ntstart = print\n{change}\n", "Timed", monkeypatch)
     assert built == ["models.py"]  # the other file's model decides
-    expected = {INVALID} if "lambda" in change else {CLEAN}  # it follows calls of the class alone
-    assert kinds == expected
+    # It follows every call, the subclasses' `super().__init__` too: where one gives a function
+    # and others numbers, the calls disagree and it finds no function.
+    assert kinds == {CLEAN}
 
 
 @pytest.mark.parametrize(("written", "instead"), [
@@ -562,7 +563,9 @@ def test_odl601_drops_a_jitted_function_given_a_timed_module_and_keeps_one_given
     with project.places(object()):
         assert candidates(source, str(path), [rule_for("ODL601")]) == []
         assert "ODL601" not in {f.code for f in lint_source(source, str(path), {"ODL601"}, gate=False).findings}
-    (tmp_path / "models.py").write_text(TIMED + "\n\nTimed(tstart=lambda t: t)\n")
+    # Timed alone, given a lambda (with its subclasses, which give numbers through
+    # `super().__init__`, the calls would disagree and the model would say nothing)
+    (tmp_path / "models.py").write_text(TIMED.partition("\n\nclass Constant")[0] + "\n\nTimed(tstart=lambda t: t)\n")
     project.forget()
     with project.places(object()):
         assert [r.code for r in candidates(source, str(path), [rule_for("ODL601")])] == ["ODL601"]

@@ -1108,7 +1108,8 @@ class Facts:
 
     def arguments_of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, Site]]:
         """The calls whose arguments reach `function`'s parameters: its own calls and, for an
-        `__init__`, the calls that build its class (`Outer(inner)` gives `inner` to `__init__`)."""
+        `__init__`, the calls that build its class (`Outer(inner)` gives `inner` to `__init__`)
+        and the `super().__init__(...)` calls of its subclasses' `__init__` in this file."""
         scope = self.index.body_scope(function)
         owner = scope.parent if scope is not None else None
         if function.name.value != "__init__" or owner is None or owner.kind != CLASS:
@@ -1117,24 +1118,58 @@ class Facts:
         named = cls.name.value
         built = [(call, site) for call, site in self.index.calls_named(named)
                  if any(b.kind == "class" and b.node is cls for b in self.lookup(named, site.scope))]
-        return self.calls_of(function) + built
+        return self.calls_of(function) + built + self._super_initialisations(cls)
+
+    def _super_initialisations(self, cls: cst.ClassDef) -> list[tuple[cst.Call, Site]]:
+        """`super().__init__(...)` in the `__init__` of a class of this file whose base is `cls`."""
+        from odelint.analysis.classes import named_class
+
+        found = []
+        for call, site in self.method_calls(("__init__",)):
+            func = cast(cst.Attribute, call.func)
+            if not (type(func.value) is cst.Call and type(cast(cst.Call, func.value).func) is cst.Name
+                    and cast(cst.Name, cast(cst.Call, func.value).func).value == "super"
+                    and not cast(cst.Call, func.value).args):
+                continue
+            caller, subclass = site.scope, site.scope.parent
+            if (caller.kind != FUNCTION or cast(cst.FunctionDef, caller.node).name.value != "__init__"
+                    or subclass is None or subclass.kind != CLASS):
+                continue
+            where = subclass.parent or self.index.module_scope
+            if any(named_class(self, base.value, where) is cls for base in cast(cst.ClassDef, subclass.node).bases):
+                found.append((call, site))
+        return found
 
     def _param_kind(self, binding: Binding) -> Kind:
         """What the calls of this file pass for a parameter: a module if any call passes one,
-        else the one kind every call that is understood agrees on."""
+        else the one kind every call that is understood agrees on. A call that leaves the
+        parameter out passes its default (`MLP()` for `activation=jax.nn.relu`)."""
         function = binding.scope.node
         if not isinstance(function, cst.FunctionDef) or binding.scope.parent is None:
             return Kind.UNKNOWN
         bound = 1 if binding.scope.parent.kind == CLASS else 0
+        default = binding.node.default if isinstance(binding.node, cst.Param) else None
         kinds = set()
         for call, site in self.arguments_of(function):
             argument = argument_for(call, binding, bound)
             if argument is not None:
-                kinds.add(self.kind(argument, site))
+                kinds.add(self._passed_kind(argument, site))
+            elif default is not None and not any(arg.star for arg in call.args):
+                kinds.add(self._passed_kind(default, Site(binding.scope.parent, binding.order)))
         if Kind.MODULE in kinds:
             return Kind.MODULE
         kinds.discard(Kind.UNKNOWN)
         return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+
+    def _passed_kind(self, value: cst.BaseExpression, site: Site) -> Kind:
+        """The kind of a value given to a parameter, where a library function named as a value
+        (`jax.nn.relu`) is a function."""
+        kind = self.kind(value, site)
+        if kind is Kind.UNKNOWN and type(value) in (cst.Name, cst.Attribute):
+            qualname = self.qualname(value, site.scope)
+            if qualname is not None and jax_api.library_function(qualname):
+                return Kind.FUNCTION
+        return kind
 
     # -- optax ---------------------------------------------------------------------------
 

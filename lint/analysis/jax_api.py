@@ -389,6 +389,12 @@ def names_table(role: str) -> dict[str, Any]:
     return dict(found)
 
 
+def library_function(qualname: str) -> bool:
+    """`jax.nn.relu`, `jax.numpy.tanh`: a function of the array libraries, used as a value."""
+    module, _, name = qualname.rpartition(".")
+    return module in names("function_modules") and name[:1].islower()
+
+
 def starts_with_any(qualname: str | None, role: str) -> bool:
     """Does `qualname` lie under one of a role's prefixes (`jax.numpy.` for `array_makers`)?"""
     return bool(qualname) and any(qualname.startswith(prefix) for prefix in names(role))  # type: ignore[union-attr]

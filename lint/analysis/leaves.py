@@ -172,7 +172,7 @@ class Leaves:
             return [Leaf(name, LeafKind.FUNCTION, _describe_function(facts, value, site), transform)]
         if found is None and isinstance(value, (cst.Name, cst.Attribute)):
             qualname = facts.qualname(value, site.scope)
-            if qualname and _looks_like_library_function(qualname):
+            if qualname and jax_api.library_function(qualname):
                 return [Leaf(name, LeafKind.FUNCTION, f"`{qualname}`")]
         return found or []
 
@@ -229,12 +229,6 @@ def _describe_function(facts: Facts, value: cst.BaseExpression, site: Site) -> s
         return f"a `{qualname}` result" if qualname else ""
     qualname = facts.qualname(value, site.scope)
     return f"`{qualname}`" if qualname else ""
-
-
-def _looks_like_library_function(qualname: str) -> bool:
-    """`jax.nn.relu`, `jax.numpy.tanh`: functions of the array libraries used as values."""
-    module, _, name = qualname.rpartition(".")
-    return module in ("jax.nn", "jax.numpy", "jax.lax", "jax.scipy.special", "optimistix") and name[:1].islower()
 
 
 @dataclasses.dataclass(frozen=True)

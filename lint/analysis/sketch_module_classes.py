@@ -200,8 +200,8 @@ class SketchModuleClasses:
 
     def _building_calls(self, owner: ast.ClassDef) -> list[ast.Call] | None:
         """The calls that may pass arguments to the `__init__` of a class: those of a name or
-        attribute named like the class (the model's `Facts.arguments_of`), and every call of an
-        `__init__` attribute (`super().__init__(...)`, which the model does not follow). None
+        attribute named like the class, and every call of an `__init__` attribute (the model's
+        `Facts.arguments_of` follows `super().__init__(...)` in its subclasses' `__init__`). None
         where `__init__` is named anywhere else (`init = Base.__init__`): the Sketch says "maybe"."""
         if owner.name in self._building:
             return self._building[owner.name]

@@ -241,6 +241,53 @@ class JaxTransformOnModule(TransformApplicationRule):
 
             step(2.0, model, jnp.ones(2))
         """, count=3, message="use `eqx.filter_grad`", span=("10:1-10:9", "11:1-11:9", "13:20-13:27")),
+        # the function a field holds comes from a parameter's default (`Net()`), or from a
+        # subclass that hands its parameter on through `super().__init__`
+        Flag("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            class Net(eqx.Module):
+                weight: jax.Array
+                activation: object
+
+                def __init__(self, activation=jax.nn.relu):
+                    self.weight = jnp.ones(2)
+                    self.activation = activation
+
+            class Wide(Net):
+                def __init__(self, activation):
+                    super().__init__(activation)
+
+            def loss(net, x):
+                return jnp.sum(net.activation(net.weight * x))
+
+            value = jax.jit(loss)(Net(), jnp.ones(2))
+            grads = jax.grad(loss)(Wide(lambda v: v), jnp.ones(2))
+        """, fixed="""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            class Net(eqx.Module):
+                weight: jax.Array
+                activation: object
+
+                def __init__(self, activation=jax.nn.relu):
+                    self.weight = jnp.ones(2)
+                    self.activation = activation
+
+            class Wide(Net):
+                def __init__(self, activation):
+                    super().__init__(activation)
+
+            def loss(net, x):
+                return jnp.sum(net.activation(net.weight * x))
+
+            value = eqx.filter_jit(loss)(Net(), jnp.ones(2))
+            grads = eqx.filter_grad(loss)(Wide(lambda v: v), jnp.ones(2))
+        """, count=2, message="`net.activation` is a function", span=("20:9-20:16", "21:9-21:17")),
         # arrays only, static or unmapped arguments, argnums that skip the module, filter_jit
         Pass("""
             import functools
@@ -270,5 +317,25 @@ class JaxTransformOnModule(TransformApplicationRule):
                 return 2 * x
 
             double(jnp.ones(2))
+        """),
+        # every call gives the field an array, or may (`**options`): the default is not assumed
+        Pass("""
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+            class Scaled(eqx.Module):
+                weight: jax.Array
+                scale: object
+
+                def __init__(self, scale=jax.nn.relu):
+                    self.weight = jnp.ones(2)
+                    self.scale = scale
+
+            def loss(m, x):
+                return jnp.sum(m.weight * m.scale * x)
+
+            jax.jit(loss)(Scaled(jnp.ones(2)), jnp.ones(2))
+            jax.grad(loss)(Scaled(**options), jnp.ones(2))
         """),
     )
