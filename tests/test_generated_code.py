@@ -148,6 +148,15 @@ def test_a_file_others_may_write_is_not_read(cache: Path) -> None:
     assert tally.found == 0 and tally.compiled > 0
 
 
+def test_a_relative_cache_folder_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ODELINT_CACHE_DIR", "~/.cache/odelint")  # what `~` gives where there is no home
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    with kept("/pkg/__init__.py", DATACLASSES) as tally:
+        _point()
+    assert tally.compiled > 0 and list(tmp_path.iterdir()) == []
+
+
 def test_a_generator_that_cannot_be_imported_is_left_alone(cache: Path) -> None:
     assert generated_code.origin_of("no_such_package_here") == "no_such_package_here"
     with kept("/pkg/__init__.py", "no_such_package_here._make") as tally:

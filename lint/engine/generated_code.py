@@ -65,8 +65,10 @@ def kept(origin: str, *generators: str) -> Iterator[Tally]:
     no longer calls the name it is given, is left alone."""
     from odelint.files.user_cache import user_cache_dir
 
-    path = os.path.join(user_cache_dir(), _FOLDER, _file_name(origin))
-    known = _read(path)
+    folder = user_cache_dir()
+    # A relative folder (no home directory to expand `~` in) would put the cache in the project.
+    path = os.path.join(folder, _FOLDER, _file_name(origin)) if os.path.isabs(folder) else None
+    known = _read(path) if path is not None else {}
     used: dict[Key, CodeType] = {}
     tally = Tally()
 
@@ -99,7 +101,7 @@ def kept(origin: str, *generators: str) -> Iterator[Tally]:
                 name = "exec" if generator == DATACLASSES else "compile"
                 restore.enter_context(_replaced(module, name, replacements[name]))
         yield tally
-    if tally.compiled and not sys.dont_write_bytecode:
+    if tally.compiled and path is not None and not sys.dont_write_bytecode:
         # Other windows with the same origin may define other classes (each face imports its own
         # part of odelint first): what they kept stays, unless the file grew past all use.
         _write(path, {**known, **used} if len(known) + len(used) <= _MOST_ENTRIES else used)
