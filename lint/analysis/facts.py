@@ -1126,10 +1126,9 @@ class Facts:
 
         found = []
         for call, site in self.method_calls(("__init__",)):
-            func = cast(cst.Attribute, call.func)
-            if not (type(func.value) is cst.Call and type(cast(cst.Call, func.value).func) is cst.Name
-                    and cast(cst.Name, cast(cst.Call, func.value).func).value == "super"
-                    and not cast(cst.Call, func.value).args):
+            receiver = cast(cst.Attribute, call.func).value
+            if not (isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)
+                    and receiver.func.value == "super" and not receiver.args):
                 continue
             caller, subclass = site.scope, site.scope.parent
             if (caller.kind != FUNCTION or cast(cst.FunctionDef, caller.node).name.value != "__init__"
