@@ -161,6 +161,11 @@ def test_preloading_loads_the_model_the_rules_and_libcst_and_freezes_them() -> N
     # ODL501's parsers of requirements and the known-bad table (packaging's requirement, name
     # and platform-tag modules: 10-15 ms) wait for a dependency file; no Python lint reads one
     assert not modules & {"packaging.requirements", "packaging.utils", "packaging.tags"}
+    # nor the parsers of settings files (tomllib, configparser: where a project has such a file,
+    # reading it imports them), nor importlib.resources for the data tables (plain files, as the
+    # rules' index), nor hashlib's OpenSSL for the kept generated code (CPython's BLAKE2 names
+    # its files): about 20 ms of an editor's first diagnostics
+    assert not modules & {"tomllib", "configparser", "importlib.resources", "hashlib"}
 
 
 LINT_AFTER_PRELOAD = """

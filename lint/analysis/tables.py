@@ -20,20 +20,25 @@ from __future__ import annotations
 
 import functools
 import json
-import zlib
-from importlib import resources
-from typing import TYPE_CHECKING, Any
+import os
 
+TYPE_CHECKING = False  # not typing's: the warm path imports this module for `folder` (no typing there)
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+    from typing import Any
 
 TABLES = ("jax_api.toml", "library_modules.toml", "diffrax_api.toml", "deprecated_apis.toml",
           "known_bad_versions.toml", "intent.toml")
 
 
-def folder() -> Traversable:
-    """Where the tables are (package data of odelint.analysis)."""
-    return resources.files("odelint.analysis").joinpath("data")
+def folder() -> str:
+    """Where the tables are: odelint.analysis's `data` folder, read as plain files (as the
+    rules' index is); `importlib.resources` would cost every cold start 10 ms of imports."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def _text(name: str) -> str:
+    with open(os.path.join(folder(), name), encoding="utf-8") as handle:
+        return handle.read()
 
 
 def mirror_name(name: str) -> str:
@@ -57,6 +62,8 @@ def mirror_text(text: str) -> str:
 
 def _fingerprint(text: str) -> list[int]:
     """What tells a table's TOML from any edit of it (a mirror is no secret: CRC-32 and size)."""
+    import zlib  # not at import: the warm path finds the tables' folder here and reads no table
+
     data = text.encode("utf-8")
     return [zlib.crc32(data), len(data)]
 
@@ -66,9 +73,9 @@ def read(name: str) -> dict[str, Any]:
     """The table `name` (one of TABLES), parsed; raises on a malformed table: it is our data."""
     if name not in TABLES:
         raise KeyError(f"no data table {name!r}")
-    text = folder().joinpath(name).read_text(encoding="utf-8")
+    text = _text(name)
     try:
-        mirror = json.loads(folder().joinpath(mirror_name(name)).read_text(encoding="utf-8"))
+        mirror = json.loads(_text(mirror_name(name)))
     except (OSError, ValueError):
         mirror = None
     if isinstance(mirror, dict) and mirror.get("source") == _fingerprint(text):

@@ -16,9 +16,7 @@ so a cached result holds only while they stay the same (a new script invalidates
 
 from __future__ import annotations
 
-import configparser
 import os
-import tomllib
 from collections.abc import Iterable, Iterator
 
 import libcst as cst
@@ -139,6 +137,8 @@ def _project_scripts(root: str) -> list[str]:
     pyproject = os.path.join(root, "pyproject.toml")
     if project.noted(pyproject) is None:
         return []
+    import tomllib  # only where there is a settings file to read (an editor's buffer may have none)
+
     try:
         with open(pyproject, "rb") as handle:
             table = tomllib.load(handle).get("project", {})
@@ -187,6 +187,8 @@ def _pytest_env(root: str) -> str | None:
     """The settings file whose pytest `env` sets JAX_ENABLE_X64 to a true value."""
     pyproject = os.path.join(root, "pyproject.toml")
     if project.noted(pyproject) is not None:
+        import tomllib
+
         try:
             with open(pyproject, "rb") as handle:
                 table = tomllib.load(handle)
@@ -199,6 +201,8 @@ def _pytest_env(root: str) -> str | None:
         settings = os.path.join(root, name)
         if project.noted(settings) is None:
             continue
+        import configparser
+
         parser = configparser.ConfigParser(interpolation=None)
         try:
             parser.read(settings, encoding="utf-8")

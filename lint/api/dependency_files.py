@@ -10,11 +10,9 @@ linter, not an installer.
 
 from __future__ import annotations
 
-import configparser
 import dataclasses
 import fnmatch
 import re
-import tomllib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -111,6 +109,8 @@ class _Occurrences:
 
 
 def _pyproject(text: str) -> Iterator[Declared]:
+    import tomllib  # the parsers load with the first dependency file read, not with the engine
+
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeError):
@@ -134,6 +134,8 @@ def _pyproject(text: str) -> Iterator[Declared]:
 
 
 def _setup_cfg(text: str) -> Iterator[Declared]:
+    import configparser
+
     parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#",))
     try:
         parser.read_string(text)

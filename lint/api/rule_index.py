@@ -100,7 +100,9 @@ def source_files() -> list[str]:
 
 def _tables_folder() -> str:
     """The model's API tables (odelint.analysis's data), which the rules' behaviour reads."""
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "analysis", "data")
+    from odelint.analysis.tables import folder
+
+    return folder()
 
 
 @functools.cache

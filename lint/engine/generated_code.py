@@ -23,7 +23,6 @@ import __future__ as future
 import builtins
 import contextlib
 import dataclasses
-import hashlib
 import importlib
 import importlib.util
 import marshal
@@ -33,6 +32,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import CodeType
+
+from odelint.files.digest import hexdigest
 
 DATACLASSES = "dataclasses"
 ATTRS = "attr._make"
@@ -147,7 +148,7 @@ def _replaced(module: object, name: str, replacement: Callable[..., object]) -> 
 def _file_name(origin: str) -> str:
     """One file per package installation and interpreter (the code's format is the interpreter's)."""
     key = "\0".join((os.path.abspath(origin), sys.version, importlib.util.MAGIC_NUMBER.hex()))
-    return f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.marshal"
+    return f"{hexdigest(key.encode())[:24]}.marshal"
 
 
 def _read(path: str) -> dict[Key, CodeType]:
