@@ -80,8 +80,13 @@ def _rules_folder() -> str:
     return os.path.dirname(package.__file__ or "")
 
 
+def data_file(name: str) -> str:
+    """A file of the rules' package data (`rules/data/`), read as a plain file."""
+    return os.path.join(_rules_folder(), "data", name)
+
+
 def index_path() -> str:
-    return os.path.join(_rules_folder(), "data", INDEX_NAME)
+    return data_file(INDEX_NAME)
 
 
 def source_files() -> list[str]:

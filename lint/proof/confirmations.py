@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-from importlib import resources
+
+from odelint.api.rule_index import data_file
 
 FILENAME = "confirmations.json"
 LIBRARIES = ("jax", "equinox", "diffrax", "optax")
@@ -17,15 +18,16 @@ NOTES = "## Notes"
 def load() -> dict[str, dict]:
     """code -> {"date", "confirmed", "backend", "versions", "cases": [...]}; empty when never recorded."""
     try:
-        text = resources.files("odelint.rules").joinpath("data").joinpath(FILENAME).read_text(encoding="utf-8")
-    except (FileNotFoundError, OSError):
+        with open(data_file(FILENAME), encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
         return {}
     return json.loads(text)
 
 
 def path() -> str:
     """Where `--record` writes: beside the rule modules (the source tree for an editable install)."""
-    return str(resources.files("odelint.rules").joinpath("data").joinpath(FILENAME))
+    return data_file(FILENAME)
 
 
 def versions_text(versions: dict) -> str:
