@@ -9,6 +9,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,22 @@ def test_a_warm_check_under_per_file_ignores_and_exclude_patterns_imports_no_pat
     assert (code, stdout) == (cold_code, cold_out) and "train.py:" in stdout
     assert "tests" not in stdout and "notebooks" not in stdout
     assert "pathspec" not in modules
+
+
+def test_a_check_answered_from_its_record_walks_nothing_and_imports_no_runner(tmp_path: Path) -> None:
+    """Once nothing the run looked at has changed for two seconds, the run is recorded, and the
+    next one reports the record (odelint.files.runs): no walk, no settings, no cache lookups."""
+    (tmp_path / "train.py").write_text(HAZARD)
+    (tmp_path / "plain.py").write_text(PLAIN)
+    cold_code, _, _, cold_out = imports_of("check", ".", cwd=tmp_path)
+    time.sleep(2.2)  # what the run looked at is older than the file system clock's granularity now
+    warm_code, warm_modules, _, warm_out = imports_of("check", ".", cwd=tmp_path)
+    assert "odelint.engine.runner" in warm_modules and list((tmp_path / ".odelint_cache").glob("run-*.json"))
+    code, modules, libcst, stdout = imports_of("check", ".", cwd=tmp_path)
+    assert (code, stdout) == (warm_code, warm_out) == (cold_code, cold_out) and "ODL201" in stdout
+    assert not modules & {"odelint.engine.runner", "odelint.files.discover", "odelint.files.config",
+                          "odelint.files.versions", "odelint.files.selection", "odelint.files.kinds"}
+    assert not modules & {"typing", "dataclasses", "hashlib", "threading"} and libcst == "_StandIn"
 
 
 def test_a_warm_check_with_an_unreadable_file_reports_it_as_odl001(tmp_path: Path) -> None:

@@ -320,6 +320,19 @@ def test_results_that_depend_on_the_same_files_share_one_group(tmp_path: Path) -
     assert len({stored["entries"][f"key{number}"]["depends"] for number in range(3)}) == 1
 
 
+def test_the_files_several_results_read_are_their_groups_pairs_each_once(tmp_path: Path) -> None:
+    """What a whole-run record holds for the cached results it answers with (odelint.files.runs)."""
+    cache = result_cache.Cache(str(tmp_path / "cache"), lambda path: [1, 2])
+    cache.put("a", ["ODL101"], {"ODL101"}, [], {"/p/model.py": [1, 2], "/p/layers.py": [3, 4]})
+    cache.put("b", ["ODL101"], {"ODL101"}, [], {"/p/model.py": [1, 2]})
+    cache.put("c", ["ODL101"], {"ODL101"}, [], {"/p/model.py": [1, 2], "/p/layers.py": [3, 4]})
+    cache.put("d", ["ODL101"], {"ODL101"}, [])
+    cache.save()
+    reread = result_cache.Cache(str(tmp_path / "cache"), lambda path: [1, 2])
+    assert reread.depends_of(["a", "b", "c", "d", "missing"]) == {"/p/model.py": [1, 2], "/p/layers.py": [3, 4]}
+    assert reread.depends_of(["b"]) == {"/p/model.py": [1, 2]} and reread.depends_of(["d"]) == {}
+
+
 def test_exclude_matches_by_name_in_a_tree_outside_the_root(tmp_path: Path) -> None:
     root, tree = tmp_path / "here", tmp_path / "elsewhere"
     root.mkdir()

@@ -22,6 +22,7 @@ from odelint.api.registry import file_patterns
 from odelint.engine.collector import fewer_collections, sweeper
 from odelint.engine.deferred import load
 from odelint.engine.once import linted_once
+from odelint.engine.result import ADD_NOQA, CHECK, DIFF, FIX, RunResult
 from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, ConfigResolver
 from odelint.files.discover import Target, discover, shown_path
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from odelint.files.notebook import Notebook
+    from odelint.files.runs import Recorder
     from packaging.version import Version
 
     class Progress(Protocol):
@@ -50,7 +52,6 @@ if TYPE_CHECKING:
 
         def close(self) -> None: ...
 
-CHECK, FIX, DIFF, ADD_NOQA = "check", "fix", "diff", "add-noqa"
 # What one file may cost. LibCST's parser holds about 2,000 bytes of memory per byte of a long
 # line (a 5 MB one-line file needs ~10 GB and minutes): larger sources are reported, not linted.
 MAX_SOURCE = 2_000_000
@@ -70,6 +71,7 @@ class Options(NamedTuple):
     progress: Progress | None = None  # told of every finished file (the terminal's progress line)
     max_source: int = MAX_SOURCE  # characters of source; a larger file is reported (ODL001), not linted
     max_seconds: float = MAX_SECONDS  # linting one file longer than this stops and is reported (ODL001)
+    recorder: Recorder | None = None  # records a `check` for the next one to replay (odelint.files.runs)
 
 
 class Task(NamedTuple):
@@ -105,23 +107,6 @@ class Outcome:
         self.depends: dict[str, list[int] | None] = {}  # paths looked up -> stamp
         self.read_digest: str | None = None  # the digest of the bytes that new_data replaces
         self.skipped: str | None = None  # why a file that is not Python was left alone
-
-
-class RunResult:
-    """What a run found, fixed and could not do, for the reporters."""
-
-    def __init__(self) -> None:
-        self.findings: list[Finding] = []
-        self.errors: list[tuple[str, str]] = []
-        self.internal_errors: list[tuple[str, str]] = []
-        self.fixes_applied = 0
-        self.fixed_by_file: dict[str, Counter] = {}  # path -> fixes per code
-        self.changed: list[str] = []
-        self.diffs: list[str] = []
-        self.files = 0
-        self.stdout_data: bytes | None = None  # fixed stdin, for `--fix -`
-        self.skipped: list[tuple[str, str]] = []  # (path, why): warnings
-        self.config_errors: dict[tuple[str, str], int] = {}  # (path, why) -> line
 
 
 class _TooSlow(BaseException):
@@ -444,6 +429,9 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
     tasks: list[Task] = []
     this_run = (os.getpid(), time.monotonic_ns())
     cached: list[tuple[str, list[dict]]] = []
+    answered: list[tuple[str, os.stat_result]] = []  # each file's absolute path and status, for the recorder
+    hit_keys: list[str] = []
+    recordable = options.recorder is not None and cache is not None and stdin is None
     described: dict[tuple[int, bool], str] = {}  # the versions and options in cache keys, per settings
     for target in targets:
         # the absolute path, once (a walk's come with it): each `abspath` of a relative one asks
@@ -490,13 +478,23 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
             hit = cache.get(cache_key, codes, answers)
             if hit is not None and (options.mode == CHECK or not _needs_work(hit, options.mode, unsafe)):
                 cached.append((target.path, hit))
+                if recordable and target.status is not None:
+                    answered.append((absolute, target.status))
+                    hit_keys.append(cache_key)
                 continue
+        if recordable:
+            if target.status is None or data is not None:
+                recordable = False
+            else:
+                answered.append((absolute, target.status))
         tasks.append(Task(target.path, data, codes, kind or PYTHON,  # PYTHON: a pattern added to `include`
                           options.mode, unsafe, versions, settings.options, options.max_source, options.max_seconds,
                           this_run))
 
     if cache is not None:
         cache.keep_verdicts(resolver.verdicts)  # discovery's and the settings' (per-file-ignores)
+    if options.recorder is not None:
+        options.recorder.stop()
     outcomes = _run_tasks(tasks, options.jobs or os.cpu_count() or 1, options.progress)
     result.files = len(cached) + sum(outcome.error is None and outcome.skipped is None for outcome in outcomes)
     for path, findings in cached:
@@ -507,6 +505,11 @@ def run(paths: Sequence[str], resolver: ConfigResolver, options: Options,
                 and not outcome.crashes and outcome.new_data is None:
             cache.put(outcome.cache_key, outcome.relevant, task.codes, outcome.findings, outcome.depends,
                       result_cache.slot(task.path, task.kind, _described(task.versions, task.options)))
+    if recordable and cache is not None and options.recorder is not None:
+        depends = cache.depends_of(hit_keys)
+        for outcome in outcomes:
+            depends.update(outcome.depends)
+        options.recorder.answered(answered, depends)
     if cache is not None:
         cache.save()
     result.findings.sort(key=Finding.sort_key)

@@ -135,7 +135,7 @@ def _well_formed(entry: object) -> TypeGuard[dict]:
             and isinstance(entry.get("results"), dict) and isinstance(entry.get("used", 0), int))
 
 
-def _valid_findings(findings: object) -> bool:
+def valid_findings(findings: object) -> TypeGuard[list[dict]]:
     """Findings as `Finding.to_dict` wrote them: JSON of the right shape but the wrong types
     (a hand-edited or damaged cache) is a miss, never a crash on every later run."""
     return isinstance(findings, list) and all(
@@ -234,7 +234,7 @@ class Cache:
             return None
         relevant = entry["relevant"]
         findings = entry["results"].get(_subkey(codes, relevant))
-        if not _valid_findings(findings):
+        if not valid_findings(findings):
             return None
         now = int(time.time())
         if now - entry.get("used", 0) > REFRESH_SECONDS:
@@ -296,29 +296,50 @@ class Cache:
     def save(self) -> None:
         """Write atomically; a cache that cannot be written is silently skipped, and leaves
         no temporary file behind."""
-        if not self._dirty or self.warning is not None:
-            return
+        if self._dirty and self.warning is None:
+            write(self.folder, self.file, self._layout())
+
+    def depends_of(self, cache_keys: Iterable[str]) -> Recorded:
+        """The project files the stored entries' results read, with their stamps (each group
+        of them read once: the files of a package share a few)."""
+        return self._depends.union(entry["depends"] for entry in map(self._entries.get, cache_keys)
+                                   if isinstance(entry, dict) and type(entry.get("depends")) is int)
+
+
+def prepare(folder: str) -> bool:
+    """Make the cache `folder`, with a .gitignore, when missing; False if it cannot be made."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        ignore = os.path.join(folder, ".gitignore")
+        if not os.path.exists(ignore):
+            with open(ignore, "w", encoding="utf-8") as handle:
+                handle.write("# created by odelint\n*\n")
+    except OSError:
+        return False
+    return True
+
+
+def write(folder: str, file: str, layout: object) -> None:
+    """Write `layout` as JSON to `file` in the cache `folder`, atomically (`prepare`d first); a
+    file that cannot be written is silently skipped, and leaves no temporary file behind."""
+    if not prepare(folder):
+        return
+    try:
+        remove_stale_temporaries(folder)
+    except OSError:
+        return
+    temporary = os.path.join(folder, temporary_name())
+    try:
+        with open(temporary, "x", encoding="utf-8") as handle:
+            handle.write(json.dumps(layout, separators=(",", ":")))  # encoded in one go: `dump` writes piece by piece
+        os.replace(temporary, file)
+    except BaseException as error:
         try:
-            os.makedirs(self.folder, exist_ok=True)
-            ignore = os.path.join(self.folder, ".gitignore")
-            if not os.path.exists(ignore):
-                with open(ignore, "w", encoding="utf-8") as handle:
-                    handle.write("# created by odelint\n*\n")
-            remove_stale_temporaries(self.folder)
+            os.unlink(temporary)
         except OSError:
-            return
-        temporary = os.path.join(self.folder, temporary_name())
-        try:
-            with open(temporary, "x", encoding="utf-8") as handle:
-                json.dump(self._layout(), handle, separators=(",", ":"))
-            os.replace(temporary, self.file)
-        except BaseException as error:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            if not isinstance(error, OSError):
-                raise
+            pass
+        if not isinstance(error, OSError):
+            raise
 
 
 def clean(folder: str) -> bool:

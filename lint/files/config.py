@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from odelint.api.records import NamedTuple
+from odelint.files import observed
 from odelint.files.selection import Layer, SelectionError, check_selectors, matching, resolve
 from odelint.files.verdicts import Memo, filed_under
 from odelint.files.versions import NO_TARGETS, TargetError, parse_targets, target_versions
@@ -395,7 +396,7 @@ class ConfigResolver:
         candidate = os.path.join(folder, "pyproject.toml")
         result: Settings | ConfigError
         try:
-            table = read_config_file(candidate, self.codes) if os.path.isfile(candidate) else None
+            table = read_config_file(candidate, self.codes) if observed.isfile(candidate) else None
         except ConfigError as error:
             table, result = None, error
         else:

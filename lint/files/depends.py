@@ -10,7 +10,6 @@ absent folder, and answered from its folder's listing, each folder listed once p
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +25,11 @@ _CASELESS = sys.platform in ("darwin", "win32")  # file systems that find `Model
 
 def _is_stamp(recorded: object) -> bool:
     return recorded is None or isinstance(recorded, list) and all(type(part) is int for part in recorded)
+
+
+def _hashable(recorded: list[int] | None) -> tuple[int, ...] | None:
+    """A stamp as a key of the pairs' index ([] and None stay apart)."""
+    return None if recorded is None else tuple(recorded)
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -51,7 +55,7 @@ class Dependencies:
         self._walked: dict[str, list[str]] = {}  # folders this run's discovery listed (`listed`)
         self._holds: dict[int, bool] = {}
         self._fresh: dict[int, bool] = {}
-        self._pair_index: dict[tuple[str, str], int] | None = None  # built on the first `group`
+        self._pair_index: dict[tuple[str, tuple[int, ...] | None], int] | None = None  # built on the first `group`
         self._group_index: dict[tuple[int, ...], int] | None = None
 
     def unchanged(self, group: object) -> bool:
@@ -86,6 +90,13 @@ class Dependencies:
         pairs = [self._pair(index) for index in self._members(group) or ()]
         return {} if None in pairs else dict(pair for pair in pairs if pair is not None)
 
+    def union(self, groups: Iterable[object]) -> Recorded:
+        """path -> stamp over stored groups, each pair read once however many groups hold it."""
+        indices: set[int] = set()
+        for group in set(groups):
+            indices.update(index for index in self._members(group) or () if type(index) is int)
+        return dict(pair for pair in map(self._pair, sorted(indices)) if pair is not None)
+
     def group(self, depends: Recorded) -> int:
         """The index of the group of these dependencies, added when new."""
         if self._pair_index is None or self._group_index is None:
@@ -93,12 +104,12 @@ class Dependencies:
             for index in range(len(self.paths)):
                 stored = self._pair(index)
                 if stored is not None:
-                    self._pair_index[(stored[0], json.dumps(stored[1]))] = index
+                    self._pair_index[(stored[0], _hashable(stored[1]))] = index
             self._group_index = {tuple(members): group for group, members in enumerate(self.groups)
                                  if isinstance(members, list) and all(type(index) is int for index in members)}
         indices = []
         for path, recorded in self._compressed(depends):
-            pair = (path, json.dumps(recorded))
+            pair = (path, _hashable(recorded))
             if pair not in self._pair_index:
                 self._pair_index[pair] = len(self.paths)
                 self.paths.append([path, recorded])

@@ -10,6 +10,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 
 from odelint.api.records import NamedTuple
+from odelint.files import observed
 from odelint.files.config import ConfigError, ConfigResolver, Settings
 from odelint.files.fileio import display, is_temporary, not_regular, remove_stale_temporary
 from odelint.files.verdicts import Memo, filed_under
@@ -80,7 +81,7 @@ class GitIgnore:
 
     def _root(self, folder: str) -> str | None:
         if folder not in self._roots:
-            if os.path.exists(os.path.join(folder, ".git")):
+            if observed.exists(os.path.join(folder, ".git")):
                 self._roots[folder] = folder
             else:
                 parent = os.path.dirname(folder)
