@@ -210,6 +210,14 @@ def test_a_damaged_record_is_a_full_run(project: Path, capsys, damage: Callable[
     assert json.loads(record.read_text())["format"] == runs.FORMAT  # recorded anew
 
 
+def test_a_fifo_in_the_place_of_a_record_is_not_waited_on(project: Path, capsys) -> None:
+    first = run(capsys, ".")
+    (record,) = records(project)
+    record.unlink()
+    os.mkfifo(record)
+    assert run(capsys, ".") == first
+
+
 def test_a_record_is_used_for_a_day_at_most(project: Path, capsys, monkeypatch) -> None:
     first = run(capsys, ".")
     (record,) = records(project)

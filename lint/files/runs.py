@@ -35,7 +35,7 @@ from odelint.files import observed
 from odelint.files.cache import REFRESH_SECONDS, prepare, valid_findings, write
 from odelint.files.depends import Dependencies, Recorded, Stamp
 from odelint.files.digest import hexdigest
-from odelint.files.fileio import RACY_NS, identity
+from odelint.files.fileio import RACY_NS, identity, read_regular
 
 FORMAT = 1
 KEPT = 16  # records kept per cache folder (one per command line and folder), the newest
@@ -67,8 +67,7 @@ def replay(folder: str, run_key: str, stamp: Stamp) -> Replay | None:
     """The recorded answer of the run `run_key` names, when nothing it looked at has changed;
     `stamp` is how the project files its results read were stamped (as the cache's)."""
     try:
-        with open(_file(folder, run_key), "rb") as handle:
-            record = json.loads(handle.read())
+        record = json.loads(read_regular(_file(folder, run_key)))  # a FIFO in its place is not waited on
     except (OSError, ValueError):
         return None
     if not (isinstance(record, dict) and record.get("format") == FORMAT and record.get("key") == run_key
