@@ -241,6 +241,21 @@ def test_records_are_kept_for_the_newest_command_lines(project: Path, capsys) ->
     assert len(records(project)) == runs.KEPT
 
 
+def test_the_key_changes_with_odelints_own_modules_but_not_the_rules(tmp_path: Path, monkeypatch) -> None:
+    """A checkout being worked on keeps its version: a record made by other discovery code is
+    not replayed. (The rules are in `rules_digest`.)"""
+    package = tmp_path / "odelint"
+    for relative in ("files/runs.py", "files/discover.py", "rules/arrays/rule.py"):
+        (package / relative).parent.mkdir(parents=True, exist_ok=True)
+        (package / relative).write_text("x = 1\n")
+    monkeypatch.setattr(runs, "__file__", str(package / "files" / "runs.py"))
+    before = runs.key([("paths", ["."])], "/p")
+    later(package / "rules" / "arrays" / "rule.py", "x = 2\n")
+    assert runs.key([("paths", ["."])], "/p") == before
+    later(package / "files" / "discover.py", "x = 2\n")
+    assert runs.key([("paths", ["."])], "/p") != before
+
+
 def test_the_observer_sees_files_read_folders_listed_and_paths_asked(tmp_path: Path) -> None:
     (tmp_path / "read.txt").write_text("x")
     observation = observed.start()

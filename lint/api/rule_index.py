@@ -113,16 +113,21 @@ def _tables_folder() -> str:
 @functools.cache
 def sources_digest() -> str:
     """What the rules' behaviour comes from (for the result cache's key): each source's name,
-    relative to its package, and its status (size, modification and change times, inode), which
-    changes whenever its contents do; a source changed in the last two seconds counts by its
-    bytes. A file that vanished changes the digest. (Statuses: a warm run read 600 KB of
-    sources before it could answer.)"""
+    relative to its package, and its status (`statuses_digest`). (Statuses: a warm run read
+    600 KB of sources before it could answer.)"""
+    return statuses_digest(source_files(), _rules_folder())
+
+
+def statuses_digest(paths: Iterable[str], top: str) -> str:
+    """Each file's name (relative to `top` when under it, else its base name) and its status
+    (size, modification and change times, inode), which changes whenever its contents do; a
+    file changed in the last two seconds counts by its bytes. A file that vanished changes the
+    digest."""
     from odelint.files.fileio import identity, settled
 
     digest = hasher()
-    rules = _rules_folder()
-    for path in source_files():
-        relative = os.path.relpath(path, rules) if path.startswith(rules) else os.path.basename(path)
+    for path in paths:
+        relative = os.path.relpath(path, top) if path.startswith(top) else os.path.basename(path)
         digest.update(relative.replace(os.sep, "/").encode() + b"\0")
         try:
             status = os.stat(path)

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 
 from odelint import __version__
 from odelint.api.registry import rules_digest
+from odelint.api.rule_index import statuses_digest
 from odelint.files import observed
 from odelint.files.cache import REFRESH_SECONDS, prepare, valid_findings, write
 from odelint.files.depends import Dependencies, Recorded, Stamp
@@ -43,10 +44,23 @@ KEPT = 16  # records kept per cache folder (one per command line and folder), th
 
 def key(options: Iterable[tuple[str, object]], cwd: str) -> str:
     """What a run's answer is for: its options (every one, as parsed), the folder it runs in,
-    odelint, its rules' sources, and the Python that runs it (its packages' versions)."""
-    described = json.dumps([FORMAT, __version__, rules_digest(), sys.version, sys.executable, sys.path, cwd,
-                            sorted(options, key=lambda item: item[0])], default=repr)
+    odelint (its version, its rules' sources and its own modules: a checkout being worked on
+    keeps its version), and the Python that runs it (its packages' versions)."""
+    described = json.dumps([FORMAT, __version__, rules_digest(), _code_digest(), sys.version, sys.executable,
+                            sys.path, cwd, sorted(options, key=lambda item: item[0])], default=repr)
     return hexdigest(described.encode("utf-8", "surrogatepass"))
+
+
+def _code_digest() -> str:
+    """The statuses of odelint's modules, less the rules' (`rules_digest` has them): what
+    decides which files a run reads, and how, is not in the rules."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    modules = []
+    for folder, subfolders, names in os.walk(top):
+        subfolders[:] = sorted(name for name in subfolders
+                               if name != "__pycache__" and not (folder == top and name == "rules"))
+        modules += [os.path.join(folder, name) for name in sorted(names) if name.endswith(".py")]
+    return statuses_digest(modules, top)
 
 
 def _file(folder: str, run_key: str) -> str:
