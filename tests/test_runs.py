@@ -245,12 +245,14 @@ def test_the_key_changes_with_odelints_own_modules_but_not_the_rules(tmp_path: P
     """A checkout being worked on keeps its version: a record made by other discovery code is
     not replayed. (The rules are in `rules_digest`.)"""
     package = tmp_path / "odelint"
-    for relative in ("files/runs.py", "files/discover.py", "rules/arrays/rule.py"):
+    for relative in ("__init__.py", "files/__init__.py", "files/runs.py", "files/discover.py", "rules/__init__.py",
+                     "rules/arrays/__init__.py", "rules/arrays/rule.py", "fixtures/ODL201/hazard.py"):
         (package / relative).parent.mkdir(parents=True, exist_ok=True)
         (package / relative).write_text("x = 1\n")
     monkeypatch.setattr(runs, "__file__", str(package / "files" / "runs.py"))
     before = runs.key([("paths", ["."])], "/p")
     later(package / "rules" / "arrays" / "rule.py", "x = 2\n")
+    later(package / "fixtures" / "ODL201" / "hazard.py", "x = 2\n")  # a program `confirm` runs, not a module
     assert runs.key([("paths", ["."])], "/p") == before
     later(package / "files" / "discover.py", "x = 2\n")
     assert runs.key([("paths", ["."])], "/p") != before

@@ -126,8 +126,9 @@ def statuses_digest(paths: Iterable[str], top: str) -> str:
     from odelint.files.fileio import identity, settled
 
     digest = hasher()
+    inside = os.path.join(top, "")
     for path in paths:
-        relative = os.path.relpath(path, top) if path.startswith(top) else os.path.basename(path)
+        relative = path[len(inside):] if path.startswith(inside) else os.path.basename(path)
         digest.update(relative.replace(os.sep, "/").encode() + b"\0")
         try:
             status = os.stat(path)

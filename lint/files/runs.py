@@ -53,12 +53,13 @@ def key(options: Iterable[tuple[str, object]], cwd: str) -> str:
 
 def _code_digest() -> str:
     """The statuses of odelint's modules, less the rules' (`rules_digest` has them): what
-    decides which files a run reads, and how, is not in the rules."""
+    decides which files a run reads, and how, is not in the rules. Only packages are walked
+    (the fixture programs `confirm` runs are package data)."""
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     modules = []
     for folder, subfolders, names in os.walk(top):
-        subfolders[:] = sorted(name for name in subfolders
-                               if name != "__pycache__" and not (folder == top and name == "rules"))
+        subfolders[:] = sorted(name for name in subfolders if name != "rules" or folder != top)
+        subfolders[:] = [name for name in subfolders if os.path.exists(os.path.join(folder, name, "__init__.py"))]
         modules += [os.path.join(folder, name) for name in sorted(names) if name.endswith(".py")]
     return statuses_digest(modules, top)
 
