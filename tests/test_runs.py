@@ -15,6 +15,7 @@ from odelint.api.registry import known_codes
 from odelint.engine import runner
 from odelint.faces import cli
 from odelint.files import observed, runs
+from odelint.files.cache import results_file
 
 HAZARD = ("import equinox as eqx\nimport optax\n\nmodel = eqx.nn.MLP(2, 2, 8, 1, key=None)\n"
           "opt_state = optax.adam(1e-3).init(model)\n")
@@ -37,6 +38,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "pkg" / "other.py").write_text(HAZARD)
     monkeypatch.chdir(root)
     monkeypatch.setattr(runs, "RACY_NS", 0)
+    (root / ".odelint_cache").mkdir()
+    Path(results_file(str(root / ".odelint_cache"))).write_text("{}")  # a run has filled the cache
     return root
 
 
@@ -174,6 +177,22 @@ def test_another_command_line_has_its_own_record(project: Path, capsys, monkeypa
     assert selected != every and len(records(project)) == 2
     assert replayed(capsys, monkeypatch, "--select", "ODL202", ".") == selected
     assert replayed(capsys, monkeypatch, ".") == every
+
+
+def test_a_run_with_no_cache_file_yet_is_neither_watched_nor_recorded(project: Path, capsys, monkeypatch) -> None:
+    """It lints the project: the audit hook would cost it 4% (every `id()` the model calls)."""
+    Path(results_file(str(project / ".odelint_cache"))).unlink()
+
+    def no_watching() -> None:
+        raise AssertionError("watched")
+
+    monkeypatch.setattr(observed, "start", no_watching)
+    first = run(capsys, ".")
+    assert records(project) == [] and Path(results_file(str(project / ".odelint_cache"))).exists()
+    monkeypatch.undo()
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(runs, "RACY_NS", 0)
+    assert run(capsys, ".") == first and len(records(project)) == 1
 
 
 def test_a_run_with_an_error_is_not_recorded(project: Path, capsys) -> None:

@@ -164,7 +164,7 @@ class Cache:
         cache serves runs over files on disk: no editor's buffer answers for a path here."""
         self.folder = folder
         self._stamp = stamp
-        self.file = os.path.join(folder, f"results-{__version__}.json")
+        self.file = results_file(folder)
         self._entries: dict[str, dict] = {}
         self._files: dict[str, list] = {}  # absolute path -> [ctime_ns, mtime_ns, size, inode, digest]
         self._answered: dict[str, str] = {}  # slot -> the entry this run used or wrote for it
@@ -304,6 +304,11 @@ class Cache:
         of them read once: the files of a package share a few)."""
         return self._depends.union(entry["depends"] for entry in map(self._entries.get, cache_keys)
                                    if isinstance(entry, dict) and type(entry.get("depends")) is int)
+
+
+def results_file(folder: str) -> str:
+    """The cache file of this version of odelint in the cache `folder`."""
+    return os.path.join(folder, f"results-{__version__}.json")
 
 
 def prepare(folder: str) -> bool:
