@@ -59,8 +59,8 @@ def _code_digest() -> str:
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     modules = []
     for folder, subfolders, names in os.walk(top):
-        subfolders[:] = sorted(name for name in subfolders if name != "rules" or folder != top)
-        subfolders[:] = [name for name in subfolders if os.path.exists(os.path.join(folder, name, "__init__.py"))]
+        subfolders[:] = sorted(name for name in subfolders if (name != "rules" or folder != top)
+                               and os.path.exists(os.path.join(folder, name, "__init__.py")))
         modules += [os.path.join(folder, name) for name in sorted(names) if name.endswith(".py")]
     return statuses_digest(modules, top)
 
