@@ -194,3 +194,57 @@ def test_trigger_words_are_looked_for_again_in_each_new_text() -> None:
     assert [rule.code for rule in triggered(rules, jax_text)] == ["ODL704"]
     assert [rule.code for rule in triggered(rules, diffrax_text)] == ["ODL801"]
     assert [rule.code for rule in triggered(rules, "".join(["import optax\n", "optax.adamw(1e-3)\n"]))] == ["ODL201"]
+
+
+def test_an_edited_text_is_searched_only_around_the_edit_and_answers_the_same() -> None:
+    """An editor's next text carries the last one's answers over where only the middle
+    changed: a word the edit made, broke, or left in place is found exactly as a search
+    of the whole new text finds it, including words that straddle the edit's ends."""
+    from odelint.analysis.words import Words
+
+    words = ["jax", "grad", "vmap", "random", "optax", "filter_jit", "scan", "x64"]
+    base = "import jax\n\ndef loss(p):\n    return jax.grad(f)(p)\n\n# optax later\n" * 40
+    edits = [
+        (len(base) // 2, 0, "vmap"),                  # a word typed in the middle
+        (base.index("grad"), 1, ""),                  # a word broken by a deletion
+        (base.index("grad") + 2, 0, "X"),             # a word split by an insertion
+        (base.index("optax"), 5, "opt"),              # one of many copies changed
+        (len(base) // 2, 0, "ran"), (len(base) // 2 + 3, 0, "dom"),  # a word completed in two keystrokes
+        (len(base) // 3, 0, "fil" + "ter_j" + "it"),  # a word typed inside another line
+    ]
+    text = base
+    last = Words(text)
+    for word in words:
+        last.holds(word)
+    for start, removed, inserted in edits:
+        text = text[:start] + inserted + text[start + removed:]
+        words_now = Words(text, last)
+        assert words_now._last, "a one-keystroke edit carries the last answers over"
+        for word in words:
+            assert words_now.holds(word) == (word in text), (word, start, inserted)
+        last = words_now
+    unique = "jax " + "x" * 100 + " vmap"
+    every = Words(unique, Words("jax " + "x" * 100 + " vma"))
+    assert every.holds("vmap") and not every.holds("grad")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_carried_word_answers_match_a_whole_search_for_random_edits(seed: int) -> None:
+    import random
+
+    from odelint.analysis.words import Words
+
+    rng = random.Random(seed)
+    alphabet = "jaxgrdvmp._ \n"
+    text = "".join(rng.choice(alphabet) for _ in range(400))
+    words = ["jax", "grad", "vmap", "ax", "x.g", "a", "pp"]
+    last = Words(text)
+    for _ in range(20):
+        for word in rng.sample(words, 4):
+            last.holds(word)
+        start = rng.randrange(len(text))
+        text = text[:start] + "".join(rng.choice(alphabet) for _ in range(rng.randrange(4))) \
+            + text[start + rng.randrange(4):]
+        last = Words(text, last)
+        for word in words:
+            assert last.holds(word) == (word in text)

@@ -20,6 +20,7 @@ import libcst as cst
 from odelint.analysis import tables
 from odelint.analysis.facts import Facts
 from odelint.analysis.scopes import Site, own_nodes
+from odelint.analysis.words import words_of
 
 # words one of which a file must contain to hold an expected-error context (a cheap gate)
 _WORDS = ("raises", "warns", "assertRaises", "assertWarns", "deprecated_call", "xfail", "except")
@@ -32,7 +33,8 @@ def _table() -> dict:
 
 
 def may_expect_errors(source: str) -> bool:
-    return any(word in source for word in _WORDS)
+    words = words_of(source)  # the gate's search of the same text: an edit's is searched around the edit
+    return any(words.holds(word) for word in _WORDS)
 
 
 class ExpectedErrors:

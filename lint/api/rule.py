@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
+from odelint.analysis.words import words_of
 from odelint.api.finding import Edits, Finding, Fix, Related, Safety, Span
 from odelint.api.rule_index import PYTHON_FILES
 from packaging.version import Version
@@ -112,11 +113,12 @@ class Pass:
 @dataclasses.dataclass(frozen=True)
 class Callees:
     """The calls a rule's `visit_Call` looks at: those whose function resolves to one of
-    `names` (through imports and aliases), and method calls named in `methods` (`x.update(...)`,
-    whatever `x` is)."""
+    `names` (through imports and aliases) or to a name that starts with one of `prefixes`
+    (`numpy.random.`), and method calls named in `methods` (`x.update(...)`, whatever `x` is)."""
 
     names: frozenset[str] = frozenset()
     methods: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
 
 
 NO_VERSIONS: Mapping[str, Version | None] = MappingProxyType({})
@@ -258,13 +260,9 @@ class TextRule(BaseRule):
 def triggered(rules: Iterable[type[BaseRule]], text: str) -> list[type[BaseRule]]:
     """The rules whose trigger words the text holds: rules share words (`jax`, `random`), so
     each word is looked for once (a search of the whole text each), also across calls on the
-    same text (a file's relevant rules for the cache, then the ones it runs)."""
-    global _last_searched
-    searched, present = _last_searched  # read once: another thread may search another text meanwhile
-    if searched is not text:
-        present = {}
-        _last_searched = (text, present)
-
+    same text (a file's relevant rules for the cache, then the ones it runs), and an editor's
+    next version of the text is searched only around what the edit changed (odelint.analysis.words)."""
+    words = words_of(text)
     base = BaseRule.triggered_by.__func__  # type: ignore[attr-defined]
     found: list[type[BaseRule]] = []
     for rule in rules:
@@ -277,10 +275,7 @@ def triggered(rules: Iterable[type[BaseRule]], text: str) -> list[type[BaseRule]
             continue
         for group in rule.triggers:  # loops, not generators: this runs for every rule of every file
             for word in group:
-                holds = present.get(word)
-                if holds is None:
-                    holds = present[word] = word in text
-                if not holds:
+                if not words.holds(word):
                     break
             else:
                 found.append(rule)
@@ -288,7 +283,6 @@ def triggered(rules: Iterable[type[BaseRule]], text: str) -> list[type[BaseRule]
     return found
 
 
-_last_searched: tuple[str | None, dict[str, bool]] = (None, {})  # the last text `triggered` searched, and its words
 
 
 def _dedent_doc(text: str) -> str:
