@@ -50,6 +50,25 @@ def test_number(text: str, expected: float | None) -> None:
     assert literals.number(cst.parse_expression(text)) == expected
 
 
+@pytest.mark.parametrize("text", [
+    "'a'", '"a"', "''", '""', "'''a'''", '""""""', '"""a "quoted" b"""', '"""it\'s"""', "'a\\nb'", "'\\''",
+    "r'a\\b'", "b'a'", "u'a'", "'\\x41'", "'''a\nb'''", "'''a\r\nb'''", "'é'", "R'x'", "Rb'x'",
+])
+def test_a_string_reads_as_python_reads_it(text: str) -> None:
+    """The quick reading of a string with no prefix, escape or carriage return, and LibCST's
+    (`ast.literal_eval`) for the rest, give Python's value: bytes are no `str`."""
+    node = cst.parse_expression(text)
+    expected = ast.literal_eval(text)
+    assert literals.string(node) == (expected if isinstance(expected, str) else None)
+
+
+@pytest.mark.parametrize("text", ["0", "00", "0_0", "7", "1_000", "0x1F", "0X1f", "0o17", "0O17", "0b1_01", "0B1",
+                                  "1.5", "1e-6", "1E+3", "1_0.5_5", ".5", "5.", "1e1_0", "0.1", "12345.6789e-3"])
+def test_a_number_reads_as_python_reads_it(text: str) -> None:
+    value = literals.number(cst.parse_expression(text))
+    assert value == float(ast.literal_eval(text)) and type(value) is float
+
+
 def _lint(source: str, *codes: str) -> list[tuple[str, int]]:
     result = lint_source(textwrap.dedent(source), "example.py", codes=set(codes))
     assert not result.crashes, [crash.message() for crash in result.crashes]

@@ -473,11 +473,11 @@ class Facts:
         bindings = self.index.module_scope.bindings.get("__all__")
         if not bindings:
             return None
-        return frozenset(element.value.evaluated_value for binding in bindings
+        return frozenset(name for binding in bindings
                          if isinstance(binding.value, (cst.List, cst.Tuple))
                          for element in binding.value.elements
                          if isinstance(element.value, cst.SimpleString)
-                         and isinstance(element.value.evaluated_value, str))
+                         and (name := literals.string(element.value)) is not None)
 
     def body_at(self, site: Site) -> cst.CSTNode:
         """The `def`, lambda, class, comprehension or module whose own code holds `site`."""

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 import libcst as cst
-from odelint.analysis import project
+from odelint.analysis import literals, project
 
 _SWITCHES = frozenset({"jax.config.update", "jax.experimental.enable_x64", "jax.enable_x64"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -128,7 +128,7 @@ def _is_main_test(test: cst.BaseExpression) -> bool:
     sides = (test.left, target.comparator)
     return (isinstance(target.operator, cst.Equal) and any(isinstance(s, cst.Name) and s.value == "__name__"
                                                            for s in sides)
-            and any(isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides))
+            and any(literals.string(s) == "__main__" for s in sides))
 
 
 def _project_scripts(root: str) -> list[str]:
@@ -171,16 +171,15 @@ def _imports(entry: str, target: str) -> bool:
 
 def _enables(call: cst.Call) -> bool:
     """`update("jax_enable_x64", True)` (or 1, or "True")."""
-    if len(call.args) < 2 or not isinstance(call.args[0].value, cst.SimpleString):
-        return False
-    if call.args[0].value.evaluated_value != "jax_enable_x64":
+    if len(call.args) < 2 or literals.string(call.args[0].value) != "jax_enable_x64":
         return False
     value = call.args[1].value
     if isinstance(value, cst.Name):
         return value.value == "True"
     if isinstance(value, cst.Integer):
         return value.value != "0"
-    return isinstance(value, cst.SimpleString) and str(value.evaluated_value).lower() in _TRUE
+    text = literals.string(value) if isinstance(value, cst.SimpleString) else None
+    return text is not None and text.lower() in _TRUE
 
 
 def _pytest_env(root: str) -> str | None:

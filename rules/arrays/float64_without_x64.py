@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import libcst as cst
-from odelint.analysis import Kind, Needs, Site, argument_at, jax_api, keyword_arg, method_call, source_of, x64
+from odelint.analysis import Kind, Needs, Site, argument_at, jax_api, keyword_arg, literals, method_call, source_of, x64
 from odelint.api.rule import Flag, Pass, Rule
 
 X64_FLAG = jax_api.name("x64_flag")
@@ -116,8 +116,8 @@ class Float64WithoutX64(Rule):
             self._created.append(_Seen(node, site))
 
     def visit_SimpleString(self, node: cst.SimpleString, site: Site) -> None:
-        value = node.evaluated_value
-        if isinstance(value, str) and value.lower() == X64_FLAG:
+        value = literals.string(node)
+        if value is not None and value.lower() == X64_FLAG:
             self._mentioned = True
 
     @classmethod
@@ -150,7 +150,7 @@ class Float64WithoutX64(Rule):
 
     def _is_wide(self, node: cst.BaseExpression, site: Site) -> bool:
         if isinstance(node, cst.SimpleString):
-            return node.evaluated_value in _WIDE_NAMES
+            return literals.string(node) in _WIDE_NAMES
         return self.facts.qualname(node, site.scope) in _WIDE_TYPES
 
     examples = (
@@ -249,7 +249,7 @@ class Float64WithoutX64(Rule):
 def _names_x64(call: cst.Call) -> bool:
     """`jax.config.update("jax_enable_x64", ...)`."""
     name = argument_at(call, None, 0)
-    return name is not None and isinstance(name.value, cst.SimpleString) and name.value.evaluated_value == X64_FLAG
+    return name is not None and isinstance(name.value, cst.SimpleString) and literals.string(name.value) == X64_FLAG
 
 
 def _enables_x64(call: cst.Call) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from odelint.analysis import FORWARD, REVERSE, Needs, Site, keyword_arg, source_of
+from odelint.analysis import FORWARD, REVERSE, Needs, Site, keyword_arg, literals, source_of
 from odelint.api.finding import Edits, Fix, Replace, Safety
 from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.diffrax.common import DIFFEQSOLVE, Setting, Solve, api
@@ -344,7 +344,7 @@ def _severity(stack: tuple[str, ...]) -> tuple[int, int, tuple[str, ...]]:
 
 def _bounded(solver: Setting) -> bool:
     scan_kind = solver.keyword("scan_kind")
-    return isinstance(scan_kind, cst.SimpleString) and scan_kind.evaluated_value == "bounded"
+    return isinstance(scan_kind, cst.SimpleString) and literals.string(scan_kind) == "bounded"
 
 
 def _with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
