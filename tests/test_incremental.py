@@ -107,3 +107,147 @@ def test_statement_texts_are_rendered_when_first_needed_and_a_splice_still_reuse
     third = unprepared.parse(source.replace(line, line + "  # y"))
     assert third.deep_equals(cst.parse_module(source.replace(line, line + "  # y")))
     assert unprepared.prepared and unprepared.has_tree
+
+
+def test_a_function_indented_unlike_the_file_is_spliced_as_a_whole_parse_reads_it() -> None:
+    """A block's indent is None where it is its module's default: parsed alone, a function
+    indented by two spaces in a file indented by four would be rendered (and fixed) with
+    four. Such an edit parses the whole file, and the tree renders the text again."""
+    source = ("import jax\n\n\ndef a(x):\n    return x\n\n\ndef b(y):\n  if y:\n    return 1\n  return 2\n\n\n"
+              "z = 1\n")
+    parser = IncrementalParser()
+    parser.parse(source)
+    parser.prepare()
+    edited = source.replace("return 2", "return 3")
+    got = parser.parse(edited)
+    assert got.code == edited and got.deep_equals(cst.parse_module(edited))
+    again = edited.replace("return 3", "return 4")  # the next edit, in the same function
+    before = parser.parse(again)
+    assert before.code == again
+    four = again.replace("return x", "return x + 1")  # an edit of a function indented as the file is
+    spliced = parser.parse(four)
+    assert spliced.code == four and spliced.body[0] is before.body[0]  # spliced: the import is kept
+
+
+def test_the_statement_texts_add_up_to_the_text_after_each_splice() -> None:
+    """The texts a splice keeps (the middle's own text when it parsed one statement) are
+    what the next edit matches statements by: they must add up to the edited text."""
+    source = (ROOT / "examples/neural_ode/train.py").read_text()
+    parser = IncrementalParser()
+    parser.parse(source)
+    parser.prepare()
+    rng = random.Random(7)
+    for _ in range(60):
+        position = rng.randrange(len(source) // 4, len(source))
+        edited = source[:position] + rng.choice(["1", "x", " ", "# c\n", "\n"]) + source[position:]
+        if _whole(edited) is None:
+            continue
+        got = parser.parse(edited)
+        assert got.code == edited
+        texts = parser._texts()
+        if texts is not None:
+            assert parser._header + "".join(texts) + parser._footer == edited
+            assert texts == [got.code_for_node(statement) for statement in got.body]
+        source = edited
+
+
+def test_statement_lines_after_each_splice_are_where_the_text_puts_them() -> None:
+    """The line each statement starts on (which the engine's positions start from) is kept
+    per statement across splices, and recounted only for what an edit parsed."""
+    source = (ROOT / "examples/neural_ode/train.py").read_text()
+    parser = IncrementalParser()
+    parser.parse(source)
+    parser.prepare()
+    rng = random.Random(11)
+    for _ in range(60):
+        position = rng.randrange(len(source) // 4, len(source))
+        edited = source[:position] + rng.choice(["1", "\n", "# c\n", "\n\n", "x = 1\n"]) + source[position:]
+        if _whole(edited) is None:
+            continue
+        module = parser.parse(edited)
+        lines = parser.text_lines(module)
+        if lines is None:
+            parser.prepare()
+            lines = parser.text_lines(module)
+        assert lines is not None
+        starts = [1 + edited[:edited.index(text, sum(map(len, parser._statements[:i])) + len(parser._header))]
+                  .count("\n") for i, text in enumerate(parser._statements)]
+        assert lines == starts
+        source = edited
+
+
+NESTED = '''import jax
+
+
+def train(model, data, steps):
+    """Train."""
+    total = 0.0
+    for step in range(steps):
+        if step % 10 == 0:
+            print(step)
+        elif step > 5:
+            total += 1.0
+        else:
+            total -= 0.5
+        try:
+            loss = model(data) * 0.5
+        except ValueError:
+            loss = 0.0
+        finally:
+            total += loss
+    with open("log") as log:
+        log.write(str(total))
+    return total
+
+
+def helper(x):
+    return x
+'''
+
+
+@pytest.mark.parametrize(("line", "typed"), [
+    ("            loss = model(data) * 0.5", "            loss = model(data) * 0.51"),  # a try body in a for loop
+    ("            total += 1.0", "            total += 1.02"),                         # an elif block
+    ("            total -= 0.5", "            total -= 0.53"),                         # an else block
+    ("            loss = 0.0", "            loss = 0.04"),                             # an except handler
+    ("            total += loss", "            total += loss + 1"),                     # a finally block
+    ("        log.write(str(total))", "        log.write(str(total))  # note"),        # a with block, a comment typed
+    ('    """Train."""', '    """Train it."""'),                                       # the docstring
+])
+def test_a_keystroke_in_a_simple_statement_reparses_that_line_only(line: str, typed: str) -> None:
+    """Typing inside one line of a simple statement in a function re-parses that line alone:
+    every other statement of the function is the same node as before, and the tree is the
+    one a whole parse makes."""
+    parser = IncrementalParser()
+    first = parser.parse(NESTED)
+    parser.prepare()
+    edited = NESTED.replace(line, typed)
+    second = parser.parse(edited)
+    assert second.deep_equals(cst.parse_module(edited)) and second.code == edited
+    assert second.body[0] is first.body[0] and second.body[2] is first.body[2]  # the other top-level statements
+    old_lines, new_lines = _statement_lines(first.body[1]), _statement_lines(second.body[1])
+    kept = [a is b for a, b in zip(old_lines, new_lines, strict=True)]
+    assert kept.count(False) == 1  # every other line, in every block, is the node it was
+
+
+def _statement_lines(node: cst.CSTNode) -> list[cst.SimpleStatementLine]:
+    if isinstance(node, cst.SimpleStatementLine):
+        return [node]
+    return [line for child in node.children for line in _statement_lines(child)]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("    for step in range(steps):", "    for step in range(steps + 1):"),  # a header line
+    ("            loss = 0.0", "             loss = 0.0"),                      # a statement's indent (its block's)
+    ("            print(step)", "            print(step); print(1)"),           # a second statement on the line
+    ("            print(step)", "            if step: print(1)"),               # a compound statement typed
+    ("    total = 0.0", "    total = 0.0\n    count = 0"),                       # a line break typed
+])
+def test_edits_a_line_cannot_take_parse_the_statement_and_match_a_whole_parse(old: str, new: str) -> None:
+    parser = IncrementalParser()
+    first = parser.parse(NESTED)
+    parser.prepare()
+    edited = NESTED.replace(old, new)
+    second = parser.parse(edited)
+    assert second.deep_equals(cst.parse_module(edited)) and second.code == edited
+    assert second.body[0] is first.body[0]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import libcst as cst
 from odelint.analysis.scopes import Traversals
+from odelint.engine.line_splice import spliced_line
 from odelint.engine.positions import StatementPositions
 from odelint.files import lines
 
@@ -36,6 +37,7 @@ class IncrementalParser:
         # does not need it).
         self._header = ""
         self._statements: list[str] | None = []
+        self._breaks: list[int] | None = None  # the line breaks in each statement's text, when counted
         self._footer = ""
 
     def splice(self, source: str, check: Callable[[str], bool]) -> cst.Module | None:
@@ -55,7 +57,7 @@ class IncrementalParser:
             self._module = None
             module = cst.parse_module(source)
             self._header = _lines(module, module.header)
-            self._statements = None
+            self._statements = self._breaks = None
             self._footer = _lines(module, module.footer)
         return self._keep(module, source)
 
@@ -82,6 +84,7 @@ class IncrementalParser:
         """The statements' texts of the last tree (rendered now if not yet), else None."""
         if self._module is not None and self._statements is None:
             self._statements = [self._module.code_for_node(statement) for statement in self._module.body]
+            self._breaks = None
             self._check_pieces()
         return self._statements if self._module is not None else None
 
@@ -101,10 +104,12 @@ class IncrementalParser:
         tree this parser made and its pieces add up to the source (else None)."""
         if module is not self._module or self._statements is None:
             return None  # not rendered yet: the engine finds the statements' lines itself
+        if self._breaks is None or len(self._breaks) != len(self._statements):
+            self._breaks = [_line_breaks(text) for text in self._statements]
         lines, line = [], 1 + _line_breaks(self._header)
-        for text in self._statements:
+        for breaks in self._breaks:
             lines.append(line)
-            line += _line_breaks(text)
+            line += breaks
         return lines
 
     def _kept(self, source: str) -> tuple[int, int, int, int] | None:
@@ -132,12 +137,19 @@ class IncrementalParser:
             return None  # where the header ends is the whole-file parser's call
         if check is not None and not check(source[start:end]):
             return None
+        if front + back == len(old.body) - 1 and self._statements is not None:  # one statement changed
+            statement = spliced_line(old.body[front], self._statements[front], source[start:end], old.default_newline)
+            if statement is not None:
+                self._statements = [*self._statements[:front], source[start:end], *self._statements[front + 1:]]
+                return old.with_changes(body=[*old.body[:front], statement, *old.body[front + 1:]])
         try:
             middle = cst.parse_module(source[start:end])
         except cst.ParserSyntaxError:
             return None
         if start < end and (not middle.has_trailing_newline or middle.default_newline != old.default_newline):
             return None
+        if middle.default_indent != old.default_indent and _indented(source[start:end]):
+            return None  # its blocks' indent is the middle's default, which the whole tree would render as its own
         rest = list(old.body[len(old.body) - back:])
         if not _flush_left(_lines(middle, [*middle.header, *middle.footer])) or (
                 rest and not _flush_left(_lines(old, rest[0].leading_lines))):
@@ -156,7 +168,16 @@ class IncrementalParser:
         elif loose:
             footer = [*loose, *footer]
         module = old.with_changes(body=[*old.body[:front], *body, *rest], footer=footer)
-        self._statements = [*texts[:front], *(module.code_for_node(s) for s in body), *rest_texts]
+        if len(body) == 1 and not loose:  # the common edit: the middle text is the one statement's
+            middle_texts = [source[start:end]]
+        else:
+            middle_texts = [module.code_for_node(statement) for statement in body]
+        breaks = self._breaks if self._breaks is not None and len(self._breaks) == len(texts) else None
+        self._statements = [*texts[:front], *middle_texts, *rest_texts]
+        self._breaks = None if breaks is None else [  # the kept statements' counts are kept
+            *breaks[:front], *(_line_breaks(text) for text in middle_texts), *breaks[len(breaks) - back:]]
+        if loose and rest and self._breaks is not None:
+            self._breaks[len(self._breaks) - back] = _line_breaks(rest_texts[0])
         self._footer = _lines(module, footer)
         return module
 
@@ -164,6 +185,11 @@ class IncrementalParser:
 def _line_breaks(text: str) -> int:
     """Line breaks as Python counts them: `\n`, `\r\n` and a lone `\r`."""
     return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def _indented(text: str) -> bool:
+    """Might the text hold an indented block (a line that starts with a space or a tab)?"""
+    return text[:1] in (" ", "\t") or "\n " in text or "\n\t" in text or "\r " in text or "\r\t" in text
 
 
 def _flush_left(text: str) -> bool:
