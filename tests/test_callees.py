@@ -47,6 +47,29 @@ def test_declared_calls_are_found_through_aliases_and_by_method_in_source_order(
     assert _declared(SOURCE) == ["tx.update", "dfx.diffeqsolve", "optax.adam(1e-3).init", "solve"]
 
 
+def test_declared_prefixes_find_every_function_under_them_and_nothing_else() -> None:
+    class Prefixed(Rule):
+        @classmethod
+        def callees(cls) -> Callees:
+            return Callees(names=frozenset({"optax.adam"}), prefixes=("numpy.random.", "random."))
+
+    source = textwrap.dedent("""
+        import numpy as np, random, optax
+        from numpy.random import normal as draw
+        np.random.uniform(0, 1)
+        randomness(1)
+        draw(0, 1)
+        random.random()
+        optax.adam(1e-3)
+        np.randomly(1)
+    """)
+    module = cst.parse_module(source)
+    found = DeclaredNodes(Facts(build_scope_index(module, {cst.Call}))).calls(Prefixed)
+    assert found is not None
+    assert [module.code_for_node(node.func) for node, _ in found] == [  # type: ignore[attr-defined]
+        "np.random.uniform", "draw", "random.random", "optax.adam"]
+
+
 def test_a_rule_without_a_declaration_sees_every_call() -> None:
     module = cst.parse_module(SOURCE)
     assert DeclaredNodes(Facts(build_scope_index(module, {cst.Call}))).calls(Rule) is None
@@ -84,6 +107,11 @@ def test_rules_declare_the_attributes_they_read_and_see_only_those() -> None:
     assert found is not None
     assert [module.code_for_node(node) for node, _ in found] == ["jax.config.jax_enable_x64"]
     assert nodes.attributes(Rule) is None
+    source = "import jax\nx = jax.numpy.float64\n"
+    module = cst.parse_module(source)
+    named_by_text = DeclaredNodes(Facts(build_scope_index(module, {cst.Attribute})), source)
+    assert named_by_text.attributes(odl707) == [] and named_by_text._by_attribute is None  # not in the text
+    assert DeclaredNodes(Facts(build_scope_index(module, {cst.Attribute})), source).attributes(Rule) is None
 
 
 @pytest.mark.parametrize("rule", ATTRIBUTES, ids=lambda rule: rule.code)

@@ -44,6 +44,8 @@ class Undifferentiated:
                 elif isinstance(value, cst.Call):
                     self._wrapped.add(id(value))
         self._kernels.spread()
+        if not self._kernels.reasons:
+            return  # no kernel in the file: no call runs inside one
         # `kernel = one_step if ... else many_steps; kernel(...)` inside a kernel: both run there
         for call, site in facts.index.of_type(cst.Call):
             why = self._kernels.why(site)

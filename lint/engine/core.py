@@ -23,6 +23,7 @@ from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.project import compiles
 from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
 from odelint.analysis.unchecked import nodes_unchecked
+from odelint.analysis.words import words_of
 from odelint.api.engine_rules import IoErrorRule, SyntaxErrorRule
 from odelint.api.finding import Finding, Span
 from odelint.api.registry import all_rules, is_python_file
@@ -416,7 +417,7 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     if parser is None:  # an editor's document keeps its model for the next edit
         once.made(facts)
     context = FileContext(path, source, module, facts, versions, options)
-    declared = DeclaredNodes(facts)
+    declared = DeclaredNodes(facts, source)
     visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
     for rule_class in rules:
         rule = rule_class(context)
@@ -455,10 +456,12 @@ class DeclaredNodes:
     """The calls and attributes each rule declares it visits: the model files the file's calls
     by their callee's qualified name and by method name (`Facts.calls_to`, `Facts.method_calls`),
     and its attributes by name here, on first use, so a rule that declares what it reads visits
-    only those nodes."""
+    only those nodes. Attribute names the file's text lacks (`source`, when given) name none
+    of its attributes: then no attribute is filed at all."""
 
-    def __init__(self, facts: Facts) -> None:
+    def __init__(self, facts: Facts, source: str | None = None) -> None:
         self._facts = facts
+        self._source = source
         self._by_attribute: dict[str, list[tuple[cst.CSTNode, Site]]] | None = None
 
     def of(self, rule: type[BaseRule], node_type: type[cst.CSTNode]) -> list[tuple[cst.CSTNode, Site]] | None:
@@ -475,7 +478,10 @@ class DeclaredNodes:
         callees = rule.callees() if issubclass(rule, Rule) else None
         if callees is None:
             return None
-        found: list[tuple[cst.CSTNode, Site]] = list(self._facts.calls_to(callees.names))
+        names = callees.names
+        if callees.prefixes:
+            names = names | {name for name in self._facts.called_names() if name.startswith(callees.prefixes)}
+        found: list[tuple[cst.CSTNode, Site]] = list(self._facts.calls_to(names))
         found += self._facts.method_calls(callees.methods)
         return _in_order(found)
 
@@ -484,6 +490,11 @@ class DeclaredNodes:
         names = rule.attributes() if issubclass(rule, Rule) else None
         if names is None:
             return None
+        if self._source is not None:
+            words = words_of(self._source)
+            names = frozenset(name for name in names if words.holds(name))
+            if not names:
+                return []
         if self._by_attribute is None:
             self._by_attribute = {}
             for node, site in self._facts.index.of_type(cst.Attribute):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 from odelint.analysis import Kind, Needs, Site, argument_at, jax_api, source_of
-from odelint.api.rule import Flag, Pass, Rule
+from odelint.api.rule import Callees, Flag, Pass, Rule
 from odelint.rules.arrays.common import traced_triggers
 
 _STATEFUL = tuple(sorted(jax_api.names("stateful_random")))
@@ -52,6 +52,10 @@ class StatefulRandomInTracedCode(Rule):
     fixtures = "tests/fixtures/ODL705"
 
     needs = Needs.fact("stateful_random_in_traced")
+
+    @classmethod
+    def callees(cls) -> Callees:
+        return Callees(prefixes=(*_STATEFUL, "jax.random."))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
