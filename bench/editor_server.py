@@ -1,7 +1,7 @@
 """The editor path through the real language server: wall time from a `didChange` to its
 `publishDiagnostics`, in a ~1,000-line buffer, every rule on.
 
-    python bench/editor_server.py [--edits 40] [--open-after SECONDS]
+    python bench/editor_server.py [--edits 40] [--open-after SECONDS] [--in-largest]
 
 Starts `odelint server --debounce 0` over stdio, opens bench/training_script.py (a real JAX
 training script with findings in it), then types one digit at a time into a float
@@ -78,6 +78,8 @@ def main() -> int:
     parser.add_argument("--open-after", type=float, default=0.0, metavar="SECONDS",
                         help="wait this long after `initialized` before opening the buffer (an editor's "
                              "start-up; the server loads the engine meanwhile)")
+    parser.add_argument("--in-largest", action="store_true",
+                        help="type inside the largest top-level statement (a long class or function)")
     args = parser.parse_args()
     command = [sys.executable, "-m", "odelint", "server", "--debounce", "0"]
     lines = buffer()
@@ -96,7 +98,7 @@ def main() -> int:
             "uri": URI, "languageId": "python", "version": 0, "text": "".join(lines)}}})
         first = client.diagnostics(0)
         first_ms = (time.monotonic() - opened) * 1000
-        line, column = edit_site(lines)
+        line, column = edit_site(lines, args.in_largest)
         samples, cpu = [], []
         for edit in range(1, args.edits + 1):
             lines[line] = lines[line][:column] + "1" + lines[line][column:]

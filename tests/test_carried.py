@@ -396,3 +396,63 @@ def test_a_file_linted_once_keeps_no_qualified_names() -> None:
     facts = Facts(index, "train.py")
     assert [facts.qualname(call.func, site.scope) for call, site in index.of_type(cst.Call)][0] == "jax.random.normal"
     assert facts.carried(_Qualnames) is None
+
+
+NESTED_KEYS = '''import jax
+
+
+def outer(key):
+    scale = 0.5
+
+    def inner(k):
+        a = jax.random.normal(k)
+        b = jax.random.normal(k)
+        return a + b
+
+    return inner(key) * scale
+'''
+
+
+def test_a_function_nested_in_an_edited_one_is_walked_anew(walked, reused) -> None:
+    """A keystroke in one line of `outer` re-parses that line only: `inner` is the same node,
+    but its statement was walked anew, in new scopes. What the last lint found in it is not
+    taken again (its enclosing function's names may mean something else now)."""
+    parser = IncrementalParser()
+    lint_source(NESTED_KEYS, "train.py", parser=parser)
+    walked.clear()
+    reused.clear()
+    edited = NESTED_KEYS.replace("scale = 0.5", "scale = 0.25")
+    after = lint_source(edited, "train.py", parser=parser)
+    assert "inner" in walked and "inner" not in reused
+    assert _said(after) == _said(lint_source(edited, "train.py"))
+
+
+ALIASED = '''import jax
+
+
+def apply(f, x):
+    return f(x)
+
+
+def loss(x):
+    return x ** 2
+
+
+def other(x):
+    return x + 1.5
+
+
+def main(x):
+    g = jax.jit(loss)
+    return apply(g, x)
+'''
+
+
+def test_a_call_on_an_untouched_line_of_an_edited_function_is_worked_out_again(answered) -> None:
+    """`apply(g, x)` is the same node after `g = jax.jit(loss)` became `g = jax.jit(other)` on
+    the line above (only that line is re-parsed), but what it hands on changed: the calls of a
+    statement an edit replaced are worked out again, as when the whole statement was parsed anew."""
+    edit = ("    g = jax.jit(loss)", "    g = jax.jit(other)")
+    before, after, fresh, worked_out = _relinted(_targets, ALIASED, edit, answered)
+    assert after == fresh and after != before
+    assert "apply(g, x)" in worked_out and "f(x)" in worked_out

@@ -136,8 +136,10 @@ class KeyUses:
                 continue
             if kept is None:  # a file linted once: nothing to compare with, nothing to keep
                 self._walk_body(scope, scope.node.body.body)  # type: ignore[attr-defined]
-            else:
-                keeping[scope.node] = self._walk_or_reuse(scope, kept.get(scope.node))
+            else:  # kept for the same scope only: a replaced statement's scopes are new, its nodes need not be
+                last = kept.get(scope.node)
+                found = self._walk_or_reuse(scope, last[1] if last is not None and last[0] is scope else None)
+                keeping[scope.node] = (scope, found)
         if kept is not None:
             kept.clear()
             kept.update(keeping)

@@ -99,6 +99,7 @@ def positions(node: cst.BaseExpression | None, count: int) -> frozenset[int] | N
 def string(node: cst.BaseExpression | None) -> str | None:
     """The value of a plain string literal (implicitly concatenated too; not an f-string)."""
     kind = type(node)
+    value: str | bytes | None
     if kind is cst.SimpleString:
         value = _simple_string(cast(cst.SimpleString, node).value)
     elif kind is cst.ConcatenatedString:

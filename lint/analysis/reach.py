@@ -167,7 +167,10 @@ class CallTargets:
     An editor's re-lint keeps the answers for calls outside the statements an edit replaced
     while those keep their outline (odelint.analysis.outline), unless an answer names a
     function of a replaced statement or read the calls of a function that the replaced
-    statements call (a parameter's passed function: `f` in `def hessian(f)`)."""
+    statements call (a parameter's passed function: `f` in `def hessian(f)`). A call is
+    outside them when its site is the one the last lint had: a replaced statement is walked
+    anew, and the calls of its lines that an edit did not touch, still the same nodes
+    (odelint.engine.line_splice), get new sites in new scopes."""
 
     def __init__(self, facts: Facts) -> None:
         self._facts = facts
@@ -185,15 +188,16 @@ class CallTargets:
         last = carried.get("answers")
         if last is not None and outline.replaced(carried["body"], carried["outlines"], module, shapes) is None:
             last = None
+        sites = carried.get("sites", {})
         answers: dict[int, tuple[cst.Call, Targets | None, frozenset[int]]] = {}
         touched: set[int] = set()  # the functions that calls of the replaced statements call
         if last is not None:
-            present = {id(call) for call, _ in calls}  # a kept call's id is no other node's
+            present = {id(call) for call, site in calls if sites.get(id(call)) is site}  # a kept call's id is its own
             touched.update(id(function) for key, (_, found, _) in last.items()
                            if found is not None and key not in present for function in found[0])
         for call, site in calls:
             kept = last.get(id(call)) if last is not None else None
-            if kept is None or kept[0] is not call:
+            if kept is None or kept[0] is not call or sites.get(id(call)) is not site:
                 answers[id(call)] = self._answer(call, site)
                 if answers[id(call)][1] is not None:
                     touched.update(id(function) for function in answers[id(call)][1][0])  # type: ignore[index]
@@ -204,7 +208,8 @@ class CallTargets:
             answers[id(call)] = kept if self._still_right(kept, touched) else self._answer(call, site)
         for call, site in calls:
             self._add(call, site, answers[id(call)][1])
-        carried.update(answers=answers, body=tuple(module.body), outlines=shapes)
+        carried.update(answers=answers, body=tuple(module.body), outlines=shapes,
+                       sites={id(call): site for call, site in calls})
 
     def _add(self, call: cst.Call, site: Site, found: Targets | None) -> None:
         if found is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 from odelint.analysis.words import common_prefix, common_suffix
@@ -50,15 +50,14 @@ def spliced_line(statement: cst.BaseStatement, old_text: str, new_text: str,
     text = "\n".join(new_text.split("\n")[first - 1:last]) + "\n"  # the lines CPython counts (no form feed)
     if text[:1] not in (" ", "\t"):
         return None
-    line = _parsed_line(text)
-    if line is None:
+    parsed = _parsed_line(text)
+    if parsed is None:
         return None
-    old_line = path[-1]
-    line = line.with_changes(leading_lines=old_line.leading_lines)  # type: ignore[attr-defined]
+    old: cst.CSTNode = path[-1]
+    new: cst.CSTNode = parsed.with_changes(leading_lines=cast(cst.SimpleStatementLine, old).leading_lines)
     for owner in reversed(path[:-1]):
-        line = _with_child(owner, old_line, line)
-        old_line = owner
-    return line  # type: ignore[return-value]
+        new, old = _with_child(owner, old, new), owner
+    return cast(cst.BaseStatement, new)
 
 
 def _line_statement(statement: cst.CSTNode, statement_ast: ast.stmt,
@@ -71,7 +70,7 @@ def _line_statement(statement: cst.CSTNode, statement_ast: ast.stmt,
         if blocks is None:
             return None
         for chain, statements, statements_ast in blocks:
-            if not statements_ast or not (_first_line(statements_ast[0]) <= line <= statements_ast[-1].end_lineno):
+            if not statements_ast or not _first_line(statements_ast[0]) <= line <= (statements_ast[-1].end_lineno or 0):
                 continue
             aligned = _aligned(statements, statements_ast)
             if aligned is None:
@@ -179,7 +178,7 @@ def _parsed_line(text: str) -> cst.SimpleStatementLine | None:
 
 def _with_child(owner: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode) -> cst.CSTNode:
     """`owner` with its child `old` (a field's value, or an item of a field's sequence) replaced."""
-    for field in dataclasses.fields(owner):  # type: ignore[arg-type]
+    for field in dataclasses.fields(owner):
         value = getattr(owner, field.name)
         if value is old:
             return owner.with_changes(**{field.name: new})
