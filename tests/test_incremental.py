@@ -251,3 +251,17 @@ def test_edits_a_line_cannot_take_parse_the_statement_and_match_a_whole_parse(ol
     second = parser.parse(edited)
     assert second.deep_equals(cst.parse_module(edited)) and second.code == edited
     assert second.body[0] is first.body[0]
+
+
+def test_a_lone_carriage_return_deleted_inside_a_function_moves_the_lines_after_it() -> None:
+    """A lone `\\r` is a line break to LibCST and CPython: deleting one inside a statement
+    changes where every later line starts, so the whole statement is parsed, and the lines
+    each top-level statement starts on follow."""
+    source = "import jax\n\n\ndef f(x):\n    y = x\r    return y\n\n\nz = 1\n"
+    parser = IncrementalParser()
+    parser.parse(source)
+    parser.prepare()
+    edited = source.replace("y = x\r    return y", "y = x;    return y")
+    module = parser.parse(edited)
+    assert module.deep_equals(cst.parse_module(edited)) and module.code == edited
+    assert parser.text_lines(module) == [1, 2, 6]

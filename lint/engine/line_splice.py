@@ -28,8 +28,8 @@ def spliced_line(statement: cst.BaseStatement, old_text: str, new_text: str,
                  newline: str) -> cst.BaseStatement | None:
     """`statement` (whose text was `old_text`) as a whole parse of `new_text` makes it, when
     the two texts differ within one line of a simple statement in its blocks; else None."""
-    if "\r" in new_text or newline != "\n":
-        return None
+    if "\r" in new_text or "\r" in old_text or newline != "\n":
+        return None  # line breaks are `\n` alone: the edit leaves every line where it was
     start = common_prefix(old_text, new_text)
     end = common_suffix(old_text, new_text, start)
     if "\n" in old_text[start:len(old_text) - end] or "\n" in new_text[start:len(new_text) - end]:
