@@ -278,9 +278,17 @@ def optax_need_params() -> frozenset[str]:
     return frozenset(_api()["optax"]["need_params"])
 
 
+_RANDOM = "jax.random."
+
+
+def random_functions() -> str:
+    """The prefix of the functions that make keys and draw from them (`Callees(prefixes=...)`)."""
+    return _RANDOM
+
+
 def consumes_key(qualname: str | None) -> bool:
     """Does calling this `jax.random` function draw from (or split) the key it is given?"""
-    return (qualname is not None and qualname.startswith("jax.random.")
+    return (qualname is not None and qualname.startswith(_RANDOM)
             and qualname not in _api()["keys"]["not_consuming"])
 
 
