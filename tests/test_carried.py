@@ -427,20 +427,7 @@ def test_a_function_nested_in_an_edited_one_is_walked_anew(walked, reused) -> No
     assert _said(after) == _said(lint_source(edited, "train.py"))
 
 
-ALIASED = '''import jax
-
-
-def apply(f, x):
-    return f(x)
-
-
-def loss(x):
-    return x ** 2
-
-
-def other(x):
-    return x + 1.5
-
+ALIASED = TARGETS.replace("import functools\n", "import functools\nimport jax\n") + '''
 
 def main(x):
     g = jax.jit(loss)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import libcst as cst
@@ -129,42 +130,39 @@ def test_a_function_indented_unlike_the_file_is_spliced_as_a_whole_parse_reads_i
     assert spliced.code == four and spliced.body[0] is before.body[0]  # spliced: the import is kept
 
 
-def test_the_statement_texts_add_up_to_the_text_after_each_splice() -> None:
-    """The texts a splice keeps (the middle's own text when it parsed one statement) are
-    what the next edit matches statements by: they must add up to the edited text."""
+def _typing(seed: int, snippets: list[str]) -> Iterator[tuple[IncrementalParser, str, cst.Module]]:
+    """Random insertions into the example training script, parsed one after another by one
+    parser as an editor's document is: the parser, the text and the tree of each version
+    that parses."""
     source = (ROOT / "examples/neural_ode/train.py").read_text()
     parser = IncrementalParser()
     parser.parse(source)
     parser.prepare()
-    rng = random.Random(7)
+    rng = random.Random(seed)
     for _ in range(60):
         position = rng.randrange(len(source) // 4, len(source))
-        edited = source[:position] + rng.choice(["1", "x", " ", "# c\n", "\n"]) + source[position:]
+        edited = source[:position] + rng.choice(snippets) + source[position:]
         if _whole(edited) is None:
             continue
-        got = parser.parse(edited)
+        yield parser, edited, parser.parse(edited)
+        source = edited
+
+
+def test_the_statement_texts_add_up_to_the_text_after_each_splice() -> None:
+    """The texts a splice keeps (the middle's own text when it parsed one statement) are
+    what the next edit matches statements by: they must add up to the edited text."""
+    for parser, edited, got in _typing(7, ["1", "x", " ", "# c\n", "\n"]):
         assert got.code == edited
         texts = parser._texts()
         if texts is not None:
             assert parser._header + "".join(texts) + parser._footer == edited
             assert texts == [got.code_for_node(statement) for statement in got.body]
-        source = edited
 
 
 def test_statement_lines_after_each_splice_are_where_the_text_puts_them() -> None:
     """The line each statement starts on (which the engine's positions start from) is kept
     per statement across splices, and recounted only for what an edit parsed."""
-    source = (ROOT / "examples/neural_ode/train.py").read_text()
-    parser = IncrementalParser()
-    parser.parse(source)
-    parser.prepare()
-    rng = random.Random(11)
-    for _ in range(60):
-        position = rng.randrange(len(source) // 4, len(source))
-        edited = source[:position] + rng.choice(["1", "\n", "# c\n", "\n\n", "x = 1\n"]) + source[position:]
-        if _whole(edited) is None:
-            continue
-        module = parser.parse(edited)
+    for parser, edited, module in _typing(11, ["1", "\n", "# c\n", "\n\n", "x = 1\n"]):
         lines = parser.text_lines(module)
         if lines is None:
             parser.prepare()
@@ -173,7 +171,6 @@ def test_statement_lines_after_each_splice_are_where_the_text_puts_them() -> Non
         starts = [1 + edited[:edited.index(text, sum(map(len, parser._statements[:i])) + len(parser._header))]
                   .count("\n") for i, text in enumerate(parser._statements)]
         assert lines == starts
-        source = edited
 
 
 NESTED = '''import jax
@@ -218,16 +215,23 @@ def test_a_keystroke_in_a_simple_statement_reparses_that_line_only(line: str, ty
     """Typing inside one line of a simple statement in a function re-parses that line alone:
     every other statement of the function is the same node as before, and the tree is the
     one a whole parse makes."""
-    parser = IncrementalParser()
-    first = parser.parse(NESTED)
-    parser.prepare()
-    edited = NESTED.replace(line, typed)
-    second = parser.parse(edited)
-    assert second.deep_equals(cst.parse_module(edited)) and second.code == edited
+    first, second = _edited_nested(line, typed)
     assert second.body[0] is first.body[0] and second.body[2] is first.body[2]  # the other top-level statements
     old_lines, new_lines = _statement_lines(first.body[1]), _statement_lines(second.body[1])
     kept = [a is b for a, b in zip(old_lines, new_lines, strict=True)]
     assert kept.count(False) == 1  # every other line, in every block, is the node it was
+
+
+def _edited_nested(old: str, new: str) -> tuple[cst.Module, cst.Module]:
+    """NESTED's tree, and the next version's after `old` became `new`, from one parser; the
+    next is checked against a whole parse."""
+    parser = IncrementalParser()
+    first = parser.parse(NESTED)
+    parser.prepare()
+    edited = NESTED.replace(old, new)
+    second = parser.parse(edited)
+    assert second.deep_equals(cst.parse_module(edited)) and second.code == edited
+    return first, second
 
 
 def _statement_lines(node: cst.CSTNode) -> list[cst.SimpleStatementLine]:
@@ -244,13 +248,10 @@ def _statement_lines(node: cst.CSTNode) -> list[cst.SimpleStatementLine]:
     ("    total = 0.0", "    total = 0.0\n    count = 0"),                       # a line break typed
 ])
 def test_edits_a_line_cannot_take_parse_the_statement_and_match_a_whole_parse(old: str, new: str) -> None:
-    parser = IncrementalParser()
-    first = parser.parse(NESTED)
-    parser.prepare()
-    edited = NESTED.replace(old, new)
-    second = parser.parse(edited)
-    assert second.deep_equals(cst.parse_module(edited)) and second.code == edited
+    first, second = _edited_nested(old, new)
     assert second.body[0] is first.body[0]
+    old_lines, new_lines = _statement_lines(first.body[1]), _statement_lines(second.body[1])
+    assert not any(a is b for a, b in zip(old_lines, new_lines, strict=False))  # the statement parsed whole
 
 
 def test_a_lone_carriage_return_deleted_inside_a_function_moves_the_lines_after_it() -> None:
