@@ -25,7 +25,7 @@ class Words:
 
     def __init__(self, text: str, last: Words | None = None) -> None:
         self.text = text
-        self._present: dict[str, bool] = {}
+        self.present: dict[str, bool] = {}  # the answers so far: a hot loop reads them before asking
         self._last: dict[str, bool] = {}
         self._start = self._end = 0  # the span of `text` that differs from the last text
         if last is not None and abs(len(last.text) - len(text)) < _NEARBY:
@@ -33,13 +33,13 @@ class Words:
             start = common_prefix(before, text)
             end = common_suffix(before, text, start)
             if start + end > len(text) // 2:  # mostly the same text: worth carrying over
-                self._last = last._present
+                self._last = last.present
                 self._start, self._end = start, len(text) - end
 
     def holds(self, word: str) -> bool:
-        found = self._present.get(word)
+        found = self.present.get(word)
         if found is None:
-            found = self._present[word] = self._search(word)
+            found = self.present[word] = self._search(word)
         return found
 
     def _search(self, word: str) -> bool:

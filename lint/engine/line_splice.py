@@ -109,6 +109,7 @@ def _blocks(node: cst.CSTNode, tree: ast.stmt) -> list[_Block] | None:
     """The indented blocks of a compound statement with `ast`'s statements of each; None for
     a statement this does not look into (or a block on its header's line)."""
     found: list[tuple[list[cst.CSTNode], cst.BaseSuite, list[ast.stmt]]] = []
+    blocks: list[_Block] = []
     if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.With)) and isinstance(
             tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith)):
         found.append(([], node.body, tree.body))
@@ -121,7 +122,7 @@ def _blocks(node: cst.CSTNode, tree: ast.stmt) -> list[_Block] | None:
         if isinstance(node.orelse, cst.Else):
             found.append(([node.orelse], node.orelse.body, tree.orelse))
         elif isinstance(node.orelse, cst.If):  # `elif`: ast's `orelse` holds that `if` alone
-            found.append(([], _ElifSuite(node.orelse), tree.orelse))  # type: ignore[arg-type]
+            blocks.append(([], (node.orelse,), tree.orelse))
     elif isinstance(node, cst.Try) and isinstance(tree, ast.Try) and len(node.handlers) == len(tree.handlers):
         found.append(([], node.body, tree.body))
         found += [([handler], handler.body, handler_ast.body)
@@ -132,22 +133,11 @@ def _blocks(node: cst.CSTNode, tree: ast.stmt) -> list[_Block] | None:
             found.append(([node.finalbody], node.finalbody.body, tree.finalbody))
     else:
         return None
-    blocks: list[_Block] = []
     for chain, suite, statements_ast in found:
-        if isinstance(suite, _ElifSuite):
-            blocks.append((chain, (suite.statement,), statements_ast))
-        elif isinstance(suite, cst.IndentedBlock):
-            blocks.append(([*chain, suite], suite.body, statements_ast))
-        else:
+        if not isinstance(suite, cst.IndentedBlock):
             return None  # `if x: y` on one line
+        blocks.append(([*chain, suite], suite.body, statements_ast))
     return blocks
-
-
-@dataclasses.dataclass
-class _ElifSuite:
-    """An `elif` stands where ast puts the one statement of an `else` block."""
-
-    statement: cst.If
 
 
 def _aligned(statements: Sequence[cst.BaseStatement],
