@@ -11,6 +11,11 @@ apart from them the first lint after opening (it parses the whole buffer once) a
 server took to answer `initialize` from its start (Python, pygls and lsprotocol loading). Where
 /proc tells a process's CPU time (Linux), it prints the server's CPU per edit too: a tail
 in wall time that the CPU time lacks is the machine's, not the server's work.
+
+A shared machine's speed moves from minute to minute (the 2-core machine of bench/RESULTS.md
+runs the same code at two speeds, 1.6x apart), so the bench also times a fixed workload that
+is none of odelint's code, LibCST parsing the same buffer, before the server starts and after
+it stops, and prints each figure in those parses too: runs are compared by those.
 """
 
 from __future__ import annotations
@@ -72,6 +77,18 @@ class Client:
         self.process.wait()
 
 
+def parse_ms(text: str, rounds: int = 3) -> float:
+    """The fastest of `rounds` LibCST parses of `text`, in this process: the machine's speed now."""
+    from libcst import parse_module
+
+    fastest = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        parse_module(text)
+        fastest = min(fastest, time.perf_counter() - start)
+    return fastest * 1000
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=40)
@@ -83,6 +100,7 @@ def main() -> int:
     args = parser.parse_args()
     command = [sys.executable, "-m", "odelint", "server", "--debounce", "0"]
     lines = buffer()
+    parse_before = parse_ms("".join(lines))
     started = time.monotonic()
     client = Client(command)
     try:
@@ -114,6 +132,7 @@ def main() -> int:
                 cpu.append(after - used)
     finally:
         client.close()
+    parse_after = parse_ms("".join(lines))
     samples.sort()
     p95 = _p95(samples)
     print(f"{len(lines)} lines, {len(first['diagnostics'])} diagnostics first, {len(result['diagnostics'])} after; "
@@ -121,6 +140,10 @@ def main() -> int:
           f"median {statistics.median(samples):.0f} ms, "
           f"p95 {p95:.0f} ms, max {samples[-1]:.0f} ms wall; first lint after didOpen {first_ms:.0f} ms wall "
           f"(the server answered `initialize` {initialize_ms:.0f} ms after it was started)")
+    parse = (parse_before + parse_after) / 2
+    print(f"the machine's speed: LibCST parses the buffer in {parse_before:.0f} ms before the server "
+          f"starts, {parse_after:.0f} ms after it stops; in those parses (their mean), median "
+          f"{statistics.median(samples) / parse:.2f}, p95 {p95 / parse:.2f}, first lint {first_ms / parse:.2f}")
     if cpu:
         cpu.sort()
         print(f"server CPU per edit (clock ticks of {1000 / _CLOCK_TICKS:.0f} ms): "
