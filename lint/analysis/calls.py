@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal, cast, overload
 
 import libcst as cst
+from odelint.analysis import rendered
 from odelint.analysis.scopes import children_of
 
 if TYPE_CHECKING:
@@ -123,9 +124,10 @@ def text_of(node: cst.CSTNode, module: cst.Module | None = None) -> str:
     """The source text of `node`, as `module` (else a module with default settings) renders
     it. Messages quote transforms and callees, mostly plain dotted names (`jax.jit`), many
     times per lint: those are joined from their names, which gives the same text as
-    rendering (LibCST's renderer is the cost of naming them otherwise)."""
+    rendering (LibCST's renderer is the cost of naming them otherwise); an editor's document
+    renders the rest once for all its lints while the node lasts (odelint.analysis.rendered)."""
     dotted = _plain_dotted(node)
-    return dotted if dotted is not None else (module or _no_module()).code_for_node(node)
+    return dotted if dotted is not None else rendered.render(node, module or _no_module())
 
 
 def _plain_dotted(node: cst.CSTNode) -> str | None:

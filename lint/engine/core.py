@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
+from odelint.analysis import rendered
 from odelint.analysis.facts import Facts, model_node_types
 from odelint.analysis.project import compiles
 from odelint.analysis.scopes import ScopeIndex, Site, build_scope_index
@@ -417,8 +418,25 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
     if parser is None:  # an editor's document keeps its model for the next edit
         once.made(facts)
     context = FileContext(path, source, module, facts, versions, options)
-    declared = DeclaredNodes(facts, source)
-    visited_at: dict[int, int] = {}  # finding -> order of the node being visited when it was reported
+    # an editor's document quotes the nodes an edit did not touch as its last lint did
+    with rendered.kept(parser.texts) if parser is not None else contextlib.nullcontext():
+        visited_at = _visit(rules, context, index, DeclaredNodes(facts, source), result)
+    if result.findings:
+        try:
+            _locate(module, source, result.findings, *_tops(index, result.findings, visited_at), parser, tree)
+        except RecursionError:
+            raise _TooDeep from None
+        result.findings = _respect_intent(result.findings, facts, source, rules, saved, tree)
+    kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
+    result.findings = sorted(kept, key=Finding.sort_key)
+    return result
+
+
+def _visit(rules: Sequence[type[BaseRule]], context: FileContext, index: ScopeIndex, declared: DeclaredNodes,
+           result: LintResult) -> dict[int, int]:
+    """Every rule's visitors over the nodes it declares (else every node of the types it
+    visits); returns, for each finding, the order of the node being visited when it was reported."""
+    visited_at: dict[int, int] = {}
     for rule_class in rules:
         rule = rule_class(context)
         try:
@@ -437,19 +455,11 @@ def run_rules(module: cst.Module, source: str, path: str, rules: Sequence[type[B
         except RecursionError:
             raise _TooDeep from None
         except Exception as error:  # a broken rule must not stop the run
-            result.crashes.append(_crash(rule_class.code, path, error))
+            result.crashes.append(_crash(rule_class.code, context.path, error))
             continue
         result.findings.extend(rule.findings)
         rule.findings = []  # a fix's builder holds the rule: no cycle from the rule back to its findings
-    if result.findings:
-        try:
-            _locate(module, source, result.findings, *_tops(index, result.findings, visited_at), parser, tree)
-        except RecursionError:
-            raise _TooDeep from None
-        result.findings = _respect_intent(result.findings, facts, source, rules, saved, tree)
-    kept = noqa.unsuppressed(result.findings, source) if apply_noqa else result.findings
-    result.findings = sorted(kept, key=Finding.sort_key)
-    return result
+    return visited_at
 
 
 class DeclaredNodes:

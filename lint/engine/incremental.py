@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import libcst as cst
+from odelint.analysis.rendered import RenderedTexts
 from odelint.analysis.scopes import Traversals
 from odelint.engine.line_splice import spliced_line
 from odelint.engine.positions import StatementPositions
@@ -23,12 +24,13 @@ from odelint.files import lines
 
 class IncrementalParser:
     """Parses successive versions of one document, reusing unchanged statements (and the
-    positions found inside them, `positions`, and what the model's traversal learnt from them,
-    `traversals`)."""
+    positions found inside them, `positions`, what the model's traversal learnt from them,
+    `traversals`, and the texts messages quoted from them, `texts`)."""
 
     def __init__(self) -> None:
         self.positions = StatementPositions()
         self.traversals = Traversals()  # the model's traversal of each statement, kept likewise
+        self.texts = RenderedTexts()
         self._module: cst.Module | None = None
         self._source = ""  # the text `_module` was made from
         # The source is header + statements + footer, each as it appears in the text. The

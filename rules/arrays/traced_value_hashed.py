@@ -94,15 +94,15 @@ class TracedValueHashed(Rule):
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "hash":
             return  # `hash(x)` fails first, and is reported itself
         traced = self.facts.traced_value(value, site)
-        text = source_of(self.context.module, value)
         if traced is not None:
+            text = source_of(self.context.module, value)
             origin = (f"({traced.reason}{traced.passed()})" if text == traced.parameter.name
                       else f"(traced: it derives from {traced.describe()})")
             self.report(value, f"`{text}` {origin} is {role}: "
                                "tracers are unhashable (`TypeError: unhashable type: 'DynamicJaxprTracer'`)")
         elif self.facts.kind(value, site) is Kind.ARRAY:
-            self.report(value, f"`{text}` is a JAX array and is {role}: JAX arrays are unhashable "
-                               "(`TypeError: unhashable type: 'jaxlib._jax.ArrayImpl'`)")
+            self.report(value, f"`{source_of(self.context.module, value)}` is a JAX array and is {role}: JAX "
+                               "arrays are unhashable (`TypeError: unhashable type: 'jaxlib._jax.ArrayImpl'`)")
 
     def _hashes(self, node: cst.BaseExpression, site: Site, sets: bool = False) -> bool:
         """Is `node` a dict (or, with `sets`, a set): a literal, or a name every binding of
