@@ -212,6 +212,32 @@ def test_after_preloading_a_lint_imports_nothing() -> None:
     assert report["new"] == []
 
 
+SERVER_PRELOAD = """
+import json, pathlib, sys
+from odelint.engine.preload import load_linting
+load_linting(False)
+loaded = set(sys.modules)
+from odelint.engine.core import lint_source
+from odelint.engine.incremental import IncrementalParser
+text = pathlib.Path(sys.argv[1]).read_text()
+found = [finding.code for finding in lint_source(text, "train.py", parser=IncrementalParser()).findings]
+print(json.dumps({"loaded": sorted(loaded), "after": sorted(sys.modules), "found": found}))
+"""
+
+
+def test_the_servers_preload_leaves_what_a_training_script_does_not_need() -> None:
+    """The server's first document waits for the preload: the Sketch's settling parts and the
+    shims' guards, which the training script's first lint never imports, wait for first use."""
+    script = Path(__file__).resolve().parents[1] / "bench" / "training_script.py"
+    result = subprocess.run([sys.executable, "-c", SERVER_PRELOAD, str(script)], capture_output=True, text=True,
+                            timeout=120)
+    report = json.loads(result.stdout)
+    left = {"odelint.analysis.guards", "odelint.analysis.sketch_reach", "odelint.analysis.sketch_facts"}
+    assert "odelint.analysis.facts" in report["loaded"] and rule_modules(set(report["loaded"]))
+    assert report["found"]  # every gate opened, and the rules ran
+    assert not left & set(report["after"])
+
+
 @pytest.mark.parametrize("columns", ["60", "120"])
 def test_help_is_laid_out_as_argparse_would(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """odelint tells argparse the width it would find itself (without importing shutil)."""

@@ -21,7 +21,11 @@ import pkgutil
 _LOADED_LATER = ("libcst.native", "unicodedata")
 
 
-def load_linting() -> None:
+def load_linting(every_analysis: bool = True) -> None:
+    """`every_analysis`: also the model's parts that a lint imports only when it needs them
+    (the Sketch's settling, the shims' guards): flake8's workers then share them. The
+    language server leaves them to first use: the buffer opened first waits for its load,
+    and the first lint of a training script needs none of them (about 6 ms)."""
     import odelint
     from odelint.engine import generated_code
     from odelint.engine.collector import fewer_collections
@@ -33,8 +37,8 @@ def load_linting() -> None:
         from odelint.api.registry import all_rules
         from odelint.engine import core  # noqa: F401  (the engine, its positions and noqa)
 
-        for module in pkgutil.iter_modules(analysis.__path__, f"{analysis.__name__}."):  # the pre-checks' too
-            importlib.import_module(module.name)
+        for module in pkgutil.iter_modules(analysis.__path__, f"{analysis.__name__}.") if every_analysis else ():
+            importlib.import_module(module.name)  # the pre-checks' too
         all_rules()  # imports every rule
     for name in _LOADED_LATER:
         importlib.import_module(name)

@@ -412,7 +412,7 @@ def build(debounce: float) -> OdelintServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OdelintServer, params: types.InitializedParams) -> None:
-        ls.worker.submit(load_linting)  # before the first document arrives, on the lint thread
+        ls.worker.submit(load_linting, False)  # before the first document arrives, on the lint thread
         capability = ls.client_capabilities.workspace
         watch = capability.did_change_watched_files if capability is not None else None
         if watch is None or not watch.dynamic_registration:
