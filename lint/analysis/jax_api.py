@@ -281,7 +281,7 @@ def optax_need_params() -> frozenset[str]:
 _RANDOM = "jax.random."
 
 
-def random_functions() -> str:
+def random_prefix() -> str:
     """The prefix of the functions that make keys and draw from them (`Callees(prefixes=...)`)."""
     return _RANDOM
 

@@ -55,7 +55,7 @@ class StatefulRandomInTracedCode(Rule):
 
     @classmethod
     def callees(cls) -> Callees:
-        return Callees(prefixes=(*_STATEFUL, jax_api.random_functions()))
+        return Callees(prefixes=(*_STATEFUL, jax_api.random_prefix()))
 
     def visit_Call(self, node: cst.Call, site: Site) -> None:
         qualname = self.facts.qualname(node.func, site.scope) or ""
