@@ -13,6 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client says exit; pygls is imported only here, so `odelint check` never pays for it."""
+    from odelint.faces import server_first
+
+    first = server_first.start()  # before any import: the child loads the engine meanwhile
     from odelint.engine import generated_code
 
     try:
@@ -21,6 +24,8 @@ def run(args: argparse.Namespace) -> int:
                                  generated_code.DATACLASSES):
             from odelint.faces.server_lsp import build
     except ImportError as error:
+        if first is not None:
+            first.release()
         print(f"odelint: error: the server needs pygls and lsprotocol ({error}); "
               "install them with `pip install pygls lsprotocol` (or odelint's `server` extra: "
               "`pip install '.[server]'` in its checkout)", file=sys.stderr)
@@ -28,6 +33,6 @@ def run(args: argparse.Namespace) -> int:
     from odelint.engine.collector import fewer_collections
     from odelint.faces.server_framing import serve_stdio
 
-    server = build(max(args.debounce, 0.0))
+    server = build(max(args.debounce, 0.0), first)
     fewer_collections()
     return serve_stdio(server)

@@ -10,62 +10,42 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import fnmatch
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
 from odelint import __version__
-from odelint.analysis import project
 from odelint.api import docs
 from odelint.api.engine_rules import SyntaxErrorRule
 from odelint.api.finding import ERROR, Finding, Related, Safety, Span
-from odelint.api.registry import all_rules, file_patterns, rules_by_code
+from odelint.api.registry import file_patterns, rules_by_code
 from odelint.engine import noqa
 from odelint.engine.collector import IdleCollector
-from odelint.engine.core import fix_source, lint_source
+from odelint.engine.core import fix_source
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.preload import load_linting
 from odelint.faces import server_notebook
+from odelint.faces.server_lint import Linted, lint_buffer, resolver, share_buffers
 from odelint.faces.server_text import Lines, minimal_edit
 from odelint.files import versions
-from odelint.files.config import ConfigError, ConfigResolver, Overrides
+from odelint.files.config import ConfigResolver
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
 if TYPE_CHECKING:
-    from packaging.version import Version
+    from odelint.faces.server_first import FirstLint
 
 FIX_ALL = "source.fixAll.odelint"
 CONFIG_NAME = "pyproject.toml"
 # What the settings or the target versions are read from: a change lints every buffer again.
 SETTINGS_FILES = tuple(dict.fromkeys((CONFIG_NAME, *versions.PIN_FILES)))
 _FIX_ONE, _FIX_EVERY = "fix", "fix-all"
-
-
-@dataclasses.dataclass
-class Linted:
-    """One lint of one version of a buffer: what diagnostics and code actions are built from."""
-
-    uri: str
-    version: int | None
-    text: str
-    path: str
-    codes: frozenset[str] = frozenset()
-    unsafe: bool = False
-    # what the engine was given besides the text: a fix is built with the same
-    versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)
-    options: frozenset[str] = frozenset()
-    findings: list[Finding] = dataclasses.field(default_factory=list)
-    crashes: list[str] = dataclasses.field(default_factory=list)
-    config_error: str | None = None
-    depends: frozenset[str] = frozenset()  # the project files this lint read (other open buffers too)
 
 
 _ANSWERED = object()
@@ -96,9 +76,10 @@ class _Protocol(LanguageServerProtocol):
 
 
 class OdelintServer(LanguageServer):
-    def __init__(self, debounce: float) -> None:
+    def __init__(self, debounce: float, first: FirstLint | None = None) -> None:
         super().__init__("odelint", __version__, protocol_cls=_Protocol, notebook_document_sync=server_notebook.SYNC)
         self.debounce = debounce
+        self.first = first  # the first document's lint, in a process forked at start
         self.resolver: ConfigResolver | None = None
         self.linted: dict[str, Linted] = {}
         self.pending: dict[str, asyncio.Task] = {}
@@ -133,40 +114,12 @@ class OdelintServer(LanguageServer):
     # linting ---------------------------------------------------------------------------------
 
     def lint(self, uri: str, version: int | None, text: str, path: str) -> Linted:
-        """Runs on the worker thread: settings for the path, then the one engine call."""
-        linted = Linted(uri, version, text, path)
-        resolver = self.resolver
-        if resolver is None:
-            resolver = self.resolver = ConfigResolver(Overrides(), [rule.code for rule in all_rules()], self.root())
-        try:
-            settings = resolver.for_path(path)
-        except ConfigError as error:
-            linted.config_error = str(error)
-            return linted
-        linted.codes = settings.enabled(path)
-        linted.unsafe = settings.unsafe_fixes
-        linted.versions, linted.options = settings.versions_for(linted.codes), settings.options
-        parser = self.parsers.setdefault(uri, IncrementalParser())
-        self.share_buffers()
-        with project.places(object()), project.recording() as depends:  # each lint its own run
-            result = lint_source(text, path, linted.codes, parser=parser, versions=linted.versions,
-                                 options=linted.options)
-        linted.depends = frozenset(depends)
-        linted.findings = result.findings
-        linted.crashes = [crash.message() for crash in result.crashes]
-        return linted
-
-    def share_buffers(self) -> None:
-        """Runs on the worker thread, before a lint: the project's files open in the editor
-        answer with their unsaved text (a class or an x64 switch edited in model.py counts
-        for train.py before it is saved)."""
-        open_files = {os.path.abspath(document.path): document.source
-                      for document in list(self.workspace.text_documents.values())
-                      if document.uri.startswith("file:") and document.path.endswith(".py")}
-        for path in project.buffered() - open_files.keys():
-            project.set_buffer(path, None)
-        for path, text in open_files.items():
-            project.set_buffer(path, text)
+        """Runs on the worker thread."""
+        if self.resolver is None:
+            self.resolver = resolver(self.root())
+        share_buffers(open_files(self))
+        return lint_buffer(Linted(uri, version, text, path), self.resolver,
+                           self.parsers.setdefault(uri, IncrementalParser()))
 
     def relint_dependents(self, linted: Linted) -> None:
         """Other open buffers whose last lint read this one's file are linted again."""
@@ -220,16 +173,54 @@ class OdelintServer(LanguageServer):
         linted = self.linted.get(uri)
         if linted is not None and linted.version == document.version and linted.text is document.source:
             return linted
-        linted = await self.on_worker(self.lint, uri, document.version, document.source, path)
+        own = asyncio.ensure_future(self.on_worker(self.lint, uri, document.version, document.source, path))
+        try:
+            early = await self._early(uri, document, path, own)
+            linted = await own
+        except asyncio.CancelledError:
+            own.cancel()
+            raise
         now = self.document(uri)
         if now is None or now.version != linted.version:
             return None  # a newer edit arrived while this one was linted
         previous = self.linted.get(uri)
         self.linted[uri] = linted
-        self.publish(linted)
+        # the editor already shows this version's findings: from the forked first lint, or from
+        # a lint a code action asked for while this one ran
+        showing = early or (previous if previous is not None and previous.version == linted.version
+                            and previous.text == linted.text else None)
+        if showing is None or showing.shown() != linted.shown():
+            self.publish(linted)
         if previous is not None and previous.text != linted.text:
             self.relint_dependents(linted)
         return linted
+
+    async def _early(self, uri: str, document: TextDocument, path: str, own: asyncio.Future) -> Linted | None:
+        """The first document's lint from the process forked at start (odelint.faces.server_first),
+        published if it comes before this process's own lint (`own`) and the buffer is unchanged;
+        None where there was none."""
+        first = self.first
+        if first is None or not first.claim():
+            return None
+        request = {"root": self.root(), "uri": uri, "version": document.version, "text": document.source,
+                   "path": path, "open_files": open_files(self)}
+        answer = asyncio.get_running_loop().run_in_executor(None, first.exchange, request)
+        await asyncio.wait({answer, own}, return_when=asyncio.FIRST_COMPLETED)
+        given = answer.result() if answer.done() and not own.done() else None
+        now = self.document(uri)
+        if given is None or now is None or now.version != document.version or now.source is not document.source:
+            return None
+        early = Linted(uri, document.version, document.source, path,
+                       findings=[Finding.from_dict(finding) for finding in given["findings"]],
+                       crashes=given["crashes"], config_error=given["config_error"])
+        self.publish(early)
+        return early
+
+    def load(self) -> None:
+        """Runs on the worker thread, once the editor has started the server."""
+        load_linting(every_analysis=False)
+        if self.first is not None:
+            self.first.release()  # from now on the forked first lint would save nothing
 
     def publish(self, linted: Linted) -> None:
         for message in linted.crashes:
@@ -395,6 +386,13 @@ def diagnostic(finding: Finding, lines: Lines,
     )
 
 
+def open_files(server: LanguageServer) -> dict[str, str]:
+    """The Python files open in the editor, by path, with their unsaved text."""
+    return {os.path.abspath(document.path): document.source
+            for document in list(server.workspace.text_documents.values())
+            if document.uri.startswith("file:") and document.path.endswith(".py")}
+
+
 def _touches(a: types.Range, b: types.Range) -> bool:
     """Whether two ranges share a position (a cursor at either end of a finding counts)."""
     def key(position: types.Position) -> tuple[int, int]:
@@ -407,12 +405,12 @@ def _settings_file(uri: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in SETTINGS_FILES)
 
 
-def build(debounce: float) -> OdelintServer:
-    server = OdelintServer(debounce)
+def build(debounce: float, first: FirstLint | None = None) -> OdelintServer:
+    server = OdelintServer(debounce, first)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OdelintServer, params: types.InitializedParams) -> None:
-        ls.worker.submit(load_linting, False)  # before the first document arrives, on the lint thread
+        ls.worker.submit(ls.load)  # before the first document arrives, on the lint thread
         capability = ls.client_capabilities.workspace
         watch = capability.did_change_watched_files if capability is not None else None
         if watch is None or not watch.dynamic_registration:
@@ -473,6 +471,8 @@ def build(debounce: float) -> OdelintServer:
     def shutdown(ls: OdelintServer, params: None) -> None:
         for task in ls.pending.values():
             task.cancel()
+        if ls.first is not None:
+            ls.first.release()
         ls.worker.shutdown(wait=False, cancel_futures=True)
 
     return server

@@ -25,7 +25,8 @@ from odelint.files.notebook import NotebookError, Program
 from pygls.uris import to_fs_path
 
 if TYPE_CHECKING:
-    from odelint.faces.server_lsp import Linted, OdelintServer
+    from odelint.faces.server_lint import Linted
+    from odelint.faces.server_lsp import OdelintServer
 
 
 @dataclasses.dataclass

@@ -1,0 +1,78 @@
+"""One lint of one editor buffer: the settings for its path, the editor's other open buffers
+lent to the project model, then the one engine call.
+
+Free of pygls, so that the process the server forks at start (odelint.faces.server_first)
+lints the first document exactly as the server itself does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from odelint.analysis import project
+from odelint.api.finding import Finding
+from odelint.api.registry import all_rules
+from odelint.engine.core import lint_source
+from odelint.files.config import ConfigError, ConfigResolver, Overrides
+
+if TYPE_CHECKING:
+    from odelint.engine.incremental import IncrementalParser
+    from packaging.version import Version
+
+
+@dataclasses.dataclass
+class Linted:
+    """One lint of one version of a buffer: what diagnostics and code actions are built from."""
+
+    uri: str
+    version: int | None
+    text: str
+    path: str
+    codes: frozenset[str] = frozenset()
+    unsafe: bool = False
+    # what the engine was given besides the text: a fix is built with the same
+    versions: Mapping[str, Version | None] = dataclasses.field(default_factory=dict)
+    options: frozenset[str] = frozenset()
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    crashes: list[str] = dataclasses.field(default_factory=list)
+    config_error: str | None = None
+    depends: frozenset[str] = frozenset()  # the project files this lint read (other open buffers too)
+
+    def shown(self) -> tuple:
+        """What the editor is shown of this lint: equal for two lints it cannot tell apart."""
+        return [finding.to_dict() for finding in self.findings], self.crashes, self.config_error
+
+
+def resolver(root: str) -> ConfigResolver:
+    """Settings for the buffers of a workspace, every rule known."""
+    return ConfigResolver(Overrides(), [rule.code for rule in all_rules()], root)
+
+
+def share_buffers(open_files: Mapping[str, str]) -> None:
+    """The project's files open in the editor answer with their unsaved text (a class or an
+    x64 switch edited in model.py counts for train.py before it is saved)."""
+    for path in project.buffered() - open_files.keys():
+        project.set_buffer(path, None)
+    for path, text in open_files.items():
+        project.set_buffer(path, text)
+
+
+def lint_buffer(linted: Linted, settings_of: ConfigResolver, parser: IncrementalParser) -> Linted:
+    """Fill in `linted` (its uri, version, text and path set) from one engine call."""
+    try:
+        settings = settings_of.for_path(linted.path)
+    except ConfigError as error:
+        linted.config_error = str(error)
+        return linted
+    linted.codes = settings.enabled(linted.path)
+    linted.unsafe = settings.unsafe_fixes
+    linted.versions, linted.options = settings.versions_for(linted.codes), settings.options
+    with project.places(object()), project.recording() as depends:  # each lint its own run
+        result = lint_source(linted.text, linted.path, linted.codes, parser=parser, versions=linted.versions,
+                             options=linted.options)
+    linted.depends = frozenset(depends)
+    linted.findings = result.findings
+    linted.crashes = [crash.message() for crash in result.crashes]
+    return linted
