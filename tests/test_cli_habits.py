@@ -21,6 +21,7 @@ from odelint.files import cache as result_cache
 from odelint.files.config import ConfigError, parse_config_options
 from odelint.files.versions import parse_targets, pinned, target_versions
 from packaging.version import Version
+from polling import wait_until
 
 from tests.test_cli import CLEAN, FIXED_SAFE, HAZARD, odelint, project  # noqa: F401 - the fixture
 
@@ -272,13 +273,13 @@ def test_watch_relints_after_a_write_and_ctrl_c_exits_zero(tmp_path: Path) -> No
     reader = threading.Thread(target=lambda: seen.extend(iter(process.stdout.readline, "")), daemon=True)
     reader.start()
     try:
-        assert _wait_for(lambda: "No Python files or notebooks were checked.\n" in seen, 20), seen
+        assert wait_until(lambda: "No Python files or notebooks were checked.\n" in seen, 20), seen
         flagged = lambda: any(line.startswith("src/train.py:6:24: ODL201") for line in seen)  # noqa: E731
         deadline = time.monotonic() + 20
         while not flagged() and time.monotonic() < deadline:
             # the watcher starts just after the first run: write again until it has seen a write
             (tmp_path / "src" / "train.py").write_text(HAZARD)
-            _wait_for(flagged, 3)
+            wait_until(flagged, 3)
         assert flagged(), seen
         assert any("File change detected" in line for line in seen)
         process.send_signal(signal.SIGINT)
@@ -289,10 +290,3 @@ def test_watch_relints_after_a_write_and_ctrl_c_exits_zero(tmp_path: Path) -> No
             process.wait()
 
 
-def _wait_for(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False

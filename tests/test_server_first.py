@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from lsp_raw import SERVER, RawClient
 from odelint.faces import server_first
+from polling import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the forked first lint needs os.fork")
 
@@ -94,15 +95,6 @@ def _processes_running(marker: str) -> list[int]:
     return found
 
 
-def _wait_until(condition, seconds: float = 60.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="counts processes through /proc")
 @pytest.mark.parametrize("how", ["release", "exit", "kill"])
 def test_the_child_goes_when_let_go_or_when_the_server_goes_and_a_dead_one_answers_nothing(
@@ -114,7 +106,7 @@ def test_the_child_goes_when_let_go_or_when_the_server_goes_and_a_dead_one_answe
                               stdout=subprocess.PIPE, text=True)
     try:
         server_pid = int(server.stdout.readline())
-        assert _wait_until(lambda: len(_processes_running(marker)) == 2)
+        assert wait_until(lambda: len(_processes_running(marker)) == 2, 60)
         [child] = [pid for pid in _processes_running(marker) if pid != server_pid]
         if how == "kill":
             os.kill(child, 9)
@@ -123,10 +115,10 @@ def test_the_child_goes_when_let_go_or_when_the_server_goes_and_a_dead_one_answe
         if how == "kill":
             assert server.stdout.readline().strip() == "None"
         if how == "release":
-            assert _wait_until(lambda: _processes_running(marker) == [server_pid])
+            assert wait_until(lambda: _processes_running(marker) == [server_pid], 60)
         server.stdin.close()
         assert server.wait(60) == 0
-        assert _wait_until(lambda: not _processes_running(marker))
+        assert wait_until(lambda: not _processes_running(marker), 60)
     finally:
         server.kill()
         server.wait()
@@ -157,7 +149,7 @@ async def test_a_server_whose_forked_child_died_lints_the_first_document_itself(
                                                    stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
     client = RawClient(process)
     try:
-        assert _wait_until(lambda: len(_group_members(process.pid)) == 2)
+        assert wait_until(lambda: len(_group_members(process.pid)) == 2, 60)
         [child] = [pid for pid in _group_members(process.pid) if pid != process.pid]
         os.kill(child, 9)
         await client.initialize(tmp_path.as_uri())
