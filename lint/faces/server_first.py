@@ -10,10 +10,11 @@ as plain data (no nodes, no fixes). The server publishes them, and its own lint 
 one whose tree later edits reuse and whose findings carry their fixes.
 
 The child lints one document, through the same code the server lints with
-(odelint.faces.server_lint), and goes as soon as it has answered or the server has loaded
-the engine itself (from then on it would save nothing). It is never made on one core, where
-it would only compete, nor where `os.fork` is missing. Forked twice, it is no child of the
-server's to reap; its end of the pipes closes when the server exits, and then it exits too.
+(odelint.faces.server_lint; as a file linted once, since no edit follows there), and goes as
+soon as it has answered or the server has loaded the engine itself (from then on it would
+save nothing). It is never made on one core, where it would only compete, nor where
+`os.fork` is missing. Forked twice, it is no child of the server's to reap; its end of the
+pipes closes when the server exits, and then it exits too.
 """
 
 from __future__ import annotations
@@ -118,12 +119,13 @@ def _child(requests: int, answers: int, servers_ends: tuple[int, int]) -> None:
 
 
 def _lint(request: dict[str, Any]) -> dict[str, Any]:
-    from odelint.engine.incremental import IncrementalParser
+    """As the server lints, but as a file linted once: no edit follows here, so the gate may
+    drop the rules that cannot fire, which the server's document runs for its later edits."""
     from odelint.faces.server_lint import Linted, lint_buffer, resolver, share_buffers
 
     share_buffers(request["open_files"])
     linted = lint_buffer(Linted(request["uri"], request["version"], request["text"], request["path"]),
-                         resolver(request["root"]), IncrementalParser())
+                         resolver(request["root"]), None)
     return {"findings": [finding.to_dict() for finding in linted.findings], "crashes": linted.crashes,
             "config_error": linted.config_error}
 

@@ -59,8 +59,9 @@ def share_buffers(open_files: Mapping[str, str]) -> None:
         project.set_buffer(path, text)
 
 
-def lint_buffer(linted: Linted, settings_of: ConfigResolver, parser: IncrementalParser) -> Linted:
-    """Fill in `linted` (its uri, version, text and path set) from one engine call."""
+def lint_buffer(linted: Linted, settings_of: ConfigResolver, parser: IncrementalParser | None) -> Linted:
+    """Fill in `linted` (its uri, version, text and path set) from one engine call; `parser`,
+    the document's, keeps its tree for the next edit (None: a lint of this text alone)."""
     try:
         settings = settings_of.for_path(linted.path)
     except ConfigError as error:
