@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import fnmatch
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -46,6 +48,7 @@ CONFIG_NAME = "pyproject.toml"
 # What the settings or the target versions are read from: a change lints every buffer again.
 SETTINGS_FILES = tuple(dict.fromkeys((CONFIG_NAME, *versions.PIN_FILES)))
 _FIX_ONE, _FIX_EVERY = "fix", "fix-all"
+_Result = TypeVar("_Result")
 
 
 _ANSWERED = object()
@@ -204,7 +207,7 @@ class OdelintServer(LanguageServer):
             return None
         request = {"root": self.root(), "uri": uri, "version": document.version, "text": document.source,
                    "path": path, "open_files": open_files(self)}
-        answer = asyncio.get_running_loop().run_in_executor(None, first.exchange, request)
+        answer = _on_daemon_thread(lambda: first.exchange(request))  # a slow child never holds up the exit
         await asyncio.wait({answer, own}, return_when=asyncio.FIRST_COMPLETED)
         given = answer.result() if answer.done() and not own.done() else None
         now = self.document(uri)
@@ -384,6 +387,24 @@ def diagnostic(finding: Finding, lines: Lines,
         source="odelint",
         data={"fix": finding.fix_safety},
     )
+
+
+def _on_daemon_thread(function: Callable[[], _Result]) -> asyncio.Future[_Result]:
+    """`function()`, run on a thread that does not keep the process from exiting."""
+    loop = asyncio.get_running_loop()
+    result: asyncio.Future[_Result] = loop.create_future()
+
+    def settle(value: _Result) -> None:
+        if not result.done():
+            result.set_result(value)
+
+    def run() -> None:
+        value = function()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the server is exiting
+            loop.call_soon_threadsafe(settle, value)
+
+    threading.Thread(target=run, daemon=True).start()
+    return result
 
 
 def open_files(server: LanguageServer) -> dict[str, str]:
