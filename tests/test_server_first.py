@@ -5,8 +5,10 @@ Forking is tried only in fresh interpreters, as the server does it: before any t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -124,34 +126,38 @@ def test_the_child_goes_when_let_go_or_when_the_server_goes_and_a_dead_one_answe
         server.wait()
 
 
-def _group_members(group: int) -> list[int]:
-    """The processes of a process group (read from /proc)."""
-    found = []
+def _forked_child(server: int) -> int | None:
+    """The live process the server (the leader of its own process group) forked to lint: in
+    its group, but not its child (the fork in between has exited); read from /proc."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
+                    state, parent, group = stat.read().rsplit(")", 1)[1].split()[:3]
             except OSError:
                 continue
-            if int(fields[2]) == group:
-                found.append(int(entry))
-    return found
+            if int(group) == server and int(entry) != server and int(parent) != server and state != "Z":
+                return int(entry)
+    return None
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the child through /proc")
 @pytest.mark.asyncio
-async def test_a_server_whose_forked_child_died_lints_the_first_document_itself(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGSTOP], ids=["died", "stopped"])
+async def test_a_server_whose_forked_child_died_or_hangs_lints_the_first_document_itself_and_exits(
+        tmp_path: Path, signal_number: int) -> None:
     if not _two_cores():
         pytest.skip("the server forks only where there are two cores")
     process = await asyncio.create_subprocess_exec(*SERVER, stdin=asyncio.subprocess.PIPE,
                                                    stdout=asyncio.subprocess.PIPE,
                                                    stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
     client = RawClient(process)
+    child = None
     try:
-        assert wait_until(lambda: len(_group_members(process.pid)) == 2, 60)
-        [child] = [pid for pid in _group_members(process.pid) if pid != process.pid]
-        os.kill(child, 9)
+        assert wait_until(lambda: _forked_child(process.pid) is not None, 60)
+        child = _forked_child(process.pid)
+        assert child is not None
+        os.kill(child, signal_number)
         await client.initialize(tmp_path.as_uri())
         uri = (tmp_path / "train.py").as_uri()
         await client.send({"method": "textDocument/didOpen", "params": {"textDocument": {
@@ -159,8 +165,15 @@ async def test_a_server_whose_forked_child_died_lints_the_first_document_itself(
         published = await client.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics")
         assert published["params"]["version"] == 1
         assert [shown["code"] for shown in published["params"]["diagnostics"]] == ["ODL201", "ODL203"]
+        await client.send({"id": 2, "method": "shutdown"})
+        await client.wait_for(lambda m: m.get("id") == 2)
+        await client.send({"method": "exit"})
+        assert await asyncio.wait_for(process.wait(), 30) == 0  # a child that never answers holds nothing up
     finally:
         await client.close()
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
 
 
 def test_one_core_forks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
