@@ -2,8 +2,10 @@
 
 Edits are debounced. Lints run on one worker thread, so the event loop keeps reading
 messages; a newer edit cancels the lint still queued for an older one, and a result for a
-version that is no longer current is dropped. Code actions recompute fixes with the
-engine from the buffer the diagnostics came from, never from the editor's copy of them.
+version that is no longer current is dropped. The first document opened is shown first as
+the process forked at start linted it (odelint.faces.server_first). Code actions recompute
+fixes with the engine from the buffer the diagnostics came from, never from the editor's
+copy of them.
 """
 
 from __future__ import annotations
