@@ -68,11 +68,12 @@ def _two_cores() -> bool:
     return len(os.sched_getaffinity(0)) >= 2 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) >= 2
 
 
-def test_the_forked_lint_answers_what_the_servers_own_lint_shows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["train.py", "train.ipynb"])  # a notebook is linted as its cells' program
+def test_the_forked_lint_answers_what_the_servers_own_lint_shows(tmp_path: Path, name: str) -> None:
     if not _two_cores():
         pytest.skip("the server forks only where there are two cores")
     (tmp_path / "pyproject.toml").write_text(SETTINGS)
-    path = tmp_path / "train.py"
+    path = tmp_path / name
     path.write_text(TEXT)
     result = subprocess.run([sys.executable, "-c", ASK, str(tmp_path), str(path)], capture_output=True, text=True,
                             timeout=120, check=True)

@@ -180,7 +180,11 @@ class OdelintServer(LanguageServer):
             return linted
         own = asyncio.ensure_future(self.on_worker(self.lint, uri, document.version, document.source, path))
         try:
-            early = await self._early(uri, document, path, own)
+            early = await self.early(uri, document.version, document.source, path, own, lambda: (
+                (now := self.document(uri)) is not None and now.version == document.version
+                and now.source is document.source))
+            if early is not None:
+                self.publish(early)
             linted = await own
         except asyncio.CancelledError:
             own.cancel()
@@ -200,26 +204,23 @@ class OdelintServer(LanguageServer):
             self.relint_dependents(linted)
         return linted
 
-    async def _early(self, uri: str, document: TextDocument, path: str, own: asyncio.Future) -> Linted | None:
-        """The first document's lint from the process forked at start (odelint.faces.server_first),
-        published if it comes before this process's own lint (`own`) and the buffer is unchanged;
-        None where there was none."""
+    async def early(self, uri: str, version: int | None, text: str, path: str, own: asyncio.Future,
+                    unchanged: Callable[[], bool]) -> Linted | None:
+        """The first document's lint from the process forked at start (odelint.faces.server_first)
+        when it comes before this process's own lint (`own`) and the document is `unchanged()`
+        then; None where there was none. The caller shows it."""
         first = self.first
         if first is None or not first.claim():
             return None
-        request = {"root": self.root(), "uri": uri, "version": document.version, "text": document.source,
-                   "path": path, "open_files": open_files(self)}
+        request = {"root": self.root(), "uri": uri, "version": version, "text": text, "path": path,
+                   "open_files": open_files(self)}
         answer = _on_daemon_thread(lambda: first.exchange(request))  # a slow child never holds up the exit
         await asyncio.wait({answer, own}, return_when=asyncio.FIRST_COMPLETED)
         given = answer.result() if answer.done() and not own.done() else None
-        now = self.document(uri)
-        if given is None or now is None or now.version != document.version or now.source is not document.source:
+        if given is None or not unchanged():
             return None
-        early = Linted(uri, document.version, document.source, path,
-                       findings=[Finding.from_dict(finding) for finding in given["findings"]],
-                       crashes=given["crashes"], config_error=given["config_error"])
-        self.publish(early)
-        return early
+        return Linted(uri, version, text, path, findings=[Finding.from_dict(finding) for finding in given["findings"]],
+                      crashes=given["crashes"], config_error=given["config_error"])
 
     def load(self) -> None:
         """Runs on the worker thread, once the editor has started the server."""

@@ -8,6 +8,7 @@ actions on a cell fix the program and hand back one edit per cell that changed.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 from collections.abc import Sequence
@@ -90,10 +91,38 @@ async def refresh(ls: OdelintServer, uri: str) -> LintedNotebook | None:
     known = ls.notebooks.get(unquote(uri))
     if known is not None and known.version == version and known.notebook.source == notebook.source:
         return known
-    linted = await ls.on_worker(ls.lint, uri, version, notebook.source, _path(ls, uri))
-    now = ls.workspace.get_notebook_document(notebook_uri=uri)
-    if now is None or now.version != version:
+    path = _path(ls, uri)
+
+    def unchanged() -> bool:
+        now = ls.workspace.get_notebook_document(notebook_uri=uri)
+        return now is not None and now.version == version
+
+    own = asyncio.ensure_future(ls.on_worker(ls.lint, uri, version, notebook.source, path))
+    try:
+        early = await ls.early(uri, version, notebook.source, path, own, unchanged)
+        if early is not None:
+            _publish(ls, uri, LintedNotebook(version, notebook, uris, early, place(early.findings, notebook)))
+        linted = await own
+    except asyncio.CancelledError:
+        own.cancel()
+        raise
+    if not unchanged():
         return None  # edited again while it was linted: the newer lint publishes
+    state = LintedNotebook(version, notebook, uris, linted, place(linted.findings, notebook))
+    # the cells already show this version's findings: from the forked first lint, or from a
+    # lint a code action asked for while this one ran
+    previous = ls.notebooks.get(unquote(uri))
+    showing = early or (previous.linted if previous is not None and previous.version == version
+                        and previous.notebook.source == notebook.source else None)
+    if showing is None or showing.shown() != linted.shown():
+        _publish(ls, uri, state)
+    ls.notebooks[unquote(uri)] = state
+    return state
+
+
+def _publish(ls: OdelintServer, uri: str, state: LintedNotebook) -> None:
+    """Every code cell's diagnostics (and none for a cell that has gone since the last lint)."""
+    linted, uris = state.linted, state.uris
     for message in linted.crashes:
         ls.log(f"odelint: {linted.path}: {message}")
     by_cell: dict[str, list[types.Diagnostic]] = {cell_uri: [] for cell_uri in uris.values()}
@@ -102,7 +131,6 @@ async def refresh(ls: OdelintServer, uri: str) -> LintedNotebook | None:
         by_cell[next(iter(uris.values()))].append(types.Diagnostic(
             origin, f"configuration error: {linted.config_error}", severity=types.DiagnosticSeverity.Error,
             source="odelint"))
-    state = LintedNotebook(version, notebook, uris, linted, place(linted.findings, notebook))
     for finding in state.placed:
         number = finding.cell or 0
         if number in uris:
@@ -111,10 +139,8 @@ async def refresh(ls: OdelintServer, uri: str) -> LintedNotebook | None:
     previous = ls.notebooks.get(unquote(uri))
     for cell_uri in set(previous.uris.values() if previous else ()) - set(by_cell):
         by_cell[cell_uri] = []  # a cell deleted, or no longer Python: clear what it showed
-    ls.notebooks[unquote(uri)] = state
     for cell_uri, diagnostics in by_cell.items():
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=diagnostics))
-    return state
 
 
 def _lsp():
