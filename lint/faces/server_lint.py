@@ -44,6 +44,14 @@ class Linted:
         """What the editor is shown of this lint: equal for two lints it cannot tell apart."""
         return [finding.to_dict() for finding in self.findings], self.crashes, self.config_error
 
+    def already_shown(self, early: Linted | None, previous: Linted | None) -> bool:
+        """Whether the editor already shows what this lint would: the forked first lint's
+        answer (`early`), or a lint of the same version that a code action asked for while this
+        one ran (`previous`)."""
+        showing = early or (previous if previous is not None and previous.version == self.version
+                            and previous.text == self.text else None)
+        return showing is not None and showing.shown() == self.shown()
+
 
 def resolver(root: str) -> ConfigResolver:
     """Settings for the buffers of a workspace, every rule known."""

@@ -178,37 +178,40 @@ class OdelintServer(LanguageServer):
         linted = self.linted.get(uri)
         if linted is not None and linted.version == document.version and linted.text is document.source:
             return linted
-        own = asyncio.ensure_future(self.on_worker(self.lint, uri, document.version, document.source, path))
-        try:
-            early = await self.early(uri, document.version, document.source, path, own, lambda: (
-                (now := self.document(uri)) is not None and now.version == document.version
-                and now.source is document.source))
-            if early is not None:
-                self.publish(early)
-            linted = await own
-        except asyncio.CancelledError:
-            own.cancel()
-            raise
+        linted, early = await self.lint_showing_early(uri, document.version, document.source, path, lambda: (
+            (now := self.document(uri)) is not None and now.version == document.version
+            and now.source is document.source), self.publish)
         now = self.document(uri)
         if now is None or now.version != linted.version:
             return None  # a newer edit arrived while this one was linted
         previous = self.linted.get(uri)
         self.linted[uri] = linted
-        # the editor already shows this version's findings: from the forked first lint, or from
-        # a lint a code action asked for while this one ran
-        showing = early or (previous if previous is not None and previous.version == linted.version
-                            and previous.text == linted.text else None)
-        if showing is None or showing.shown() != linted.shown():
+        if not linted.already_shown(early, previous):
             self.publish(linted)
         if previous is not None and previous.text != linted.text:
             self.relint_dependents(linted)
         return linted
 
-    async def early(self, uri: str, version: int | None, text: str, path: str, own: asyncio.Future,
-                    unchanged: Callable[[], bool]) -> Linted | None:
+    async def lint_showing_early(self, uri: str, version: int | None, text: str, path: str,
+                                 unchanged: Callable[[], bool], show: Callable[[Linted], None]
+                                 ) -> tuple[Linted, Linted | None]:
+        """This process's lint of a document, and the forked first lint's where that came first
+        and the document was `unchanged()` then (it is shown meanwhile), else None."""
+        own = asyncio.ensure_future(self.on_worker(self.lint, uri, version, text, path))
+        try:
+            early = await self._early(uri, version, text, path, own, unchanged)
+            if early is not None:
+                show(early)
+            return await own, early
+        except asyncio.CancelledError:
+            own.cancel()
+            raise
+
+    async def _early(self, uri: str, version: int | None, text: str, path: str, own: asyncio.Future,
+                     unchanged: Callable[[], bool]) -> Linted | None:
         """The first document's lint from the process forked at start (odelint.faces.server_first)
         when it comes before this process's own lint (`own`) and the document is `unchanged()`
-        then; None where there was none. The caller shows it."""
+        then; None where there was none."""
         first = self.first
         if first is None or not first.claim():
             return None

@@ -8,7 +8,6 @@ actions on a cell fix the program and hand back one edit per cell that changed.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 from collections.abc import Sequence
@@ -97,24 +96,16 @@ async def refresh(ls: OdelintServer, uri: str) -> LintedNotebook | None:
         now = ls.workspace.get_notebook_document(notebook_uri=uri)
         return now is not None and now.version == version
 
-    own = asyncio.ensure_future(ls.on_worker(ls.lint, uri, version, notebook.source, path))
-    try:
-        early = await ls.early(uri, version, notebook.source, path, own, unchanged)
-        if early is not None:
-            _publish(ls, uri, LintedNotebook(version, notebook, uris, early, place(early.findings, notebook)))
-        linted = await own
-    except asyncio.CancelledError:
-        own.cancel()
-        raise
+    def state_of(linted: Linted) -> LintedNotebook:
+        return LintedNotebook(version, notebook, uris, linted, place(linted.findings, notebook))
+
+    linted, early = await ls.lint_showing_early(uri, version, notebook.source, path, unchanged,
+                                                lambda early: _publish(ls, uri, state_of(early)))
     if not unchanged():
         return None  # edited again while it was linted: the newer lint publishes
-    state = LintedNotebook(version, notebook, uris, linted, place(linted.findings, notebook))
-    # the cells already show this version's findings: from the forked first lint, or from a
-    # lint a code action asked for while this one ran
+    state = state_of(linted)
     previous = ls.notebooks.get(unquote(uri))
-    showing = early or (previous.linted if previous is not None and previous.version == version
-                        and previous.notebook.source == notebook.source else None)
-    if showing is None or showing.shown() != linted.shown():
+    if not linted.already_shown(early, previous.linted if previous is not None else None):
         _publish(ls, uri, state)
     ls.notebooks[unquote(uri)] = state
     return state
