@@ -472,3 +472,24 @@ async def test_an_unsaved_buffer_of_another_file_answers_for_it(client: Language
     before = len(client.published)
     change(client, model_uri, plain, 3)
     assert await published(client, train_uri, 1, after=before) == []
+
+
+async def test_an_unsaved_conftest_decides_a_tests_float64_whichever_process_lints_it(client: LanguageClient,
+                                                                                      tmp_path):
+    """x64 switched on in an unsaved conftest.py counts for the tests beside it, and the test is
+    linted again when the switch goes. ODL707 is among the rules a helper process lints where
+    the server has one (odelint.faces.server_helper): the editor's buffers reach it too."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    x64 = "import jax\n\njax.config.update('jax_enable_x64', True)\n"
+    test = "import jax.numpy as jnp\n\n\ndef test_zeros():\n    assert jnp.zeros(3, dtype=jnp.float64).shape == (3,)\n"
+    conftest_uri = open_file(client, tmp_path / "tests" / "conftest.py", "")
+    assert await published(client, conftest_uri, 1) == []
+    change(client, conftest_uri, x64, 2)                             # edited, not saved
+    await published(client, conftest_uri, 2)
+    test_uri = open_file(client, tmp_path / "tests" / "test_zeros.py", test)
+    assert await published(client, test_uri, 1) == []
+    before = len(client.published)
+    change(client, conftest_uri, "", 3)
+    [shown] = await published(client, test_uri, 1, after=before)    # linted again, same version
+    assert shown.code == "ODL707"

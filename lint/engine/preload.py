@@ -2,8 +2,8 @@
 
 A face calls this where there is time to spare or work to share: flake8's main process before
 it forks its workers (each loaded them again for itself, about 0.4 s of CPU per worker), and
-the language server once the editor has started it, and the process the server forks as it
-starts (odelint.faces.server_first), which loads while the server imports pygls and lints the
+the language server once the editor has started it, and the helper process the server forks as
+it starts (odelint.faces.server_helper), which loads while the server imports pygls and lints the
 first document opened. What is loaded lives as long as the process, so it is frozen out
 of the cyclic collector's scans. The code of the methods LibCST's and odelint's dataclasses
 generate is kept across runs (odelint.engine.generated_code).

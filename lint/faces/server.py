@@ -13,9 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client says exit; pygls is imported only here, so `odelint check` never pays for it."""
-    from odelint.faces import server_first
+    from odelint.faces import server_helper
 
-    first = server_first.start()  # before any import: the child loads the engine meanwhile
+    helper = server_helper.start()  # before any import: the helper loads the engine meanwhile
     from odelint.engine import generated_code
 
     try:
@@ -24,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
                                  generated_code.DATACLASSES):
             from odelint.faces.server_lsp import build
     except ImportError as error:
-        if first is not None:
-            first.release()
+        if helper is not None:
+            helper.close()
         print(f"odelint: error: the server needs pygls and lsprotocol ({error}); "
               "install them with `pip install pygls lsprotocol` (or odelint's `server` extra: "
               "`pip install '.[server]'` in its checkout)", file=sys.stderr)
@@ -33,6 +33,6 @@ def run(args: argparse.Namespace) -> int:
     from odelint.engine.collector import fewer_collections
     from odelint.faces.server_framing import serve_stdio
 
-    server = build(max(args.debounce, 0.0), first)
+    server = build(max(args.debounce, 0.0), helper)
     fewer_collections()
     return serve_stdio(server)

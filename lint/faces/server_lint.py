@@ -1,24 +1,28 @@
 """One lint of one editor buffer: the settings for its path, the editor's other open buffers
-lent to the project model, then the one engine call.
+lent to the project model, then the engine (its rules split with the helper process, where
+the server has one).
 
-Free of pygls, so that the process the server forks at start (odelint.faces.server_first)
-lints the first document exactly as the server itself does.
+Free of pygls, so that the process the server forks at start (odelint.faces.server_helper)
+lints exactly as the server itself does.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import time
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from odelint.analysis import project
 from odelint.api.finding import Finding
 from odelint.api.registry import all_rules
 from odelint.engine.core import lint_source
+from odelint.faces.server_helper import shares
 from odelint.files.config import ConfigError, ConfigResolver, Overrides
 
 if TYPE_CHECKING:
     from odelint.engine.incremental import IncrementalParser
+    from odelint.faces.server_helper import Helper
     from packaging.version import Version
 
 
@@ -67,9 +71,11 @@ def share_buffers(open_files: Mapping[str, str]) -> None:
         project.set_buffer(path, text)
 
 
-def lint_buffer(linted: Linted, settings_of: ConfigResolver, parser: IncrementalParser | None) -> Linted:
-    """Fill in `linted` (its uri, version, text and path set) from one engine call; `parser`,
-    the document's, keeps its tree for the next edit (None: a lint of this text alone)."""
+def lint_buffer(linted: Linted, settings_of: ConfigResolver, parser: IncrementalParser | None,
+                split: Split | None = None) -> Linted:
+    """Fill in `linted` (its uri, version, text and path set) from the engine; `parser`, the
+    document's, keeps its tree for the next edit (None: a lint of this text alone). With
+    `split`, the helper process lints its share of the rules meanwhile (odelint.faces.server_helper)."""
     try:
         settings = settings_of.for_path(linted.path)
     except ConfigError as error:
@@ -78,10 +84,37 @@ def lint_buffer(linted: Linted, settings_of: ConfigResolver, parser: Incremental
     linted.codes = settings.enabled(linted.path)
     linted.unsafe = settings.unsafe_fixes
     linted.versions, linted.options = settings.versions_for(linted.codes), settings.options
+    own, theirs = shares(linted.codes) if split is not None else (linted.codes, frozenset())
+    if split is None or not theirs:
+        return lint_codes(linted, own, parser)
+    asked = split.helper.share(linted, theirs, split.open_files, split.documents)
+    started = time.monotonic()
+    lint_codes(linted, own, parser)
+    given = split.helper.answer(asked, time.monotonic() - started)
+    if given is None:  # no answer: this process lints every rule
+        return lint_buffer(Linted(linted.uri, linted.version, linted.text, linted.path), settings_of, parser)
+    linted.findings = sorted([*linted.findings, *map(Finding.from_dict, given["findings"])], key=Finding.sort_key)
+    linted.crashes += given["crashes"]
+    linted.depends |= given["depends"]
+    return linted
+
+
+def lint_codes(linted: Linted, codes: frozenset[str], parser: IncrementalParser | None) -> Linted:
+    """One engine call on `linted`'s text with `codes` and its settings (versions, options)."""
     with project.places(object()), project.recording() as depends:  # each lint its own run
-        result = lint_source(linted.text, linted.path, linted.codes, parser=parser, versions=linted.versions,
+        result = lint_source(linted.text, linted.path, codes, parser=parser, versions=linted.versions,
                              options=linted.options)
     linted.depends = frozenset(depends)
     linted.findings = result.findings
     linted.crashes = [crash.message() for crash in result.crashes]
     return linted
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """The helper process, and what it must know besides the text: the editor's unsaved files
+    and the documents whose trees it keeps (their URIs)."""
+
+    helper: Helper
+    open_files: Mapping[str, str]
+    documents: Collection[str]

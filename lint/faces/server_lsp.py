@@ -2,23 +2,21 @@
 
 Edits are debounced. Lints run on one worker thread, so the event loop keeps reading
 messages; a newer edit cancels the lint still queued for an older one, and a result for a
-version that is no longer current is dropped. The first document opened is shown first as
-the process forked at start linted it (odelint.faces.server_first). Code actions recompute
-fixes with the engine from the buffer the diagnostics came from, never from the editor's
-copy of them.
+version that is no longer current is dropped. Where the server has a helper process
+(odelint.faces.server_helper), the first document opened is shown first as the helper linted
+it, and every lint after is split between the two. Code actions recompute fixes with the
+engine from the buffer the diagnostics came from, never from the editor's copy of them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import fnmatch
 import json
 import os
-import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -32,8 +30,8 @@ from odelint.engine.collector import IdleCollector
 from odelint.engine.core import fix_source
 from odelint.engine.incremental import IncrementalParser
 from odelint.engine.preload import load_linting
-from odelint.faces import server_notebook
-from odelint.faces.server_lint import Linted, lint_buffer, resolver, share_buffers
+from odelint.faces import server_helper, server_notebook
+from odelint.faces.server_lint import Linted, Split, lint_buffer, resolver, share_buffers
 from odelint.faces.server_text import Lines, minimal_edit
 from odelint.files import versions
 from odelint.files.config import ConfigResolver
@@ -43,14 +41,13 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
 if TYPE_CHECKING:
-    from odelint.faces.server_first import FirstLint
+    from odelint.faces.server_helper import Helper
 
 FIX_ALL = "source.fixAll.odelint"
 CONFIG_NAME = "pyproject.toml"
 # What the settings or the target versions are read from: a change lints every buffer again.
 SETTINGS_FILES = tuple(dict.fromkeys((CONFIG_NAME, *versions.PIN_FILES)))
 _FIX_ONE, _FIX_EVERY = "fix", "fix-all"
-_Result = TypeVar("_Result")
 
 
 _ANSWERED = object()
@@ -81,10 +78,10 @@ class _Protocol(LanguageServerProtocol):
 
 
 class OdelintServer(LanguageServer):
-    def __init__(self, debounce: float, first: FirstLint | None = None) -> None:
+    def __init__(self, debounce: float, helper: Helper | None = None) -> None:
         super().__init__("odelint", __version__, protocol_cls=_Protocol, notebook_document_sync=server_notebook.SYNC)
         self.debounce = debounce
-        self.first = first  # the first document's lint, in a process forked at start
+        self.helper = helper  # a process forked at start that lints beside this one
         self.resolver: ConfigResolver | None = None
         self.linted: dict[str, Linted] = {}
         self.pending: dict[str, asyncio.Task] = {}
@@ -122,9 +119,12 @@ class OdelintServer(LanguageServer):
         """Runs on the worker thread."""
         if self.resolver is None:
             self.resolver = resolver(self.root())
-        share_buffers(open_files(self))
-        return lint_buffer(Linted(uri, version, text, path), self.resolver,
-                           self.parsers.setdefault(uri, IncrementalParser()))
+        files = open_files(self)
+        share_buffers(files)
+        parser = self.parsers.setdefault(uri, IncrementalParser())
+        helper = self.helper
+        split = Split(helper, files, list(self.parsers)) if helper is not None and helper.alive else None
+        return lint_buffer(Linted(uri, version, text, path), self.resolver, parser, split)
 
     def relint_dependents(self, linted: Linted) -> None:
         """Other open buffers whose last lint read this one's file are linted again."""
@@ -195,11 +195,12 @@ class OdelintServer(LanguageServer):
     async def lint_showing_early(self, uri: str, version: int | None, text: str, path: str,
                                  unchanged: Callable[[], bool], show: Callable[[Linted], None]
                                  ) -> tuple[Linted, Linted | None]:
-        """This process's lint of a document, and the forked first lint's where that came first
-        and the document was `unchanged()` then (it is shown meanwhile), else None."""
+        """This process's lint of a document, and the helper's lint of the first document where
+        that came first and the document was `unchanged()` then (it is shown meanwhile), else None."""
+        first = self._ask_first(uri, version, text, path)  # asked before the lint's own share: answered first
         own = asyncio.ensure_future(self.on_worker(self.lint, uri, version, text, path))
         try:
-            early = await self._early(uri, version, text, path, own, unchanged)
+            early = await self._early(uri, version, text, path, first, own, unchanged)
             if early is not None:
                 show(early)
             return await own, early
@@ -207,17 +208,21 @@ class OdelintServer(LanguageServer):
             own.cancel()
             raise
 
-    async def _early(self, uri: str, version: int | None, text: str, path: str, own: asyncio.Future,
-                     unchanged: Callable[[], bool]) -> Linted | None:
-        """The first document's lint from the process forked at start (odelint.faces.server_first)
-        when it comes before this process's own lint (`own`) and the document is `unchanged()`
-        then; None where there was none."""
-        first = self.first
-        if first is None or not first.claim():
+    def _ask_first(self, uri: str, version: int | None, text: str, path: str) -> asyncio.Future | None:
+        """Ask the helper to lint the first document opened (odelint.faces.server_helper), while
+        this process has not loaded the engine; None where it is not asked."""
+        helper = self.helper
+        if helper is None or not helper.claim_first():
             return None
-        request = {"root": self.root(), "uri": uri, "version": version, "text": text, "path": path,
-                   "open_files": open_files(self)}
-        answer = _on_daemon_thread(lambda: first.exchange(request))  # a slow child never holds up the exit
+        return asyncio.wrap_future(helper.ask({"kind": server_helper.FIRST, "root": self.root(), "uri": uri,
+                                               "text": text, "path": path}, open_files(self), block=False))
+
+    async def _early(self, uri: str, version: int | None, text: str, path: str, answer: asyncio.Future | None,
+                     own: asyncio.Future, unchanged: Callable[[], bool]) -> Linted | None:
+        """The helper's lint of the first document (`answer`) when it comes before this process's
+        own lint (`own`) and the document is `unchanged()` then; None where there was none."""
+        if answer is None:
+            return None
         await asyncio.wait({answer, own}, return_when=asyncio.FIRST_COMPLETED)
         given = answer.result() if answer.done() and not own.done() else None
         if given is None or not unchanged():
@@ -228,8 +233,8 @@ class OdelintServer(LanguageServer):
     def load(self) -> None:
         """Runs on the worker thread, once the editor has started the server."""
         load_linting(every_analysis=False)
-        if self.first is not None:
-            self.first.release()  # from now on the forked first lint would save nothing
+        if self.helper is not None:
+            self.helper.no_first()  # from now on the helper's first lint would save nothing
 
     def publish(self, linted: Linted) -> None:
         for message in linted.crashes:
@@ -395,24 +400,6 @@ def diagnostic(finding: Finding, lines: Lines,
     )
 
 
-def _on_daemon_thread(function: Callable[[], _Result]) -> asyncio.Future[_Result]:
-    """`function()`, run on a thread that does not keep the process from exiting."""
-    loop = asyncio.get_running_loop()
-    result: asyncio.Future[_Result] = loop.create_future()
-
-    def settle(value: _Result) -> None:
-        if not result.done():
-            result.set_result(value)
-
-    def run() -> None:
-        value = function()
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the server is exiting
-            loop.call_soon_threadsafe(settle, value)
-
-    threading.Thread(target=run, daemon=True).start()
-    return result
-
-
 def open_files(server: LanguageServer) -> dict[str, str]:
     """The Python files open in the editor, by path, with their unsaved text."""
     return {os.path.abspath(document.path): document.source
@@ -432,8 +419,8 @@ def _settings_file(uri: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in SETTINGS_FILES)
 
 
-def build(debounce: float, first: FirstLint | None = None) -> OdelintServer:
-    server = OdelintServer(debounce, first)
+def build(debounce: float, helper: Helper | None = None) -> OdelintServer:
+    server = OdelintServer(debounce, helper)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OdelintServer, params: types.InitializedParams) -> None:
@@ -498,8 +485,8 @@ def build(debounce: float, first: FirstLint | None = None) -> OdelintServer:
     def shutdown(ls: OdelintServer, params: None) -> None:
         for task in ls.pending.values():
             task.cancel()
-        if ls.first is not None:
-            ls.first.release()
+        if ls.helper is not None:
+            ls.helper.close()
         ls.worker.shutdown(wait=False, cancel_futures=True)
 
     return server
