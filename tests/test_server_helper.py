@@ -286,6 +286,28 @@ def test_one_core_forks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert server_helper.start() is None
 
 
+@pytest.mark.parametrize("files, cores", [
+    ({"cpu.max": "100000 100000\n"}, 1),                       # docker --cpus=1 (cgroup v2)
+    ({"cpu.max": "150000 100000\n"}, 1),                       # 1.5 CPUs: not two
+    ({"cpu.max": "max 100000\n"}, 4),                          # no limit
+    ({"quota": "100000\n", "period": "100000\n"}, 1),          # cgroup v1
+    ({"quota": "-1\n", "period": "100000\n"}, 4),
+    ({"quota": "400000\n", "period": "100000\n"}, 4),
+    ({}, 4),                                                    # nothing to read
+])
+def test_a_containers_cpu_quota_caps_the_cores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               files: dict[str, str], cores: int) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(server_helper, "CPU_QUOTA_FILES", (
+        (str(tmp_path / "cpu.max"), None), (str(tmp_path / "quota"), str(tmp_path / "period"))))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert server_helper._cores() == cores
+    if cores == 1:
+        monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked under a quota of one CPU"))
+        assert server_helper.start() is None
+
+
 @pytest.mark.parametrize("codes, own, theirs", [
     ({"ODL201", "ODL601", "ODL704", "ODL707"}, {"ODL201", "ODL601"}, {"ODL704", "ODL707"}),
     ({"ODL201", "ODL601"}, {"ODL201", "ODL601"}, set()),          # nothing of the helper's family

@@ -18,9 +18,10 @@ its own tree of every open document (odelint.engine.incremental) and the editor'
 files (odelint.analysis.project), sent to it as they change. Its findings carry no fix: a
 code action asks the engine for the fix anyway (`fix_source`), in the server.
 
-The helper is never made on one core, where it would only compete, nor where `os.fork` is
-missing, and the server lints everything itself where ODL002 (unused `noqa`) is selected: it
-needs every rule's findings in one place. Forked twice, the helper is no child of the server's
+The helper is never made on one core (nor under a container's quota of less than two CPUs),
+where it would only compete, nor where `os.fork` is missing; and the server lints everything
+itself where ODL002 (unused `noqa`) is selected, which needs every rule's findings in one
+place. Forked twice, the helper is no child of the server's
 to reap; it exits when the server's end of its pipe closes (the server exited, or shut down).
 A helper that dies is noticed at once (its pipe closes); one that has not answered long after
 the server finished its own share (`PATIENCE`) is killed. Either way the server lints every
@@ -52,6 +53,11 @@ FIRST, SHARE = "first", "share"  # what a request asks for
 SHARED = "ODL7"  # the helper's share: arrays and randomness (key flow, tracing), as costly as the rest together
 UNSPLIT = frozenset({"ODL002"})  # a rule that judges every other rule's findings: nothing is split
 PATIENCE = (2.0, 10.0)  # wait for the helper's share at least this long, or this many times the server's own share
+# where a container's CPU limit is read: (quota, period) files, cgroup v2 first ("max 100000" in one file)
+CPU_QUOTA_FILES: tuple[tuple[str, str | None], ...] = (
+    ("/sys/fs/cgroup/cpu.max", None),
+    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"),
+)
 
 
 def start() -> Helper | None:
@@ -80,8 +86,29 @@ def start() -> Helper | None:
 
 
 def _cores() -> int:
+    """The cores this process may run on, no more than a container's CPU quota allows."""
     affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    quota = _cpu_quota()
+    return cores if quota is None else max(1, min(cores, int(quota)))
+
+
+def _cpu_quota() -> float | None:
+    """A container's CPU limit, in CPUs (cgroup v2's `cpu.max`, v1's CFS quota); None where
+    there is none or it cannot be read. Docker's `--cpus=1` leaves every core in the affinity
+    mask: two processes there would share one CPU's time, and the helper would only compete."""
+    for quota_file, period_file in CPU_QUOTA_FILES:
+        try:
+            with open(quota_file) as file:
+                fields = file.read().split()
+            if period_file is not None:
+                with open(period_file) as file:
+                    fields = [fields[0], file.read().strip()]
+            quota, period = fields[0], float(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        return None if quota in ("max", "-1") or period <= 0 else float(quota) / period
+    return None
 
 
 def shares(codes: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
