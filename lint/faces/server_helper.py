@@ -5,8 +5,9 @@ An editor starts the server and opens a file at once. The server's own imports (
 lsprotocol: about 300 ms) come before it can answer `initialize`, and the engine's (LibCST,
 the rules: 110-150 ms) before it can lint. So the server forks as it starts, before it imports
 anything: the helper loads the engine on another core while the server imports pygls, lints
-the first document the editor opens (as a file linted once: no edit of it follows there) and
-hands back its findings as plain data (no nodes, no fixes). The server shows them, then its
+the first document the editor opens (keeping its tree, which its share of the server's own
+lint of that document then reuses) and hands back its findings as plain data (no nodes, no
+fixes). The server shows them, then its
 own lint.
 
 After that, every lint is split between the two processes: the rules of one family (`SHARED`)
@@ -47,6 +48,7 @@ except ImportError:  # Windows: no fork either, so no helper
 if TYPE_CHECKING:  # concurrent.futures is imported after the fork: it costs the helper 7 ms of its head start
     import concurrent.futures
 
+    from odelint.engine.incremental import IncrementalParser
     from odelint.faces.server_lint import Linted
 
 _LENGTH = struct.Struct("!Q")
@@ -297,31 +299,30 @@ def _serve(requests: int, answers: int) -> None:
                 files.pop(path, None)
             else:
                 files[path] = text
-        parser = None
         if request["kind"] == SHARE:
             for uri in documents.keys() - set(request["documents"]):
                 del documents[uri]
-            parser = documents.setdefault(request["uri"], IncrementalParser())
+        parser = documents.setdefault(request["uri"], IncrementalParser())
         try:
             given = _lint(request, files, parser)
         except Exception:
             given = None  # the server lints this share itself
         _send(answers, pickle.dumps((request["number"], given), pickle.HIGHEST_PROTOCOL))
-        if parser is not None and not parser.prepared:
+        if not parser.prepared:
             parser.prepare()  # as the server does, after the answer and before the next edit
         collect_if_piled_up()
 
 
-def _lint(request: dict[str, Any], files: dict[str, str], parser: Any) -> dict[str, Any]:
-    """As the server lints: the first document with every rule its settings enable, as a file
-    linted once (the gate may drop the rules that cannot fire); a share with the codes and
-    settings the server sent, keeping the document's tree for its next edit."""
+def _lint(request: dict[str, Any], files: dict[str, str], parser: IncrementalParser) -> dict[str, Any]:
+    """As the server lints: the first document with every rule its settings enable, a share
+    with the codes and settings the server sent. Either keeps the document's tree for the next
+    (the first document's share follows at once: it parses nothing again)."""
     from odelint.faces.server_lint import Linted, lint_buffer, lint_codes, resolver, share_buffers
 
     share_buffers(files)
     linted = Linted(request["uri"], None, request["text"], request["path"])
     if request["kind"] == FIRST:
-        lint_buffer(linted, resolver(request["root"]), None)
+        lint_buffer(linted, resolver(request["root"]), parser)
     else:
         linted.versions, linted.options = request["versions"], request["options"]
         lint_codes(linted, request["codes"], parser)
