@@ -65,7 +65,8 @@ from odelint.faces import server_lint
 from odelint.faces.server_lint import Linted, Split, lint_buffer, resolver, share_buffers
 here = []  # the codes each engine call in this process ran
 engine = server_lint.lint_codes
-server_lint.lint_codes = lambda linted, codes, parser: here.append(sorted(codes)) or engine(linted, codes, parser)
+server_lint.lint_codes = lambda linted, codes, *rest, **named: (here.append(sorted(codes))
+                                                                or engine(linted, codes, *rest, **named))
 settings, uri = resolver(root), "file://" + path
 split_parser, alone_parser = IncrementalParser(), IncrementalParser()
 report = []
@@ -129,11 +130,11 @@ VERSIONS = [TEXT, TEXT.replace("    b = jax.random.normal(key", "    b = jax.ran
             TEXT.replace("optax.adam(1e-3)", "optax.adam(1e-4)")]
 
 
-def _split(tmp_path: Path, stop: str) -> dict:
-    (tmp_path / "pyproject.toml").write_text(SETTINGS)
+def _split(tmp_path: Path, stop: str, settings: str = SETTINGS, versions: list[str] = VERSIONS) -> dict:
+    (tmp_path / "pyproject.toml").write_text(settings)
     path = tmp_path / "train.py"
-    path.write_text(TEXT)
-    result = subprocess.run([sys.executable, "-c", SPLIT, str(tmp_path), str(path), json.dumps(VERSIONS), stop],
+    path.write_text(versions[0])
+    result = subprocess.run([sys.executable, "-c", SPLIT, str(tmp_path), str(path), json.dumps(versions), stop],
                             capture_output=True, text=True, timeout=120, check=True)
     return json.loads(result.stdout)
 
@@ -151,6 +152,22 @@ def test_every_lint_is_split_with_the_helper_and_shows_what_one_process_shows(tm
     assert shown == [[("ODL201", 7), ("ODL704", 15)], [("ODL201", 7)], [("ODL201", 7), ("ODL704", 15)]]
     [first] = report[0]["split"][0][:1]
     assert first["fixable"] and first["fix_safety"] == "safe"
+
+
+@needs_two_cores
+def test_with_unused_noqa_selected_the_server_judges_the_directives_against_both_shares(tmp_path: Path) -> None:
+    """`# noqa: ODL704` on the reuse suppresses a finding of the helper's share: it is used. One
+    naming ODL201 where there is none, and ODL704 beside a used ODL201, are not."""
+    noted = (TEXT.replace("key=jax.random.PRNGKey(0))\n", "key=jax.random.PRNGKey(0))  # noqa: ODL201\n")
+             .replace("optim.init(model)\n", "optim.init(model)  # noqa: ODL201, ODL704\n")
+             .replace("b = jax.random.normal(key, (2,))\n", "b = jax.random.normal(key, (2,))  # noqa: ODL704\n"))
+    report = _split(tmp_path, "none", '[tool.odelint]\nextend-select = ["ODL002"]\nignore = ["ODL203"]\n',
+                    [noted, noted.replace("adam(1e-3)", "adam(1e-4)")])["report"]
+    for lint in report:
+        assert lint["split"] == lint["alone"]
+        [codes] = lint["here"]
+        assert not any(code.startswith(server_helper.SHARED) or code == "ODL002" for code in codes)
+        assert [(finding["code"], finding["line"]) for finding in lint["split"][0]] == [("ODL002", 5), ("ODL002", 7)]
 
 
 def _state(pid: int) -> str | None:
@@ -312,7 +329,8 @@ def test_a_containers_cpu_quota_caps_the_cores(tmp_path: Path, monkeypatch: pyte
     ({"ODL201", "ODL601", "ODL704", "ODL707"}, {"ODL201", "ODL601"}, {"ODL704", "ODL707"}),
     ({"ODL201", "ODL601"}, {"ODL201", "ODL601"}, set()),          # nothing of the helper's family
     ({"ODL704", "ODL707"}, {"ODL704", "ODL707"}, set()),          # nothing left to the server: no split
-    ({"ODL002", "ODL201", "ODL704"}, {"ODL002", "ODL201", "ODL704"}, set()),  # unused noqa needs every finding
+    ({"ODL002", "ODL201", "ODL704"}, {"ODL002", "ODL201"}, {"ODL704"}),  # unused noqa: judged in the server
+    ({"ODL002", "ODL704"}, {"ODL002", "ODL704"}, set()),          # ODL002 alone would be left to the server
 ])
 def test_the_shares_of_the_rules(codes: set[str], own: set[str], theirs: set[str]) -> None:
     assert server_helper.shares(frozenset(codes)) == (frozenset(own), frozenset(theirs))

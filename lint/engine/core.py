@@ -199,9 +199,7 @@ def _lint_source(source: str, path: str, codes: Collection[str] | None, python: 
     else:
         result = _lint_text(source, path, rules, apply_noqa and not unused, gate, versions)
     if unused and codes is not None:
-        idle = noqa.unused(result.findings, source, codes, python)
-        kept = noqa.unsuppressed(result.findings, source, python)
-        result.findings = sorted([*kept, *noqa.unused_findings(idle, path)], key=Finding.sort_key)
+        result.findings = noqa.judged(result.findings, source, codes, path, python)
     return result
 
 

@@ -217,6 +217,16 @@ def unused(findings: Iterable[Finding], source: str, enabled: Collection[str], p
     return result
 
 
+def judged(findings: list[Finding], source: str, enabled: Collection[str], path: str,
+           python: bool = True) -> list[Finding]:
+    """What a lint with ODL002 reports: of `findings` (every finding of the enabled rules,
+    before suppression), those no directive suppresses, and ODL002's for each directive that
+    names a code with no finding on its line; in order."""
+    idle = unused(findings, source, enabled, python)
+    kept = unsuppressed(findings, source, python)
+    return sorted([*kept, *unused_findings(idle, path)], key=lambda finding: finding.sort_key())
+
+
 def unused_findings(entries: Iterable[Unused], path: str) -> list[Finding]:
     from odelint.api.finding import Fix, Safety, Span
 

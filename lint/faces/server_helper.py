@@ -20,10 +20,10 @@ files (odelint.analysis.project), sent to it as they change. Its findings carry 
 code action asks the engine for the fix anyway (`fix_source`), in the server.
 
 The helper is never made on one core (nor under a container's quota of less than two CPUs),
-where it would only compete, nor where `os.fork` is missing; and the server lints everything
-itself where ODL002 (unused `noqa`) is selected, which needs every rule's findings in one
-place. Forked twice, the helper is no child of the server's
-to reap; it exits when the server's end of its pipe closes (the server exited, or shut down).
+where it would only compete, nor where `os.fork` is missing. Where ODL002 (unused `noqa`) is
+selected, both shares come back with `noqa` unapplied, and the server judges the directives
+against both. Forked twice, the helper is no child of the server's to reap; it exits when
+the server's end of its pipe closes (the server exited, or shut down).
 A helper that dies is noticed at once (its pipe closes); one that has not answered long after
 the server finished its own share (`PATIENCE`) is killed. Either way the server lints every
 rule itself from then on, and nothing the editor sees depends on the helper.
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # concurrent.futures is imported after the fork: it costs the
 _LENGTH = struct.Struct("!Q")
 FIRST, SHARE = "first", "share"  # what a request asks for
 SHARED = "ODL7"  # the helper's share: arrays and randomness (key flow, tracing), as costly as the rest together
-UNSPLIT = frozenset({"ODL002"})  # a rule that judges every other rule's findings: nothing is split
+UNUSED_NOQA = "ODL002"  # judges every other rule's findings: the server's, on both shares together
 PATIENCE = (2.0, 10.0)  # wait for the helper's share at least this long, or this many times the server's own share
 # where a container's CPU limit is read: (quota, period) files, cgroup v2 first ("max 100000" in one file)
 CPU_QUOTA_FILES: tuple[tuple[str, str | None], ...] = (
@@ -117,10 +117,10 @@ def _cpu_quota() -> float | None:
 
 
 def shares(codes: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
-    """(the server's codes, the helper's): nothing for the helper where either share would be
-    empty, or where a rule needs every finding (UNSPLIT)."""
+    """(the server's codes, the helper's): nothing for the helper where either share would
+    have no rule to run (ODL002 runs on the findings of the others, in the server)."""
     theirs = frozenset(code for code in codes if code.startswith(SHARED))
-    if not theirs or theirs == codes or codes & UNSPLIT:
+    if not theirs or not codes - theirs - {UNUSED_NOQA}:
         return codes, frozenset()
     return codes - theirs, theirs
 
@@ -184,12 +184,13 @@ class Helper:
         return answer
 
     def share(self, linted: Linted, codes: frozenset[str], open_files: Mapping[str, str],
-              documents: Collection[str]) -> concurrent.futures.Future:
+              documents: Collection[str], apply_noqa: bool = True) -> concurrent.futures.Future:
         """Ask for the lint of `linted`'s text with `codes` (its settings as the server resolved
-        them); `documents`: the URIs whose trees the helper should keep."""
+        them; without `apply_noqa`, every finding, suppressed or not); `documents`: the URIs
+        whose trees the helper should keep."""
         return self.ask({"kind": SHARE, "uri": linted.uri, "text": linted.text, "path": linted.path,
                          "codes": codes, "versions": dict(linted.versions), "options": linted.options,
-                         "documents": list(documents)}, open_files)
+                         "apply_noqa": apply_noqa, "documents": list(documents)}, open_files)
 
     def answer(self, asked: concurrent.futures.Future, own_seconds: float) -> dict[str, Any] | None:
         """The answer, waiting as `PATIENCE` allows after the server's own share took
@@ -325,7 +326,7 @@ def _lint(request: dict[str, Any], files: dict[str, str], parser: IncrementalPar
         lint_buffer(linted, resolver(request["root"]), parser)
     else:
         linted.versions, linted.options = request["versions"], request["options"]
-        lint_codes(linted, request["codes"], parser)
+        lint_codes(linted, request["codes"], parser, request["apply_noqa"])
     return {"findings": [finding.to_dict() for finding in linted.findings], "crashes": linted.crashes,
             "config_error": linted.config_error, "depends": linted.depends}
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from odelint.analysis import project
 from odelint.api.finding import Finding
-from odelint.api.registry import all_rules
+from odelint.api.registry import all_rules, is_python_file
+from odelint.engine import noqa
 from odelint.engine.core import lint_source
 from odelint.faces.server_helper import shares
 from odelint.files.config import ConfigError, ConfigResolver, Overrides
@@ -84,26 +85,33 @@ def lint_buffer(linted: Linted, settings_of: ConfigResolver, parser: Incremental
     linted.codes = settings.enabled(linted.path)
     linted.unsafe = settings.unsafe_fixes
     linted.versions, linted.options = settings.versions_for(linted.codes), settings.options
-    own, theirs = shares(linted.codes) if split is not None else (linted.codes, frozenset())
+    python = is_python_file(linted.path)
+    own, theirs = shares(linted.codes) if split is not None and python else (linted.codes, frozenset())
     if split is None or not theirs:
         return lint_codes(linted, own, parser)
-    asked = split.helper.share(linted, theirs, split.open_files, split.documents)
+    # With ODL002 each share comes back whole, `noqa` unapplied, and the directives are judged
+    # against both together, as one process judges them.
+    judging = noqa.UNUSED_CODE in own
+    asked = split.helper.share(linted, theirs, split.open_files, split.documents, apply_noqa=not judging)
     started = time.monotonic()
-    lint_codes(linted, own, parser)
+    lint_codes(linted, own - {noqa.UNUSED_CODE}, parser, apply_noqa=not judging)
     given = split.helper.answer(asked, time.monotonic() - started)
     if given is None:  # no answer: this process lints every rule
         return lint_buffer(Linted(linted.uri, linted.version, linted.text, linted.path), settings_of, parser)
     linted.findings = sorted([*linted.findings, *map(Finding.from_dict, given["findings"])], key=Finding.sort_key)
+    if judging:
+        linted.findings = noqa.judged(linted.findings, linted.text, linted.codes, linted.path, python)
     linted.crashes += given["crashes"]
     linted.depends |= given["depends"]
     return linted
 
 
-def lint_codes(linted: Linted, codes: frozenset[str], parser: IncrementalParser | None) -> Linted:
+def lint_codes(linted: Linted, codes: frozenset[str], parser: IncrementalParser | None,
+               apply_noqa: bool = True) -> Linted:
     """One engine call on `linted`'s text with `codes` and its settings (versions, options)."""
     with project.places(object()), project.recording() as depends:  # each lint its own run
-        result = lint_source(linted.text, linted.path, codes, parser=parser, versions=linted.versions,
-                             options=linted.options)
+        result = lint_source(linted.text, linted.path, codes, apply_noqa=apply_noqa, parser=parser,
+                             versions=linted.versions, options=linted.options)
     linted.depends = frozenset(depends)
     linted.findings = result.findings
     linted.crashes = [crash.message() for crash in result.crashes]
