@@ -6,6 +6,7 @@ Forking is tried only in fresh interpreters, as the server does it: before any t
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -370,12 +371,13 @@ def test_requests_carry_only_the_open_files_that_changed_and_answers_reach_their
         assert second.result(10) == {"for": "second"} and first.result(10) == {"for": "first"}
 
 
-def test_the_event_loop_never_waits_on_a_pipe_without_room_and_a_gone_helper_answers_none() -> None:
+def test_the_event_loop_never_waits_on_a_full_pipe_and_requests_keep_their_order() -> None:
     with _helper_on_pipes() as (helper, requests, answers):
-        too_large = helper.ask({"kind": "x", "text": "x" * (4 << 20)}, {}, block=False)
-        assert too_large.result(0) is None
-        fits = helper.ask({"kind": "y"}, {}, block=False)
-        assert pickle.loads(server_helper._receive(requests))["kind"] == "y"  # the large one was never sent
+        started = time.monotonic()
+        large = helper.ask({"kind": "x", "text": "x" * (4 << 20)}, {}, block=False)  # more than a pipe holds
+        assert time.monotonic() - started < 5 and not large.done()
+        after = concurrent.futures.ThreadPoolExecutor(1).submit(helper.ask, {"kind": "y"}, {})
+        assert [pickle.loads(server_helper._receive(requests))["kind"] for _ in range(2)] == ["x", "y"]
         helper._gone()  # as when its pipe closes
-        assert fits.result(10) is None and not helper.alive
+        assert large.result(10) is None and after.result(10).result(10) is None and not helper.alive
         assert helper.ask({"kind": "z"}, {}).result(0) is None

@@ -40,11 +40,6 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-try:
-    import fcntl
-except ImportError:  # Windows: no fork either, so no helper
-    fcntl = None  # type: ignore[assignment]
-
 if TYPE_CHECKING:  # concurrent.futures is imported after the fork: it costs the helper 7 ms of its head start
     import concurrent.futures
 
@@ -126,17 +121,18 @@ def shares(codes: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
 
 
 class Helper:
-    """The server's end. A request is written at once by the thread that asks (a thread that
-    would wait for its turn on the interpreter's lock first would start the helper's share
-    5 ms late); answers are read by a thread of their own, so that each reaches its asker
-    whichever thread asked (the event loop for the first document, the lint thread after)."""
+    """The server's end. A request is written by the thread that asks (a thread that would
+    wait for its turn on the interpreter's lock first would start the helper's share 5 ms
+    late), in the order asked; answers are read by a thread of their own, so that each reaches
+    its asker whichever thread asked (the event loop for the first document, the lint thread
+    after)."""
 
     def __init__(self, requests: int, answers: int, pid: int) -> None:
         self.pid = pid
         self.alive = True
         self._requests = requests
-        self._room = _widen(requests)
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # the turn to write a request: taken in the order asked
         self._waiting: dict[int, concurrent.futures.Future] = {}
         self._asked = 0
         self._files: dict[str, str] = {}  # the open files as the helper last heard of them
@@ -157,31 +153,40 @@ class Helper:
     def ask(self, request: dict[str, Any], open_files: Mapping[str, str],
             block: bool = True) -> concurrent.futures.Future:
         """Send a request (with the open files that changed since the last one); its answer,
-        or None where the helper gives none, settles the future. Without `block`, a request
-        that might not fit in the pipe's room at once is not sent (the event loop never waits
-        on a helper still loading the engine): then the answer is None."""
+        or None where the helper gives none, settles the future. Without `block` a thread of
+        its own writes it (the event loop never waits on a pipe that a helper still loading
+        the engine does not read yet), and the next request waits for that write."""
         from concurrent.futures import Future
 
         answer: Future = Future()
         with self._lock:
+            if not self.alive:
+                answer.set_result(None)
+                return answer
             files: dict[str, str | None] = {path: text for path, text in open_files.items()
                                             if self._files.get(path) != text}
             files.update(dict.fromkeys(self._files.keys() - open_files.keys()))
+            self._files = dict(open_files)
             data = pickle.dumps({**request, "number": self._asked, "files": files}, pickle.HIGHEST_PROTOCOL)
-            if not self.alive or (not block and _LENGTH.size + len(data) > self._room):
-                answer.set_result(None)
-                return answer
             self._waiting[self._asked] = answer
             self._asked += 1
-            try:
-                _send(self._requests, data)
-            except OSError:
-                self._close_requests()
-            else:
-                self._files = dict(open_files)
-                return answer
-        self._gone()
+            self._writing.acquire()  # released by `_write`, once written
+        if block:
+            self._write(data)
+        else:
+            threading.Thread(target=self._write, args=(data,), daemon=True, name="odelint-helper-ask").start()
         return answer
+
+    def _write(self, data: bytes) -> None:
+        """Write a request in the turn `ask` took for it; a pipe that fails ends the helper."""
+        try:
+            if self._requests >= 0:
+                _send(self._requests, data)
+        except OSError:
+            self._close_requests()
+            self._gone()
+        finally:
+            self._writing.release()
 
     def share(self, linted: Linted, codes: frozenset[str], open_files: Mapping[str, str],
               documents: Collection[str], apply_noqa: bool = True) -> concurrent.futures.Future:
@@ -202,25 +207,32 @@ class Helper:
             return None
 
     def close(self) -> None:
-        """The server shuts down: the helper exits once it reads the end of its requests."""
-        with self._lock:
+        """The server shuts down: the helper exits once it reads the end of its requests. One
+        that does not take the request being written to it within `PATIENCE` is killed first."""
+        if not self._writing.acquire(timeout=PATIENCE[0]):
+            self.kill()  # the write in progress then fails, and gives up its turn
+            self._writing.acquire()
+        try:
             self._close_requests()
+        finally:
+            self._writing.release()
 
     def kill(self) -> None:
         with self._lock:
-            if self.alive:  # while its pipe is open, the pid is still the helper's
+            if self.alive:  # until its answers end, the pid is still the helper's
                 try:
                     os.kill(self.pid, signal.SIGKILL)
                 except OSError:
                     pass
-            self._close_requests()
         self._gone()
 
     def _close_requests(self) -> None:
-        if self._requests >= 0:
-            os.close(self._requests)
-            self._requests = -1
-            self.alive = False
+        """Only in a writing turn: no write is left to reach a file that takes the number."""
+        with self._lock:
+            if self._requests >= 0:
+                os.close(self._requests)
+                self._requests = -1
+                self.alive = False
 
     def _gone(self) -> None:
         with self._lock:
@@ -243,18 +255,6 @@ class Helper:
         finally:
             self._gone()
             os.close(fd)
-
-
-def _widen(fd: int) -> int:
-    """Give the pipe room for a large buffer's request (Linux: 1 MiB, the default limit); the
-    room it has (elsewhere, the least a pipe starts with: 16 KiB on macOS)."""
-    setting = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
-    if setting is not None:
-        try:
-            return fcntl.fcntl(fd, setting, 1 << 20)
-        except OSError:
-            pass
-    return 16 * 1024
 
 
 def _child(requests: int, answers: int, servers_ends: tuple[int, int]) -> None:
