@@ -351,6 +351,21 @@ def _helper_on_pipes():
         os.close(requests_read)
 
 
+def test_killing_signals_only_the_helpers_own_pid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pid of 0 or less names a process group (-1: every process the user may signal)."""
+    signalled: list[int] = []
+    monkeypatch.setattr(os, "kill", lambda pid, number: signalled.append(pid))
+    with _helper_on_pipes() as (helper, _, _):
+        asked = helper.ask({"kind": "x"}, {})
+        helper.kill()
+        assert signalled == [] and not helper.alive and asked.result(10) is None
+    with _helper_on_pipes() as (helper, _, _):
+        helper.pid = 4242
+        helper.kill()
+        helper.kill()  # gone already: its pid may be another process's by now
+        assert signalled == [4242]
+
+
 def test_the_first_document_is_claimed_once_and_not_after_the_server_has_loaded() -> None:
     with _helper_on_pipes() as (helper, _, _):
         assert helper.claim_first() and not helper.claim_first()

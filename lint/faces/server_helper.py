@@ -219,7 +219,8 @@ class Helper:
 
     def kill(self) -> None:
         with self._lock:
-            if self.alive:  # until its answers end, the pid is still the helper's
+            # until its answers end, the pid is still the helper's; 0 or less would name a group
+            if self.alive and self.pid > 0:
                 try:
                     os.kill(self.pid, signal.SIGKILL)
                 except OSError:
